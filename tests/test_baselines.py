@@ -23,6 +23,7 @@ from dpggm.estimators.baselines import (
 )
 from dpggm.mechanisms import bounds_from_data
 from dpggm.mechanisms.noise import above_threshold
+from exact_noise_reference import exact_gaussian_sigma_zcdp
 
 ALL = (SSPCovariance, DiagonalCovariance, SeparateCovariance, AdaptiveCovariance)
 
@@ -50,24 +51,35 @@ def test_ssp_sigma_is_box_norm_formula(data):
     n, p = data.shape
     b = np.array([1.0, 0.5, 2.0, 1.0, 1.5, 1.0])
     rho = 0.3
-    est = SSPCovariance(budget=ZCDP(rho), bounds=Box(tuple(b)), random_state=0).fit(data)
+    k = p * (p + 1) // 2
     sensitivity = math.sqrt(2) * float(np.sum(b**2)) / n
-    assert est.privacy_.noise["l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-14)
-    assert est.privacy_.noise["sigma"] == pytest.approx(sensitivity / math.sqrt(2 * rho), rel=1e-14)
+    floating = SSPCovariance(
+        budget=ZCDP(rho), bounds=Box(tuple(b)), random_state=0, noise="float"
+    ).fit(data)
+    assert floating.privacy_.noise["l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-14)
+    assert floating.privacy_.noise["sigma"] == pytest.approx(
+        sensitivity / math.sqrt(2 * rho), rel=1e-14
+    )
+    est = SSPCovariance(budget=ZCDP(rho), bounds=Box(tuple(b)), random_state=0).fit(data)
+    sigma, grid = exact_gaussian_sigma_zcdp(sensitivity, k, rho)
+    assert est.privacy_.noise["sigma"] == pytest.approx(sigma, rel=1e-14)
+    assert est.privacy_.noise["grid"] == grid
+    # Add/remove: the Gram matrix (sensitivity ||b||^2, no n) with 95% of rho; the count
+    # with the rest.
     add = SSPCovariance(
         budget=ZCDP(rho), bounds=Box(tuple(b)), neighbors="add-remove", random_state=0
     ).fit(data)
-    assert add.privacy_.noise["sigma"] == pytest.approx(
-        float(np.sum(b**2)) / n / math.sqrt(2 * rho), rel=1e-14
-    )
+    add_sigma, _ = exact_gaussian_sigma_zcdp(float(np.sum(b**2)), k, 0.95 * rho)
+    assert add.privacy_.noise["sigma"] == pytest.approx(add_sigma, rel=1e-12)
     assert add.privacy_.neighbors == "add-remove"
+    assert add.privacy_.budget == ZCDP(rho)
 
 
 def test_ssp_noise_has_the_stated_variance():
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, size=(400, 30))
     est = SSPCovariance(budget=ZCDP(0.05), bounds=Box(1.0), psd=False, random_state=7).fit(X)
-    sigma = math.sqrt(2) * 30 / 400 / math.sqrt(2 * 0.05)
+    sigma, _ = exact_gaussian_sigma_zcdp(math.sqrt(2) * 30 / 400, 30 * 31 // 2, 0.05)
     residual = (est.noisy_covariance_ - _second_moment(X))[np.triu_indices(30)]
     assert np.allclose(est.noisy_covariance_, est.noisy_covariance_.T)
     assert _chi2_two_sided_ok(np.sum((residual / sigma) ** 2), residual.size)
@@ -87,7 +99,7 @@ def test_diagonal_sigma_per_entry_and_zero_off_diagonal(data):
     b = np.array([1.0, 0.5, 2.0, 1.0, 1.5, 0.25])
     rho = 0.8
     est = DiagonalCovariance(budget=ZCDP(rho), bounds=Box(tuple(b)), random_state=0).fit(data)
-    expected = (b**2 / n) / math.sqrt(2 * rho / p)
+    expected = [exact_gaussian_sigma_zcdp(v**2 / n, 1, rho / p)[0] for v in b]
     np.testing.assert_allclose(est.privacy_.noise["diagonal_sigma"], expected, rtol=1e-12)
     off = ~np.eye(p, dtype=bool)
     assert np.all(est.covariance_[off] == 0) and np.all(est.noisy_covariance_[off] == 0)
@@ -104,7 +116,7 @@ def test_diagonal_noise_is_standardised_gaussian():
     X = rng.uniform(-1, 1, size=(200, p)) * b
     rho = 2.0
     est = DiagonalCovariance(budget=ZCDP(rho), bounds=Box(tuple(b)), random_state=4).fit(X)
-    sigma = (b**2 / 200) / math.sqrt(2 * rho / p)
+    sigma = np.array([exact_gaussian_sigma_zcdp(v**2 / 200, 1, rho / p)[0] for v in b])
     z = (np.diag(est.noisy_covariance_) - np.einsum("ij,ij->j", X, X) / 200) / sigma
     assert _chi2_two_sided_ok(np.sum(z**2), p)
     assert abs(z.mean()) < 4 / math.sqrt(p)
@@ -126,10 +138,23 @@ def test_separate_noise_figures(data):
     est = SeparateCovariance(budget=ZCDP(rho), bounds=RowNorm(2.0), random_state=0).fit(data)
     sensitivity = math.sqrt(2) * 4.0 / n
     noise = est.privacy_.noise
-    assert noise["l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-14)
-    assert noise["eigenvector_sigma"] == pytest.approx(sensitivity / math.sqrt(rho), rel=1e-14)
-    # N(0, (sqrt(2) r^2 / n)^2 / rho) on the eigenvalues (SPEC, seed 003 baselines).
-    assert noise["eigenvalue_sigma"] ** 2 == pytest.approx(sensitivity**2 / rho, rel=1e-13)
+    assert noise["eigenvector_l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-14)
+    assert noise["eigenvalue_l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-14)
+    k = p * (p + 1) // 2
+    assert noise["eigenvector_sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(sensitivity, k, rho / 2)[0], rel=1e-14
+    )
+    # N(0, (sqrt(2) r^2 / n)^2 / rho) on the eigenvalues (SPEC, seed 003 baselines), up
+    # to the grid's rounding allowance.
+    assert noise["eigenvalue_sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(sensitivity, p, rho / 2)[0], rel=1e-14
+    )
+    floating = SeparateCovariance(
+        budget=ZCDP(rho), bounds=RowNorm(2.0), random_state=0, noise="float"
+    ).fit(data)
+    assert floating.privacy_.noise["eigenvalue_sigma"] ** 2 == pytest.approx(
+        sensitivity**2 / rho, rel=1e-13
+    )
     box = SeparateCovariance(budget=ZCDP(rho), bounds=Box(0.5), random_state=0).fit(data)
     assert box.privacy_.noise["radius"] == pytest.approx(0.5 * math.sqrt(p), rel=1e-15)
 
@@ -148,7 +173,7 @@ def test_separate_eigenvalue_noise_has_the_stated_variance(data):
             for seed in range(250)
         ]
     )
-    variance = (math.sqrt(2) * r**2 / n) ** 2 / rho
+    variance = exact_gaussian_sigma_zcdp(math.sqrt(2) * r**2 / n, 6, rho / 2)[0] ** 2
     assert _chi2_two_sided_ok(np.sum(residuals**2) / variance, residuals.size)
     assert abs(residuals.mean()) < 4 * math.sqrt(variance / residuals.size)
 
@@ -187,14 +212,18 @@ def test_adaptive_spends_the_planned_shares(data):
     assert float(rest) == pytest.approx(0.75 * rho, rel=1e-12)
     noise = est.privacy_.noise
     r = math.sqrt(p)
-    assert noise["trace_sigma"] == pytest.approx((r**2 / n) / math.sqrt(2 * rho / 8), rel=1e-14)
+    assert noise["trace_sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(r**2 / n, 1, rho / 8)[0], rel=1e-14
+    )
     assert noise["svt_threshold_laplace_scale"] == pytest.approx(2 / epsilon)
     # The queries are monotonic (one record moves all of them the same way).
     assert noise["svt_query_laplace_scale"] == pytest.approx(2 / epsilon)
     tau = est.radius_
     assert tau <= r and math.log2(r / tau) == pytest.approx(round(math.log2(r / tau)))
     if est.method_ == "gauss":
-        expected = math.sqrt(2) * tau**2 / n / math.sqrt(2 * 0.75 * rho)
+        expected, _ = exact_gaussian_sigma_zcdp(
+            math.sqrt(2) * tau**2 / n, p * (p + 1) // 2, 0.75 * rho
+        )
         assert noise["gauss_sigma"] == pytest.approx(expected, rel=1e-12)
     else:
         expected = math.sqrt(2) * tau**2 / n / math.sqrt(0.75 * rho)
@@ -302,7 +331,8 @@ def test_above_threshold_halting_probability_matches_laplace_integral(monotonic)
     ],
 )
 def test_accountant_total_equals_the_budget(data, cls, budget, rho):
-    est = cls(budget=budget, bounds=Box(1.0), random_state=0).fit(data)
+    # Unseeded: a seeded run is an experiment and is reported with validity "none".
+    est = cls(budget=budget, bounds=Box(1.0), random_state=None).fit(data)
     assert isinstance(est.privacy_.budget, ZCDP)
     total = Fraction(est.privacy_.budget.rho)
     assert total <= rho and float(total) == pytest.approx(float(rho), rel=1e-15)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -26,7 +27,14 @@ from dpggm.mechanisms import (
     symmetric_laplace_noise,
     wishart_noise,
 )
-from dpggm.mechanisms.sensitivity import mean_l2_sensitivity, row_l2_sensitivity
+from dpggm.exceptions import UnsupportedNeighborsError
+from dpggm.mechanisms.sensitivity import (
+    gram_entry_sensitivity,
+    gram_l2_sensitivity,
+    mean_l2_sensitivity,
+    row_l2_sensitivity,
+    sum_l2_sensitivity,
+)
 
 
 def _upper(M):
@@ -114,8 +122,14 @@ class TestSensitivities:
 
     def test_add_remove_l2(self):
         bounds = RowNorm(self.B)
-        sens = second_moment_l2_sensitivity(bounds, n=self.n, p=self.p, neighbors="add-remove")
-        assert sens == pytest.approx(self.B**2 / self.n)
+        # Under add/remove n is private: only the unnormalised Gram matrix has a sensitivity.
+        with pytest.raises(UnsupportedNeighborsError, match="private under add/remove"):
+            second_moment_l2_sensitivity(bounds, n=self.n, p=self.p, neighbors="add-remove")
+        sens = gram_l2_sensitivity(bounds, p=self.p, neighbors="add-remove")
+        assert sens == pytest.approx(self.B**2)
+        rng = np.random.default_rng(5)
+        for x, _ in self._pairs(rng, bounds):
+            assert np.linalg.norm(_upper(np.outer(x, x))) <= sens * (1 + 1e-12)
 
     def test_l1_row_norm_bound(self):
         bounds = RowNorm(self.B)
@@ -142,9 +156,14 @@ class TestSensitivities:
         np.testing.assert_allclose(worst, sens)
         for x, y in self._pairs(rng, bounds, 500):
             assert np.all(np.abs(np.outer(x, x) - np.outer(y, y)) / self.n <= sens * (1 + 1e-12))
-        add = second_moment_entry_sensitivity(bounds, n=self.n, p=self.p, neighbors="add-remove")
-        np.testing.assert_allclose(np.diag(add), b**2 / self.n)
-        np.testing.assert_allclose(add[0, 1], b[0] * b[1] / self.n)
+        add = gram_entry_sensitivity(bounds, p=self.p, neighbors="add-remove")
+        np.testing.assert_allclose(np.diag(add), b**2)
+        np.testing.assert_allclose(add[0, 1], b[0] * b[1])
+        # Every figure is an upper bound of the exact product, never below it.
+        assert all(
+            Fraction(add[j, k]) >= Fraction(b[j]) * Fraction(b[k])
+            for j in range(self.p) for k in range(self.p)
+        )
 
     def test_box_whole_matrix_uses_norm_of_b(self):
         b = (1.0, 2.0, 2.0, 4.0)
@@ -154,7 +173,18 @@ class TestSensitivities:
     def test_mean_and_row(self):
         assert mean_l2_sensitivity(RowNorm(2.0), n=8, p=3, neighbors="replace") == 0.5
         assert row_l2_sensitivity(RowNorm(2.0), p=3, neighbors="replace") == 4.0
-        assert row_l2_sensitivity(Box(1.0), p=4, neighbors="add-remove") == 2.0
+        assert sum_l2_sensitivity(Box(1.0), p=4, neighbors="add-remove") == 2.0
+        # Publishing rows reveals n: no add/remove sensitivity for it.
+        with pytest.raises(UnsupportedNeighborsError):
+            row_l2_sensitivity(Box(1.0), p=4, neighbors="add-remove")
+
+    def test_box_norm_is_an_upper_bound(self):
+        # ||b||_2 from a float norm can round below the exact value; the bound must not.
+        rng = np.random.default_rng(11)
+        for _ in range(300):
+            b = tuple(rng.uniform(0.01, 10.0, size=int(rng.integers(2, 40))))
+            norm = Box(b).row_norm(len(b))
+            assert Fraction(norm) ** 2 >= sum(Fraction(v) ** 2 for v in b)
 
     def test_bad_neighbors_named(self):
         with pytest.raises(ValueError, match="neighbors must be 'replace'"):
@@ -243,6 +273,12 @@ class TestRandomState:
 def test_row_norm_clip_property(row, bound):
     X = np.array([row, row[::-1]])
     clipped, _ = RowNorm(bound).clip(X)
-    assert np.all(np.linalg.norm(clipped, axis=1) <= bound * (1 + 1e-12))
-    keep = np.linalg.norm(X, axis=1) <= bound
+
+    def exact_squared_norm(r):
+        return sum(Fraction(float(v)) ** 2 for v in r)
+
+    # Exactly within the bound after clipping (the sensitivity analysis needs <= B, not
+    # <= B up to rounding), and rows exactly within it are left alone.
+    assert all(exact_squared_norm(r) <= Fraction(bound) ** 2 for r in clipped)
+    keep = np.array([exact_squared_norm(r) <= Fraction(bound) ** 2 for r in X])
     np.testing.assert_array_equal(clipped[keep], X[keep])

@@ -9,6 +9,12 @@ import pytest
 from scipy import optimize, stats
 
 from dpggm import ZCDP, ApproxDP, Box, InvalidGuaranteeError, NonPrivate, PureDP, RowNorm
+from exact_noise_reference import (
+    exact_gaussian_sigma_zcdp,
+    exact_laplace_scale,
+    largest_rho_reference,
+)
+
 from dpggm.estimators.precision import (
     GraphicalLasso,
     OutputPerturbationPrecision,
@@ -40,10 +46,18 @@ def chain_data():
 def test_ridge_sigma_matches_independent_calibration(chain_data):
     """Gaussian, RowNorm(1), n = 1000, replace-one: sigma = analytic calibration of sqrt(2)/1000."""
     X, _ = chain_data
+    floating = RidgePrecision(ridge=0.1, budget=ApproxDP(0.8, 1e-5), bounds=RowNorm(1.0),
+                              random_state=0, noise="float").fit(X)
+    expected = _independent_analytic_sigma(math.sqrt(2) / 1000, 0.8, 1e-5)
+    assert floating.privacy_.noise["sigma"] == pytest.approx(expected, rel=1e-6)
+    # The exact release is calibrated through zCDP: the largest rho whose conversion gives
+    # (0.8, 1e-5), and the grid's rounding allowance.
     est = RidgePrecision(ridge=0.1, budget=ApproxDP(0.8, 1e-5), bounds=RowNorm(1.0),
                          random_state=0).fit(X)
-    expected = _independent_analytic_sigma(math.sqrt(2) / 1000, 0.8, 1e-5)
-    assert est.privacy_.noise["sigma"] == pytest.approx(expected, rel=1e-6)
+    rho = largest_rho_reference(0.8, 1e-5)
+    exact, _ = exact_gaussian_sigma_zcdp(math.sqrt(2) / 1000, 21, rho)
+    assert est.privacy_.noise["sigma"] == pytest.approx(exact, rel=1e-6)
+    assert est.privacy_.budget == ApproxDP(0.8, 1e-5)
     assert np.all(np.linalg.eigvalsh(est.precision_) > 0)
     # Independent check of the closed form: the ridge objective's gradient vanishes.
     S, T = est.noisy_covariance_, est.precision_
@@ -73,7 +87,7 @@ def test_glasso_non_private_equals_solver(chain_data):
 def test_glasso_private_recovers_chain_at_large_budget(chain_data):
     X, theta = chain_data
     est = GraphicalLasso(alpha="auto", budget=ZCDP(100.0), bounds=RowNorm(1.0),
-                         random_state=1).fit(X)
+                         random_state="secure").fit(X)
     support = np.abs(np.triu(est.precision_, 1)) > 0
     truth = np.abs(np.triu(theta, 1)) > 0
     assert (support & truth).sum() == truth.sum()
@@ -100,17 +114,26 @@ def test_cv_nonprivate_is_flagged(chain_data):
 def test_glasso_with_each_mechanism(chain_data, mechanism, budget):
     X, _ = chain_data
     est = GraphicalLasso(alpha=0.05, budget=budget, bounds=RowNorm(1.0), mechanism=mechanism,
-                         wishart_mean_removal=True, random_state=0).fit(X)
+                         wishart_mean_removal=True, random_state="secure").fit(X)
     assert np.all(np.isfinite(est.precision_))
     assert est.privacy_.validity == "valid"
+    seeded = GraphicalLasso(alpha=0.05, budget=budget, bounds=RowNorm(1.0), mechanism=mechanism,
+                            wishart_mean_removal=True, random_state=0).fit(X)
+    assert seeded.privacy_.validity == "none" and "seeded" in seeded.privacy_.reason
 
 
 def test_laplace_scale_independent(chain_data):
     X, _ = chain_data
     est = GraphicalLasso(alpha=0.05, budget=PureDP(0.5), bounds=RowNorm(1.0), mechanism="laplace",
                          random_state=0).fit(X)
-    # l1 sensitivity of the upper triangle: replace-one, ||x|| <= 1, p = 6: (p + 1) / n.
-    assert est.privacy_.noise["laplace_scale"] == pytest.approx(7 / 1000 / 0.5)
+    # l1 sensitivity of the upper triangle: replace-one, ||x|| <= 1, p = 6: (p + 1) / n,
+    # plus the grid's rounding allowance for 21 coordinates.
+    scale, grid = exact_laplace_scale(7 / 1000, 21, 0.5)
+    assert est.privacy_.noise["laplace_scale"] == pytest.approx(scale, rel=1e-12)
+    assert est.privacy_.noise["grid"] == grid
+    floating = GraphicalLasso(alpha=0.05, budget=PureDP(0.5), bounds=RowNorm(1.0),
+                              mechanism="laplace", random_state=0, noise="float").fit(X)
+    assert floating.privacy_.noise["laplace_scale"] == pytest.approx(7 / 1000 / 0.5)
 
 
 def test_sulq_per_entry_budget(chain_data):
@@ -122,8 +145,10 @@ def test_sulq_per_entry_budget(chain_data):
     k = 21
     per = est.privacy_.noise["per_entry_budget"]
     assert per.epsilon == pytest.approx(1.0 / k) and per.delta == pytest.approx(1e-5 / k)
-    expected = _independent_analytic_sigma(1.0, 1.0 / k, 1e-5 / k)
-    assert est.privacy_.noise["sigma_per_unit_sensitivity"] == pytest.approx(expected, rel=1e-6)
+    # Diagonal entries have sensitivity 1/n, off-diagonal ones 1/n too (B^2/n with B = 1).
+    rho = largest_rho_reference(1.0 / k, 1e-5 / k)
+    expected, _ = exact_gaussian_sigma_zcdp(1.0 / 1000, 1, rho)
+    assert est.privacy_.noise["max_entry_sigma"] == pytest.approx(expected, rel=1e-6)
 
 
 def test_wishart_df_and_validity_range(chain_data):
@@ -156,7 +181,7 @@ def test_wishart_pure_refused_without_opt_in(chain_data):
 def test_thresholded_covariance_threshold(chain_data):
     X, _ = chain_data
     est = ThresholdedCovariance(gamma=0.5, budget=ApproxDP(1.0, 1e-3), bounds=RowNorm(1.0),
-                                random_state=0).fit(X)
+                                random_state=0, noise="float").fit(X)
     sigma = _independent_analytic_sigma(math.sqrt(2) / 1000, 1.0, 1e-3)
     expected = 0.5 * math.sqrt(math.log(6) / 1000) + 4 * sigma * math.sqrt(math.log(6))
     assert est.threshold_ == pytest.approx(expected, rel=1e-6)

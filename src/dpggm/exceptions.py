@@ -9,7 +9,9 @@ __all__ = [
     "ConvergenceWarning",
     "IncompatibleBudgetError",
     "InvalidGuaranteeError",
+    "NoSolutionError",
     "NumericalError",
+    "UnsupportedNeighborsError",
 ]
 
 
@@ -28,3 +30,14 @@ class InvalidGuaranteeError(RuntimeError):
 class NumericalError(ArithmeticError):
     """A numerical computation broke down (for example a matrix that must be positive
     definite is not)."""
+
+
+class NoSolutionError(NumericalError, ValueError):
+    """The optimisation problem has no solution for this input (for example a graphical
+    lasso on an indefinite matrix with too small a penalty). It is a ``ValueError`` too:
+    the input, not the arithmetic, is at fault."""
+
+
+class UnsupportedNeighborsError(ValueError):
+    """The method cannot give an honest guarantee under the neighbouring relation asked for
+    (for example a statistic normalised by the private count under add/remove)."""

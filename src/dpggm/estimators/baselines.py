@@ -28,15 +28,21 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from dpggm.estimators._base import check_bounds, check_budget, check_fraction
+from dpggm.estimators._base import (
+    check_bounds,
+    check_budget,
+    check_count_fraction,
+    check_fraction,
+    make_context,
+)
 from dpggm.estimators.data import as_matrix, clipped_second_moment
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError
-from dpggm.mechanisms.bounds import Bounds, Box, RowNorm, check_neighbors
-from dpggm.mechanisms.noise import above_threshold, symmetric_gaussian_noise
-from dpggm.mechanisms.random import check_random_state, describe_random_state
-from dpggm.mechanisms.release import base_validity, release_second_moment, release_value
+from dpggm.exceptions import IncompatibleBudgetError, NumericalError, UnsupportedNeighborsError
+from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.noise import above_threshold
+from dpggm.mechanisms.release import release_count, release_second_moment
 from dpggm.mechanisms.sensitivity import (
-    second_moment_entry_sensitivity,
+    gram_entry_sensitivity,
     second_moment_l2_sensitivity,
 )
 from dpggm.privacy.accountant import PrivacyAccountant
@@ -45,10 +51,11 @@ from dpggm.privacy.budgets import (
     NonPrivate,
     PureDP,
     budget_from_cost,
+    compose,
     exact_cost,
     scale_budget,
+    split_budget,
 )
-from dpggm.privacy.calibration import gaussian_sigma
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
 __all__ = [
@@ -105,11 +112,6 @@ def _check_center(center: Any) -> np.ndarray | None:
     return vector
 
 
-def _check_report_delta(value: Any) -> None:
-    if isinstance(value, bool) or not (isinstance(value, numbers.Real) and 0 < value < 1):
-        raise ValueError(f"report_delta must be a number in (0, 1); got {value!r}")
-
-
 def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.ndarray:
     """Clip the eigenvalues of a symmetric matrix to ``[lower, upper]``.
 
@@ -124,42 +126,23 @@ def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.
     return (out + out.T) / 2
 
 
-def _spend_and_calibrate(
-    accountant: PrivacyAccountant,
-    budget: ZCDP,
-    sensitivity: float,
-    *,
-    mechanism: str,
-    **details: Any,
-) -> float:
-    accountant.spend(budget, mechanism=mechanism, **details)
-    return gaussian_sigma(sensitivity, budget)
-
-
 def _gauss_cov(
     S: np.ndarray,
     *,
     radius: float,
     n: int,
-    neighbors: str,
     budget: ZCDP,
     accountant: PrivacyAccountant,
-    rng: np.random.Generator,
+    ctx: ReleaseContext,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """GaussCov: symmetric Gaussian noise on ``S`` of rows with norm <= ``radius``, then the
     eigenvalues clipped to ``[0, radius**2]`` (every eigenvalue of such an ``S`` lies there)."""
     p = S.shape[0]
-    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=neighbors)
-    sigma = _spend_and_calibrate(
-        accountant, budget, sensitivity, mechanism="gaussian (whole second moment)", radius=radius
-    )
-    noisy = S + symmetric_gaussian_noise(p, sigma, rng)
+    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=ctx.neighbors)
+    accountant.spend(budget, mechanism="gaussian (whole second moment)", radius=radius)
+    noisy, mechanism = ctx.symmetric_gaussian(S, sensitivity=sensitivity, budget=budget)
     estimate = _clip_spectrum(noisy, 0.0, radius**2)
-    noise = {
-        "gauss_sigma": sigma,
-        "gauss_l2_sensitivity": sensitivity,
-        "gauss_rho": budget.rho,
-    }
+    noise = {**mechanism.record("gauss_"), "gauss_rho": budget.rho}
     return noisy, estimate, noise
 
 
@@ -168,51 +151,48 @@ def _separate_cov(
     *,
     radius: float,
     n: int,
-    neighbors: str,
     eigenvector_budget: ZCDP,
     accountant: PrivacyAccountant,
-    rng: np.random.Generator,
+    ctx: ReleaseContext,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """SeparateCov: eigenvectors of a GaussCov release at ``eigenvector_budget``, and the
     true eigenvalues released with everything the accountant has left.
 
     The eigenvalue vector has the l2 sensitivity of ``S`` in Frobenius norm
     (Hoffman-Wielandt: ``||lambda(A) - lambda(B)||_2 <= ||A - B||_F``): ``sqrt(2) r^2 / n``
-    under replace-one (``||x x^T - x' x'^T||_F^2 = |x|^4 + |x'|^4 - 2 (x^T x')^2 <= 2 r^4``)
-    and ``r^2 / n`` under add/remove.
+    under replace-one (``||x x^T - x' x'^T||_F^2 = |x|^4 + |x'|^4 - 2 (x^T x')^2 <= 2 r^4``).
 
     Returns the noisy GaussCov matrix, the noisy eigenvalues (descending, before clipping),
     the estimate, and the noise record.
     """
     p = S.shape[0]
-    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=neighbors)
-    vector_sigma = _spend_and_calibrate(
-        accountant,
+    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=ctx.neighbors)
+    accountant.spend(
         eigenvector_budget,
-        sensitivity,
         mechanism="gaussian (whole second moment, for eigenvectors)",
         radius=radius,
     )
-    noisy = S + symmetric_gaussian_noise(p, vector_sigma, rng)
+    noisy, vector_mechanism = ctx.symmetric_gaussian(
+        S, sensitivity=sensitivity, budget=eigenvector_budget
+    )
     _, vectors = np.linalg.eigh((noisy + noisy.T) / 2)
     vectors = vectors[:, ::-1]  # descending, to pair with descending eigenvalues
 
     value_budget = accountant.remaining
     accountant.spend(value_budget, mechanism="gaussian (eigenvalues)", radius=radius)
     true_values = np.linalg.eigvalsh(S)[::-1]
-    noisy_values, value_sigma = release_value(
-        true_values, sensitivity=sensitivity, budget=value_budget, rng=rng
+    noisy_values, value_mechanism = ctx.gaussian(
+        true_values, sensitivity=sensitivity, budget=value_budget
     )
     noisy_values = np.atleast_1d(np.asarray(noisy_values, dtype=float))
     clipped = np.clip(noisy_values, 0.0, radius**2)
     estimate = (vectors * clipped) @ vectors.T
     estimate = (estimate + estimate.T) / 2
     noise = {
-        "eigenvector_sigma": vector_sigma,
+        **vector_mechanism.record("eigenvector_"),
         "eigenvector_rho": eigenvector_budget.rho,
-        "eigenvalue_sigma": value_sigma,
+        **value_mechanism.record("eigenvalue_"),
         "eigenvalue_rho": value_budget.rho,
-        "l2_sensitivity": sensitivity,
     }
     return noisy, noisy_values, estimate, noise
 
@@ -231,6 +211,8 @@ class _ZCDPCovarianceBase(BaseEstimator):
     _owner: ClassVar[str] = ""
     _needs_box: ClassVar[bool] = False
     _mechanism: ClassVar[str] = ""
+    #: Whether the release can be made honest under add/remove neighbours (n private).
+    _supports_add_remove: ClassVar[bool] = False
 
     def _validate_common(self) -> tuple[ZCDP | NonPrivate, Bounds, np.ndarray | None]:
         budget = as_zcdp_total(self.budget, owner=self._owner)
@@ -240,18 +222,17 @@ class _ZCDPCovarianceBase(BaseEstimator):
                 f"{self._owner} needs coordinate-wise bounds: bounds must be Box(b) "
                 f"(|x_j| <= b_j); got {bounds!r}"
             )
-        check_neighbors(self.neighbors)
+        self._ctx = make_context(self, bounds)
+        if self._ctx.neighbors == "add-remove" and not self._supports_add_remove:
+            raise UnsupportedNeighborsError(
+                f"{self._owner} normalises by the number of records, which is private under "
+                "add/remove neighbours, and has no honest add/remove version here; use "
+                "neighbors='replace', or SSPCovariance / DiagonalCovariance / PrivateCovariance"
+            )
+        if self._supports_add_remove:
+            check_count_fraction(self)
         center = _check_center(self.center)
-        _check_report_delta(self.report_delta)
         return budget, bounds, center
-
-    def _common(self, bounds: Bounds) -> dict[str, Any]:
-        return {
-            "neighbors": self.neighbors,
-            "bounds": bounds.to_dict(),
-            "report_delta": self.report_delta,
-            "random_state": describe_random_state(self.random_state),
-        }
 
     def _centering_note(self, center: np.ndarray | None) -> str:
         if center is None:
@@ -263,29 +244,25 @@ class _ZCDPCovarianceBase(BaseEstimator):
         self.n_features_in_ = p
         self.feature_names_in_ = columns
 
-    def _fit_exact(self, S: np.ndarray, bounds: Bounds, center: np.ndarray | None) -> None:
+    def _fit_exact(self, S: np.ndarray, center: np.ndarray | None) -> None:
         self.covariance_ = S.copy()
         self.noisy_covariance_ = S.copy()
         self.accountant_ = None
-        self.privacy_ = PrivacyGuarantee(
+        self.privacy_ = self._ctx.guarantee(
             budget=NonPrivate(),
             mechanism=f"{self._mechanism} (non-private reference: exact statistic)",
-            validity="none",
-            reason="NonPrivate() was requested: the exact statistic is released",
             notes={"centering": self._centering_note(center)},
-            **self._common(bounds),
         )
 
     def _guarantee(
         self,
         accountant: PrivacyAccountant,
-        bounds: Bounds,
         center: np.ndarray | None,
         *,
         noise: dict[str, Any],
         notes: dict[str, Any] | None = None,
+        delivered: list[Any] | None = None,
     ) -> PrivacyGuarantee:
-        validity, reason = base_validity(bounds)
         requested = check_budget(self.budget)
         record: dict[str, Any] = {
             "centering": self._centering_note(center),
@@ -301,14 +278,9 @@ class _ZCDPCovarianceBase(BaseEstimator):
                 "is Gaussian, so the guarantee is stated in zCDP"
             )
         record.update(notes or {})
-        return PrivacyGuarantee(
-            budget=accountant.total,
-            mechanism=self._mechanism,
-            noise=noise,
-            validity=validity,
-            reason=reason,
-            notes=record,
-            **self._common(bounds),
+        spent = delivered if delivered is not None else [s.budget for s in accountant.spends]
+        return self._ctx.guarantee(
+            budget=compose(spent), mechanism=self._mechanism, noise=noise, notes=record
         )
 
 
@@ -334,6 +306,11 @@ class SSPCovariance(_ZCDPCovarianceBase):
     report_delta : float, default=1e-6
         The delta at which ``privacy_`` also states the guarantee as ``(epsilon, delta)``.
     random_state : None, int, numpy.random.Generator or "secure"
+    noise : {"exact", "float"}, default="exact"
+        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+    count_fraction : float in (0, 1), default=0.05
+        Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
+        (the Gram matrix is released and divided by it).
 
     Attributes
     ----------
@@ -355,6 +332,7 @@ class SSPCovariance(_ZCDPCovarianceBase):
 
     _owner = "SSPCovariance"
     _needs_box = True
+    _supports_add_remove = True
     _mechanism = "ssp (gaussian mechanism on the whole second moment)"
 
     def __init__(
@@ -367,6 +345,8 @@ class SSPCovariance(_ZCDPCovarianceBase):
         psd: bool = True,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
+        noise: str = "exact",
+        count_fraction: float = 0.05,
     ) -> None:
         self.budget = budget
         self.bounds = bounds
@@ -375,6 +355,8 @@ class SSPCovariance(_ZCDPCovarianceBase):
         self.psd = psd
         self.report_delta = report_delta
         self.random_state = random_state
+        self.noise = noise
+        self.count_fraction = count_fraction
 
     def fit(self, X: Any, y: Any = None) -> SSPCovariance:
         """Release a private second moment of ``X`` (array, DataFrame or CSV path).
@@ -385,29 +367,32 @@ class SSPCovariance(_ZCDPCovarianceBase):
         """
         budget, bounds, center = self._validate_common()
         stats = clipped_second_moment(X, bounds=bounds, center=center)
-        S, n, p = stats.second_moment, stats.n, stats.n_features
+        n, p = stats.n, stats.n_features
         self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(S, bounds, center)
+            self._fit_exact(stats.second_moment, center)
             return self
-        rng = check_random_state(self.random_state)
         accountant = PrivacyAccountant(budget)
         accountant.spend(budget, mechanism="gaussian (whole second moment)")
-        noisy, release = release_second_moment(
-            S,
+        release = release_second_moment(
+            stats.second_moment * n,
             n=n,
             bounds=bounds,
             budget=budget,
             mechanism="gaussian",
-            neighbors=self.neighbors,
-            rng=rng,
-            report_delta=self.report_delta,
-            random_state_policy=describe_random_state(self.random_state),
+            ctx=self._ctx,
+            count_fraction=self.count_fraction,
         )
+        noisy = release.second_moment
+        self.n_samples_ = release.count
         self.noisy_covariance_ = noisy
         self.covariance_ = _clip_spectrum(noisy, 0.0, None) if self.psd else noisy.copy()
         self.accountant_ = accountant
-        self.privacy_ = self._guarantee(accountant, bounds, center, noise=dict(release.noise))
+        self.privacy_ = self._guarantee(
+            accountant, center, noise=dict(release.guarantee.noise),
+            notes={k: v for k, v in release.guarantee.notes.items() if k != "caveats"},
+            delivered=[release.guarantee.budget],
+        )
         return self
 
 
@@ -427,6 +412,11 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
     center : "none" or array of shape (p,), default="none"
     report_delta : float, default=1e-6
     random_state : None, int, numpy.random.Generator or "secure"
+    noise : {"exact", "float"}, default="exact"
+        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+    count_fraction : float in (0, 1), default=0.05
+        Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
+        (the Gram matrix is released and divided by it).
 
     Attributes
     ----------
@@ -448,6 +438,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
 
     _owner = "DiagonalCovariance"
     _needs_box = True
+    _supports_add_remove = True
     _mechanism = "diagonal only (gaussian mechanism per diagonal entry)"
 
     def __init__(
@@ -459,6 +450,8 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         center: Any = "none",
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
+        noise: str = "exact",
+        count_fraction: float = 0.05,
     ) -> None:
         self.budget = budget
         self.bounds = bounds
@@ -466,6 +459,8 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         self.center = center
         self.report_delta = report_delta
         self.random_state = random_state
+        self.noise = noise
+        self.count_fraction = count_fraction
 
     def fit(self, X: Any, y: Any = None) -> DiagonalCovariance:
         """Release the private diagonal of the second moment of ``X``.
@@ -479,32 +474,53 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         S, n, p = stats.second_moment, stats.n, stats.n_features
         self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(np.diag(np.diag(S)), bounds, center)
+            self._fit_exact(np.diag(np.diag(S)), center)
             return self
-        rng = check_random_state(self.random_state)
+        ctx = self._ctx
         accountant = PrivacyAccountant(budget)
-        sensitivity = np.diag(
-            second_moment_entry_sensitivity(bounds, n=n, p=p, neighbors=self.neighbors)
-        )
-        per_entry = scale_budget(budget, Fraction(1, p))
+        noise: dict[str, Any] = {}
+        delivered: list[Any] = []
+        # Under add/remove the diagonal of the Gram matrix is released with sensitivities
+        # free of n, and divided by a noisy count afterwards.
+        divisor = 1.0
+        diagonal = np.diag(S).copy()
+        sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors))
+        if ctx.neighbors == "add-remove":
+            count_budget, _ = split_budget(budget, self.count_fraction)
+            accountant.spend(count_budget, mechanism="noisy count")
+            count, count_delivered, count_record = release_count(n, budget=count_budget, ctx=ctx)
+            delivered.append(count_delivered)
+            noise.update(count_record)
+            divisor = max(count, 1.0)
+            self.n_samples_ = max(int(round(count)), 1)
+            diagonal = diagonal * n
+        else:
+            sensitivity = np.nextafter(sensitivity / n, np.inf)
+        per_entry = scale_budget(accountant.remaining, Fraction(1, p))
         released = np.empty(p)
         sigmas = np.empty(p)
+        grids = []
         for j in range(p):
             part = per_entry if j < p - 1 else accountant.remaining
             accountant.spend(part, mechanism="gaussian (diagonal entry)", entry=(j, j))
-            value, sigmas[j] = release_value(
-                S[j, j], sensitivity=float(sensitivity[j]), budget=part, rng=rng
+            value, mechanism = ctx.gaussian(
+                diagonal[j], sensitivity=float(sensitivity[j]), budget=part
             )
-            released[j] = float(value)
+            released[j] = float(value) / divisor
+            sigmas[j] = mechanism.sigma
+            grids.append(mechanism.grid)
+            delivered.append(mechanism.delivered)
         self.noisy_covariance_ = np.diag(released)
         self.covariance_ = np.diag(np.maximum(released, 0.0))
         self.accountant_ = accountant
-        noise = {
-            "diagonal_sigma": sigmas.tolist(),
-            "diagonal_sensitivity": sensitivity.tolist(),
-            "rho_per_entry": per_entry.rho,
-        }
-        self.privacy_ = self._guarantee(accountant, bounds, center, noise=noise)
+        noise.update(
+            diagonal_sigma=sigmas.tolist(),
+            diagonal_sensitivity=sensitivity.tolist(),
+            rho_per_entry=per_entry.rho,
+        )
+        if ctx.noise == "exact":
+            noise["diagonal_grid"] = grids
+        self.privacy_ = self._guarantee(accountant, center, noise=noise, delivered=delivered)
         return self
 
 
@@ -524,12 +540,14 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         ``NonPrivate()`` returns the exact second moment. Required.
     bounds : RowNorm, Box or str
         Declared bound; records are clipped to it.
-    neighbors : {"replace", "add-remove"}, default="replace"
+    neighbors : "replace", default="replace"
+        Add/remove is refused (the release is normalised by the private count).
     center : "none" or array of shape (p,), default="none"
     eigenvector_fraction : float in (0, 1), default=0.5
         Share of ``rho`` spent on the eigenvectors (the paper uses one half).
     report_delta : float, default=1e-6
     random_state : None, int, numpy.random.Generator or "secure"
+    noise : {"exact", "float"}, default="exact"
 
     Attributes
     ----------
@@ -564,6 +582,7 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         eigenvector_fraction: float = 0.5,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
+        noise: str = "exact",
     ) -> None:
         self.budget = budget
         self.bounds = bounds
@@ -572,6 +591,7 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         self.eigenvector_fraction = eigenvector_fraction
         self.report_delta = report_delta
         self.random_state = random_state
+        self.noise = noise
 
     def fit(self, X: Any, y: Any = None) -> SeparateCovariance:
         """Release a private second moment of ``X`` by SeparateCov.
@@ -586,28 +606,24 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         S, n, p = stats.second_moment, stats.n, stats.n_features
         self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(S, bounds, center)
+            self._fit_exact(S, center)
             self.noisy_eigenvalues_ = np.linalg.eigvalsh(S)[::-1].copy()
             return self
-        rng = check_random_state(self.random_state)
         accountant = PrivacyAccountant(budget)
         radius = bounds.row_norm(p)
         noisy, values, estimate, noise = _separate_cov(
             S,
             radius=radius,
             n=n,
-            neighbors=self.neighbors,
             eigenvector_budget=scale_budget(budget, Fraction(fraction)),
             accountant=accountant,
-            rng=rng,
+            ctx=self._ctx,
         )
         self.noisy_covariance_ = noisy
         self.noisy_eigenvalues_ = values
         self.covariance_ = estimate
         self.accountant_ = accountant
-        self.privacy_ = self._guarantee(
-            accountant, bounds, center, noise={**noise, "radius": radius}
-        )
+        self.privacy_ = self._guarantee(accountant, center, noise={**noise, "radius": radius})
         return self
 
 
@@ -645,7 +661,8 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         ``NonPrivate()`` returns the exact second moment. Required.
     bounds : RowNorm, Box or str
         Declared bound; ``r`` is its row norm (``||b||_2`` for a box).
-    neighbors : {"replace", "add-remove"}, default="replace"
+    neighbors : "replace", default="replace"
+        Add/remove is refused (the release is normalised by the private count).
     center : "none" or array of shape (p,), default="none"
     trace_fraction : float in (0, 1), default=0.125
         Share of ``rho`` for the noisy trace (Dong et al. use one eighth).
@@ -657,6 +674,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         Number of dyadic radii the sparse vector scans.
     report_delta : float, default=1e-6
     random_state : None, int, numpy.random.Generator or "secure"
+    noise : {"exact", "float"}, default="exact"
 
     Attributes
     ----------
@@ -707,6 +725,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         n_radii: int = 32,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
+        noise: str = "exact",
     ) -> None:
         self.budget = budget
         self.bounds = bounds
@@ -718,6 +737,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         self.n_radii = n_radii
         self.report_delta = report_delta
         self.random_state = random_state
+        self.noise = noise
 
     def _validate_adaptive(self) -> tuple[float, float, float, int]:
         trace_fraction = check_fraction(self.trace_fraction, name="trace_fraction")
@@ -795,13 +815,13 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         S = (S + S.T) / 2
         self._record_shape(n, p, columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(S, bounds, center)
+            self._fit_exact(S, center)
             self.radius_ = bounds.row_norm(p)
             self.method_ = "exact"
             self.noisy_trace_ = float(np.trace(S))
             return self
 
-        rng = check_random_state(self.random_state)
+        ctx = self._ctx
         accountant = PrivacyAccountant(budget)
         r = bounds.row_norm(p)
         rho = Fraction(budget.rho)
@@ -810,13 +830,11 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
 
         trace_budget = scale_budget(budget, Fraction(trace_fraction))
         accountant.spend(trace_budget, mechanism="gaussian (trace)")
-        trace_sensitivity = r**2 / n
-        noisy_trace, trace_sigma = release_value(
-            float(squared_norms.sum() / n),
-            sensitivity=trace_sensitivity,
-            budget=trace_budget,
-            rng=rng,
+        trace_sensitivity = math.nextafter(r**2 / n, math.inf)
+        noisy_trace, trace_mechanism = ctx.gaussian(
+            float(squared_norms.sum() / n), sensitivity=trace_sensitivity, budget=trace_budget
         )
+        trace_sigma = trace_mechanism.sigma
         trace_bound = float(noisy_trace) + trace_sigma * math.sqrt(2 * math.log(4.0 / beta))
         trace_bound = min(max(trace_bound, 0.0), r**2)
 
@@ -838,7 +856,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             queries[k] = (bias - n * min(gauss, separate)) / r**2
         accountant.spend(PureDP(epsilon), mechanism="sparse vector (AboveThreshold)")
         stop = above_threshold(
-            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=rng, monotonic=True
+            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.rng, monotonic=True
         )
         index = max(min(stop, n_radii) - 1, 0)
         # The radius r itself needs no rescaling; a power of two times r is recomputed
@@ -864,10 +882,9 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
                 S_radius,
                 radius=radius,
                 n=n,
-                neighbors=self.neighbors,
                 budget=final,
                 accountant=accountant,
-                rng=rng,
+                ctx=ctx,
             )
         else:
             method = "separate"
@@ -875,10 +892,9 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
                 S_radius,
                 radius=radius,
                 n=n,
-                neighbors=self.neighbors,
                 eigenvector_budget=scale_budget(final, Fraction(1, 2)),
                 accountant=accountant,
-                rng=rng,
+                ctx=ctx,
             )
         self.noisy_covariance_ = noisy
         self.covariance_ = estimate
@@ -902,5 +918,5 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             "predicted_errors_at_radius": {"gauss": gauss, "separate": separate},
             "radii_scanned": n_radii,
         }
-        self.privacy_ = self._guarantee(accountant, bounds, center, noise=noise, notes=notes)
+        self.privacy_ = self._guarantee(accountant, center, noise=noise, notes=notes)
         return self

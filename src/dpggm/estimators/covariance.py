@@ -32,6 +32,8 @@ class PrivateCovariance(PrivateEstimatorBase):
         ``allow_invalid=True``.
     neighbors : {"replace", "add-remove"}, default="replace"
         The neighbouring relation. ``"replace"`` (bounded DP, ``n`` public) is the default.
+        Under ``"add-remove"`` the count is private: the Gram matrix ``X^T X`` and a noisy
+        count (``count_fraction`` of the budget) are released and divided afterwards.
     center : {"none", "private"} or array of shape (p,), default="none"
         ``"none"`` releases the raw second moment (costs nothing; it is the covariance only
         when the data are centred, as the source papers assume). A vector is a public mean
@@ -40,12 +42,17 @@ class PrivateCovariance(PrivateEstimatorBase):
         ``S~ - m~ m~^T``.
     mean_fraction : float, default=0.1
         Share of the budget spent on the mean when ``center="private"``.
+    count_fraction : float, default=0.05
+        Share of the budget spent on the noisy count under ``neighbors="add-remove"``.
     calibration : {"analytic", "classical"}, default="analytic"
         Gaussian calibration for ``ApproxDP`` (classical is refused for epsilon >= 1).
     allow_invalid : bool, default=False
         Opt-in for mechanisms whose published guarantee is known to be invalid.
     wishart_mean_removal : bool, default=False
         Subtract the Wishart noise's known mean (``"wishart"`` only; post-processing).
+    noise : {"exact", "float"}, default="exact"
+        ``"exact"`` draws integer noise on a grid (no floating-point leak); ``"float"``
+        uses NumPy's samplers for fast exploration and reports that caveat.
     psd : bool, default=True
         Project the release onto the PSD cone for ``covariance_``.
     report_delta : float, default=1e-6
@@ -61,7 +68,10 @@ class PrivateCovariance(PrivateEstimatorBase):
         The released statistic before the PSD projection.
     noisy_mean_ : ndarray of shape (p,) or None
         The private mean when ``center="private"``.
+    noisy_gram_ : ndarray of shape (p, p) or None
+        The released Gram matrix under ``neighbors="add-remove"``.
     n_samples_ : int
+        ``n`` (replace-one, public) or the noisy count (add/remove).
     n_features_in_ : int
     feature_names_in_ : list of str
     privacy_ : PrivacyGuarantee
@@ -93,7 +103,9 @@ class PrivateCovariance(PrivateEstimatorBase):
         neighbors: str = "replace",
         center: Any = "none",
         mean_fraction: float = 0.1,
+        count_fraction: float = 0.05,
         calibration: str = "analytic",
+        noise: str = "exact",
         allow_invalid: bool = False,
         wishart_mean_removal: bool = False,
         psd: bool = True,
@@ -106,7 +118,9 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.neighbors = neighbors
         self.center = center
         self.mean_fraction = mean_fraction
+        self.count_fraction = count_fraction
         self.calibration = calibration
+        self.noise = noise
         self.allow_invalid = allow_invalid
         self.wishart_mean_removal = wishart_mean_removal
         self.psd = psd
@@ -128,6 +142,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         release = self._release_covariance(X)
         self.noisy_covariance_ = release.noisy_covariance
         self.noisy_mean_ = release.noisy_mean
+        self.noisy_gram_ = release.noisy_gram
         self.covariance_ = (
             project_psd(release.noisy_covariance).estimate
             if self.psd

@@ -71,10 +71,11 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold
 
 from dpggm.estimators.data import as_matrix
-from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
-from dpggm.mechanisms.publish import read_release_metadata
+from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
 from dpggm.solvers.glasso import graphical_lasso
+from dpggm.solvers.psd import project_psd
 
 __all__ = [
     "NoisyGraphicalLasso",
@@ -568,6 +569,53 @@ class NoisyGraphicalLasso(BaseEstimator):
             options["max_iter"] = self.max_iter
         return options
 
+    def _check_is_release(self, values: np.ndarray, columns: list[str]) -> None:
+        """The release's guarantee is carried only onto the data it was given for."""
+        if self.release is None:
+            return
+        if isinstance(self.release, NoisyRelease):
+            released = np.asarray(self.release.data, dtype=float)
+            if released.shape != values.shape or not np.array_equal(released, values):
+                raise ValueError(
+                    "X is not the data of the release given as release=...: its guarantee "
+                    "cannot be carried onto other data. Fit on release.data (or omit "
+                    "release= and pass noise_sigma)"
+                )
+            return
+        expected = (self.release.get("n_samples"), self.release.get("n_features"))
+        if expected != values.shape:
+            raise ValueError(
+                f"X has shape {values.shape} but the release metadata describes "
+                f"{expected[0]} x {expected[1]} records: X is not that release"
+            )
+        meta_columns = self.release.get("columns")
+        if meta_columns and list(meta_columns) != list(columns) and not all(
+            c.startswith("x") for c in columns
+        ):
+            raise ValueError(
+                f"X's columns {columns} differ from the release's {list(meta_columns)}: X is "
+                "not that release"
+            )
+
+    @staticmethod
+    def _diagonal_floor(S: np.ndarray, variance: float) -> np.ndarray:
+        # One hundredth of each noisy column's variance (a released quantity, so the
+        # floor is post-processing): small enough to leave a healthy diagonal alone.
+        return np.maximum(0.01 * (np.diagonal(S) + variance), np.finfo(float).tiny)
+
+    def _floor_diagonal(self, S: np.ndarray, variance: float) -> tuple[np.ndarray, int]:
+        """Raise corrected variances below their floor to it (an honest release's noise
+        variance can exceed a column's own variance). Returns how many were raised."""
+        if self.penalize_diagonal:
+            return S, 0
+        floor = self._diagonal_floor(S, variance)
+        low = np.diagonal(S) < floor
+        if not low.any():
+            return S, 0
+        S = S.copy()
+        S[np.diag_indices_from(S)] = np.maximum(np.diagonal(S), floor)
+        return S, int(low.sum())
+
     def _corrected(self, X: np.ndarray, variance: float) -> np.ndarray:
         return bias_corrected_covariance(
             X, noise_variance=variance, assume_centered=bool(self.assume_centered)
@@ -600,20 +648,13 @@ class NoisyGraphicalLasso(BaseEstimator):
         self._check_options()
         sigma, discrete, grid, guarantee = self._noise_setup()
         values, columns = as_matrix(X, name="X")
+        self._check_is_release(values, columns)
         n, p = values.shape
         if p < 2:
             raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
         variance = noise_variance(sigma, discrete=discrete, grid=grid)
         S = self._corrected(values, variance)
-        diagonal = np.diagonal(S)
-        if not self.penalize_diagonal and not np.all(diagonal > 0):
-            j = int(np.flatnonzero(~(diagonal > 0))[0])
-            raise NumericalError(
-                f"the bias-corrected covariance has a non-positive diagonal entry "
-                f"S^[{j}, {j}] = {diagonal[j]:.6g}: the noise variance {variance:.6g} exceeds "
-                f"the variance of noisy column {columns[j]!r}. Check noise_sigma against the "
-                "release, or use penalize_diagonal=True with alpha large enough"
-            )
+        S, self.diagonal_floored_ = self._floor_diagonal(S, variance)
         options = self._solver_options()
 
         if isinstance(self.alpha, str):
@@ -621,19 +662,16 @@ class NoisyGraphicalLasso(BaseEstimator):
             self.cv_results_ = cv_results
         else:
             alpha = float(self.alpha)
+        self.projected_ = False
         try:
             result = graphical_lasso(S, alpha, **options)
-        except ValueError as exc:
-            raise ValueError(
-                f"the graphical lasso has no solution at alpha={alpha!r} for the "
-                f"bias-corrected covariance: {exc}"
-            ) from exc
-        except NumericalError as exc:
-            raise NumericalError(
-                f"the graphical lasso failed at alpha={alpha!r} on the bias-corrected "
-                f"covariance (smallest eigenvalue {np.linalg.eigvalsh(S)[0]:.3g}): {exc}"
-            ) from exc
-
+        except NoSolutionError:
+            # The corrected covariance is too far from positive definite for this alpha:
+            # project it onto {eigenvalues >= the smallest diagonal floor} (post-processing).
+            floor = float(np.min(self._diagonal_floor(S, variance)))
+            S = project_psd(S, min_eigenvalue=floor).estimate
+            self.projected_ = True
+            result = graphical_lasso(S, alpha, **options)
         self.precision_ = np.asarray(result.estimate)
         self.covariance_ = np.asarray(result.extra["covariance"])
         self.corrected_covariance_ = S

@@ -20,17 +20,16 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from dpggm.estimators._base import check_budget, check_fraction
+from dpggm.estimators._base import check_budget, check_fraction, make_context
 from dpggm.estimators.data import clipped_second_moment
-from dpggm.exceptions import IncompatibleBudgetError
-from dpggm.mechanisms.bounds import Box, check_neighbors
+from dpggm.exceptions import IncompatibleBudgetError, UnsupportedNeighborsError
+from dpggm.mechanisms.bounds import Box
 from dpggm.mechanisms.noise import exponential_mechanism
-from dpggm.mechanisms.random import check_random_state, describe_random_state
-from dpggm.mechanisms.release import base_validity, release_value
+from dpggm.mechanisms.release import release_value
 from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
 from dpggm.privacy.accountant import PrivacyAccountant
-from dpggm.privacy.budgets import ZCDP, NonPrivate, exact_cost
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.privacy.budgets import ZCDP, NonPrivate, budget_from_cost, exact_cost
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
 __all__ = ["PACECovariance", "PACERound"]
 
@@ -48,7 +47,8 @@ class PACERound:
 
 def _as_zcdp(budget: Any) -> ZCDP:
     try:
-        return ZCDP(float(exact_cost(budget, ZCDP)[0]))
+        # Rounded down: the total a filter may spend must never exceed what was declared.
+        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
     except IncompatibleBudgetError as exc:
         raise IncompatibleBudgetError(
             f"PACECovariance runs under zCDP; {exc}. Pass a ZCDP budget (or PureDP / GDP, "
@@ -129,6 +129,7 @@ class PACECovariance(BaseEstimator):
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
         progress: Any = None,
+        noise: str = "exact",
     ) -> None:
         self.budget = budget
         self.bounds = bounds
@@ -141,6 +142,7 @@ class PACECovariance(BaseEstimator):
         self.report_delta = report_delta
         self.random_state = random_state
         self.progress = progress
+        self.noise = noise
 
     def _validate(self) -> tuple[Any, Box]:
         budget = check_budget(self.budget)
@@ -165,7 +167,13 @@ class PACECovariance(BaseEstimator):
             raise ValueError(
                 f"entry_sensitivity must be 'tight' or 'paper'; got {self.entry_sensitivity!r}"
             )
-        check_neighbors(self.neighbors)
+        self._ctx = make_context(self, self.bounds)
+        if self._ctx.neighbors == "add-remove":
+            raise UnsupportedNeighborsError(
+                "PACECovariance measures entries of X^T X / n, and n is private under "
+                "add/remove neighbours; it has no honest add/remove version here. Use "
+                "neighbors='replace'"
+            )
         return budget, self.bounds
 
     def fit(self, X: Any, y: Any = None) -> PACECovariance:
@@ -177,12 +185,7 @@ class PACECovariance(BaseEstimator):
         S, n, d = stats.second_moment, stats.n, stats.n_features
         self.n_samples_, self.n_features_in_ = n, d
         self.feature_names_in_ = stats.columns
-        common = {
-            "neighbors": self.neighbors,
-            "bounds": bounds.to_dict(),
-            "report_delta": self.report_delta,
-            "random_state": describe_random_state(self.random_state),
-        }
+        ctx = self._ctx
         if isinstance(budget, NonPrivate):
             self.covariance_ = S.copy()
             self.precision_ = np.linalg.pinv(S)
@@ -190,13 +193,11 @@ class PACECovariance(BaseEstimator):
             np.fill_diagonal(self.adjacency_, False)
             self.measurements_ = {"entries": [], "values": [], "precisions": []}
             self.n_rounds_, self.n_measured_offdiag_, self.history_ = 0, 0, []
-            self.privacy_ = PrivacyGuarantee(
-                budget=budget, mechanism="pace-ggm (non-private reference)", validity="none",
-                reason="NonPrivate() was requested: the exact statistic is returned", **common,
-            )
+            self.privacy_ = ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)")
             return self
 
-        rng = check_random_state(self.random_state)
+        rng = ctx.rng
+        exact = {"noise": ctx.noise, "secure": ctx.secure}
         tight = second_moment_entry_sensitivity(bounds, n=n, p=d, neighbors=self.neighbors)
         if self.entry_sensitivity == "paper":
             b_max = float(np.max(bounds.vector(d)))
@@ -215,7 +216,7 @@ class PACECovariance(BaseEstimator):
         for j in range(d):
             accountant.spend(ZCDP(rho_diag_each), mechanism="gaussian", entry=(j, j))
             values[j, j], sigma = release_value(
-                S[j, j], sensitivity=sens[j, j], budget=ZCDP(rho_diag_each), rng=rng
+                S[j, j], sensitivity=sens[j, j], budget=ZCDP(rho_diag_each), rng=rng, **exact
             )
             precisions[j, j] = sigma**-2
         reconstructor = MaxEntropyReconstructor(values, precisions, method=self.reconstruction)
@@ -244,7 +245,9 @@ class PACECovariance(BaseEstimator):
             if final:
                 rho_meas = accountant.remaining.rho
             accountant.spend(ZCDP(rho_meas), mechanism="gaussian", entry=(j, k))
-            z, sigma = release_value(S[j, k], sensitivity=sens[j, k], budget=ZCDP(rho_meas), rng=rng)
+            z, sigma = release_value(
+                S[j, k], sensitivity=sens[j, k], budget=ZCDP(rho_meas), rng=rng, **exact
+            )
             lam = precisions[j, k]
             values[j, k] = values[k, j] = (lam * values[j, k] + z / sigma**2) / (lam + sigma**-2)
             precisions[j, k] = precisions[k, j] = lam + sigma**-2
@@ -271,8 +274,7 @@ class PACECovariance(BaseEstimator):
         self.n_measured_offdiag_ = int(sum(a != b for a, b in self.measurements_["entries"]))
         self.history_ = history
         self.spent_exact_ = sum(accountant.exact_spent, Fraction(0))
-        validity, reason = base_validity(bounds)
-        self.privacy_ = PrivacyGuarantee(
+        self.privacy_ = ctx.guarantee(
             budget=budget,
             mechanism="pace-ggm (exponential selection + Gaussian measurement, zCDP filter)",
             noise={
@@ -282,8 +284,5 @@ class PACECovariance(BaseEstimator):
                 "rounds": self.n_rounds_,
                 "spent_rho": float(self.spent_exact_),
             },
-            validity=validity,
-            reason=reason,
-            **common,
         )
         return self

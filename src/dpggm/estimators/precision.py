@@ -23,11 +23,11 @@ from sklearn.model_selection import KFold
 
 from dpggm.estimators._base import PrivateEstimatorBase, check_bounds, check_budget
 from dpggm.estimators.data import as_matrix
-from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NumericalError
+from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
+from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
-from dpggm.mechanisms.random import check_random_state, describe_random_state
 from dpggm.privacy.budgets import NonPrivate, PureDP
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.glasso import graphical_lasso
 from dpggm.solvers.psd import project_psd
 from dpggm.solvers.ridge import ridge_precision
@@ -39,26 +39,8 @@ __all__ = [
     "RidgePrecision",
     "ThresholdedCovariance",
     "auto_alpha",
-    "entry_noise_std",
     "non_private_cv_alpha",
 ]
-
-
-def entry_noise_std(guarantee: PrivacyGuarantee, *, p: int, n: int) -> float:
-    """Standard deviation of the noise on one off-diagonal entry of a release, from the
-    public noise parameters recorded in its guarantee."""
-    noise = guarantee.noise
-    if "sigma" in noise:
-        return float(noise["sigma"])
-    if "laplace_scale" in noise:
-        return math.sqrt(2.0) * float(noise["laplace_scale"])
-    if "sigma_per_unit_sensitivity" in noise:
-        return float(noise["sigma_per_unit_sensitivity"]) * float(noise["max_entry_sensitivity"])
-    if "wishart_df" in noise:
-        # Off-diagonal entries of Wishart_m(c I) have variance m c^2.
-        scale = float(noise["wishart_scale"]) / float(noise.get("divided_by_n", 1))
-        return math.sqrt(noise["wishart_df"]) * scale
-    return 0.0
 
 
 def auto_alpha(noisy_covariance: np.ndarray, *, noise_std: float, n: int) -> float:
@@ -129,6 +111,7 @@ class _PerturbationEstimator(PrivateEstimatorBase):
     def _store_common(self, release) -> None:
         self.noisy_covariance_ = release.noisy_covariance
         self.noisy_mean_ = release.noisy_mean
+        self.noisy_gram_ = release.noisy_gram
         self.n_samples_ = release.stats_n
         self.n_features_in_ = release.n_features
         self.feature_names_in_ = release.columns
@@ -146,7 +129,10 @@ _COMMON_DOC = """
     neighbors : {"replace", "add-remove"}, default="replace"
     center : {"none", "private"} or array, default="none"
     mean_fraction : float, default=0.1
+    count_fraction : float, default=0.05
+        Share of the budget spent on the noisy count under ``neighbors="add-remove"``.
     calibration : {"analytic", "classical"}, default="analytic"
+    noise : {"exact", "float"}, default="exact"
     allow_invalid : bool, default=False
     wishart_mean_removal : bool, default=False
     report_delta : float, default=1e-6
@@ -155,7 +141,8 @@ _COMMON_DOC = """
 
 
 def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
-                 calibration, allow_invalid, wishart_mean_removal, report_delta, random_state):
+                 calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
+                 count_fraction, noise):
     self.budget = budget
     self.bounds = bounds
     self.mechanism = mechanism
@@ -167,6 +154,8 @@ def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fracti
     self.wishart_mean_removal = wishart_mean_removal
     self.report_delta = report_delta
     self.random_state = random_state
+    self.count_fraction = count_fraction
+    self.noise = noise
 
 
 def _check_penalty(value: Any, *, name: str, strictly_positive: bool) -> float:
@@ -202,10 +191,12 @@ class RidgePrecision(_PerturbationEstimator):
                  mechanism: str = "gaussian", neighbors: str = "replace", center: Any = "none",
                  mean_fraction: float = 0.1, calibration: str = "analytic",
                  allow_invalid: bool = False, wishart_mean_removal: bool = False,
-                 report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None) -> None:
+                 report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None,
+                 count_fraction: float = 0.05, noise: str = "exact") -> None:
         self.ridge = ridge
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
-                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state)
+                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
+                     count_fraction, noise)
 
     def fit(self, X: Any, y: Any = None) -> RidgePrecision:
         """Release the second moment of ``X`` and solve the ridge precision problem."""
@@ -265,14 +256,16 @@ class GraphicalLasso(_PerturbationEstimator):
                  neighbors: str = "replace", center: Any = "none", mean_fraction: float = 0.1,
                  calibration: str = "analytic", allow_invalid: bool = False,
                  wishart_mean_removal: bool = False, report_delta: float = DEFAULT_REPORT_DELTA,
-                 random_state: Any = None) -> None:
+                 random_state: Any = None, count_fraction: float = 0.05,
+                 noise: str = "exact") -> None:
         self.alpha = alpha
         self.solver = solver
         self.penalize_diagonal = penalize_diagonal
         self.tol = tol
         self.max_iter = max_iter
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
-                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state)
+                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
+                     count_fraction, noise)
 
     def fit(self, X: Any, y: Any = None) -> GraphicalLasso:
         """Release the second moment of ``X`` and solve the graphical lasso on it."""
@@ -289,8 +282,7 @@ class GraphicalLasso(_PerturbationEstimator):
         self._store_common(release)
         S = release.noisy_covariance
         if self.alpha == "auto":
-            alpha = auto_alpha(S, noise_std=entry_noise_std(release.guarantee, p=S.shape[0],
-                                                            n=release.stats_n), n=release.stats_n)
+            alpha = auto_alpha(S, noise_std=release.entry_noise_std, n=release.stats_n)
         elif self.alpha == "cv-nonprivate":
             values, _ = as_matrix(X)
             bounds = self._bounds
@@ -298,24 +290,27 @@ class GraphicalLasso(_PerturbationEstimator):
             grid = np.geomspace(1e-3, 1.0, 12) * float(np.max(np.abs(np.diag(S))) or 1.0)
             alpha, _ = non_private_cv_alpha(clipped, grid, solver=self.solver,
                                             penalize_diagonal=self.penalize_diagonal)
-            if self.privacy_.validity in ("valid", "data-dependent"):
+            if self.privacy_.validity != "invalid" and not isinstance(
+                self.privacy_.budget, NonPrivate
+            ):
+                cv_reason = (
+                    "the penalty alpha was chosen by non-private cross-validation on the "
+                    "private data (seed 000's procedure): no formal guarantee"
+                )
                 self.privacy_ = replace(
                     self.privacy_, validity="data-dependent",
-                    reason="the penalty alpha was chosen by non-private cross-validation on "
-                    "the private data (seed 000's procedure): no formal guarantee",
+                    reason="; ".join(r for r in (cv_reason, self.privacy_.reason) if r),
                 )
         else:
             alpha = float(self.alpha)
-        floor = entry_noise_std(release.guarantee, p=S.shape[0], n=release.stats_n)
+        floor = release.entry_noise_std
         options = {"method": self.solver, "penalize_diagonal": self.penalize_diagonal,
                    "tol": self.tol, "max_iter": self.max_iter}
         self.repaired_ = False
         self.n_diagonal_repaired_ = 0
         try:
             result = graphical_lasso(S, alpha, **options)
-        except (NumericalError, ValueError) as exc:
-            if "no solution" not in str(exc):
-                raise
+        except NoSolutionError:
             # The release is too far from positive definite for this alpha. Repair it by
             # post-processing, least first: raise variances below the public noise floor,
             # then, if that is not enough, project onto {eigenvalues >= floor}.
@@ -323,9 +318,7 @@ class GraphicalLasso(_PerturbationEstimator):
             S, self.n_diagonal_repaired_ = _floor_diagonal(S, floor)
             try:
                 result = graphical_lasso(S, alpha, **options)
-            except (NumericalError, ValueError) as again:
-                if "no solution" not in str(again):
-                    raise
+            except NoSolutionError:
                 S = project_psd(S, min_eigenvalue=max(floor, 1e-12)).estimate
                 result = graphical_lasso(S, alpha, **options)
         self.alpha_ = float(alpha)
@@ -404,23 +397,23 @@ class OutputPerturbationPrecision(PrivateEstimatorBase):
         result = graphical_lasso(S, alpha, method=self.solver,
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
-        rng = check_random_state(self.random_state)
-        common = {"neighbors": self.neighbors, "bounds": bounds.to_dict(),
-                  "report_delta": self.report_delta,
-                  "random_state": describe_random_state(self.random_state)}
+        ctx = ReleaseContext(
+            neighbors=self.neighbors, bounds=bounds, random_state=self.random_state,
+            report_delta=self.report_delta,
+        )
         self.non_private_precision_ = result.estimate
         if isinstance(budget, NonPrivate):
             self.precision_ = result.estimate
-            self.privacy_ = PrivacyGuarantee(budget=budget, mechanism="output perturbation "
-                                             "(non-private reference)", validity="none",
-                                             reason="NonPrivate() was requested", **common)
+            self.privacy_ = ctx.guarantee(
+                budget=budget, mechanism="output perturbation (non-private reference)"
+            )
         else:
             scale = p**2.5 / (n * budget.epsilon * alpha**2)
-            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, rng)
-            self.privacy_ = PrivacyGuarantee(
+            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.rng)
+            self.privacy_ = ctx.guarantee(
                 budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
-                noise={"wishart_df": p + 1, "wishart_scale": scale}, validity="invalid",
-                reason=_OUTPUT_PERTURBATION_FLAW, **common,
+                noise={"wishart_df": p + 1, "wishart_scale": scale},
+                invalid_reason=_OUTPUT_PERTURBATION_FLAW,
             )
         self.covariance_ = np.linalg.pinv(self.precision_)
         self.n_samples_, self.n_features_in_, self.feature_names_in_ = n, p, columns
@@ -460,11 +453,13 @@ class ThresholdedCovariance(_PerturbationEstimator):
                  bounds: Any = None, mechanism: str = "gaussian", neighbors: str = "replace",
                  center: Any = "none", mean_fraction: float = 0.1, calibration: str = "analytic",
                  allow_invalid: bool = False, wishart_mean_removal: bool = False,
-                 report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None) -> None:
+                 report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None,
+                 count_fraction: float = 0.05, noise: str = "exact") -> None:
         self.gamma = gamma
         self.keep_diagonal = keep_diagonal
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
-                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state)
+                     calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
+                     count_fraction, noise)
 
     def fit(self, X: Any, y: Any = None) -> ThresholdedCovariance:
         """Release, threshold and project."""
@@ -474,7 +469,7 @@ class ThresholdedCovariance(_PerturbationEstimator):
         S = release.noisy_covariance
         p, n = S.shape[0], release.stats_n
         B = self._bounds.row_norm(p)
-        sigma = entry_noise_std(release.guarantee, p=p, n=n)
+        sigma = release.entry_noise_std
         log_p = math.log(max(p, 2))
         self.threshold_ = gamma * B**2 * math.sqrt(log_p / n) + 4 * sigma * math.sqrt(log_p)
         thresholded = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)

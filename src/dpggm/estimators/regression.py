@@ -23,17 +23,18 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from dpggm.estimators._base import check_bounds, check_budget, check_fraction
+from dpggm.estimators._base import check_bounds, check_budget, check_fraction, make_context
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError
-from dpggm.mechanisms.bounds import Box, check_neighbors
-from dpggm.mechanisms.noise import symmetric_gaussian_noise
-from dpggm.mechanisms.random import check_random_state, describe_random_state
-from dpggm.mechanisms.release import base_validity, release_value
+from dpggm.mechanisms.bounds import Box, RowNorm, check_neighbors
+from dpggm.mechanisms.sensitivity import (
+    gram_entry_sensitivity,
+    gram_l2_sensitivity,
+    sum_l2_sensitivity,
+)
 from dpggm.privacy.accountant import PrivacyAccountant
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, NonPrivate, PureDP, scale_budget
-from dpggm.privacy.calibration import gaussian_sigma
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, NonPrivate, PureDP, compose, scale_budget
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
 __all__ = ["AdaSSP", "PrivateLinearRegression", "solve_normal_equations"]
 
@@ -365,6 +366,7 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         fit_intercept: bool = False,
         neighbors: str = "replace",
         calibration: str = "analytic",
+        noise: str = "exact",
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
     ) -> None:
@@ -375,6 +377,7 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.neighbors = neighbors
         self.calibration = calibration
+        self.noise = noise
         self.report_delta = report_delta
         self.random_state = random_state
 
@@ -444,12 +447,14 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         moment = features.T @ target
         self.n_features_in_ = p
         self.feature_names_in_ = columns
-        common = {
-            "neighbors": self.neighbors,
-            "bounds": {"x": bounds.to_dict(), "y": {"kind": "abs", "bound": y_bound}},
-            "report_delta": self.report_delta,
-            "random_state": describe_random_state(self.random_state),
-        }
+        ctx = make_context(
+            self,
+            {
+                "x": bounds.to_dict(),
+                "y": {"kind": "abs", "bound": y_bound},
+                "data_derived": bool(bounds.data_derived),
+            },
+        )
 
         if isinstance(budget, NonPrivate):
             coef, info = solve_normal_equations(
@@ -461,47 +466,44 @@ class AdaSSP(RegressorMixin, BaseEstimator):
             self.noisy_min_eigenvalue_ = float(np.linalg.eigvalsh(gram)[0])
             self.solver_info_ = info
             self.accountant_ = None
-            self.privacy_ = PrivacyGuarantee(
-                budget=budget,
-                mechanism="adassp (non-private reference: ordinary least squares)",
-                validity="none",
-                reason="NonPrivate() was requested: the exact statistics are used",
-                **common,
+            self.privacy_ = ctx.guarantee(
+                budget=budget, mechanism="adassp (non-private reference: ordinary least squares)"
             )
             return self
 
-        rng = check_random_state(self.random_state)
         accountant = PrivacyAccountant(budget)
         third = scale_budget(budget, Fraction(1, 3))
-        replace_one = self.neighbors == "replace"
         calibration = self.calibration
+        row = RowNorm(x_bound)
 
-        eigen_sensitivity = x_bound**2
+        # lambda_min(X^T X) moves by at most ||x||^2 <= x_bound^2 (Weyl) under both relations.
+        eigen_sensitivity = gram_entry_sensitivity(row, p=1, neighbors="add-remove")[0, 0]
         accountant.spend(third, mechanism="gaussian (smallest eigenvalue of X^T X)")
         lambda_min = float(np.linalg.eigvalsh(gram)[0])
-        noisy_lambda_min, sigma_eigen = release_value(
-            lambda_min,
-            sensitivity=eigen_sensitivity,
-            budget=third,
-            rng=rng,
-            calibration=calibration,
+        noisy_lambda_min, eigen_mechanism = ctx.gaussian(
+            lambda_min, sensitivity=eigen_sensitivity, budget=third, calibration=calibration
         )
+        sigma_eigen = eigen_mechanism.sigma
         if isinstance(budget, ApproxDP):
             shift = math.sqrt(math.log(6.0 / budget.delta))
         else:
             shift = math.sqrt(2.0 * math.log(3.0 / beta))
         noisy_min = max(float(noisy_lambda_min) - sigma_eigen * shift, 0.0)
 
-        gram_sensitivity = (math.sqrt(2.0) if replace_one else 1.0) * x_bound**2
+        gram_sensitivity = gram_l2_sensitivity(row, p=d, neighbors=ctx.neighbors)
         accountant.spend(third, mechanism="gaussian (X^T X)")
-        sigma_gram = gaussian_sigma(gram_sensitivity, third, calibration=calibration)
-        noisy_gram = gram + symmetric_gaussian_noise(d, sigma_gram, rng)
+        noisy_gram, gram_mechanism = ctx.symmetric_gaussian(
+            gram, sensitivity=gram_sensitivity, budget=third, calibration=calibration
+        )
+        sigma_gram = gram_mechanism.sigma
 
-        moment_sensitivity = (2.0 if replace_one else 1.0) * x_bound * y_bound
+        moment_sensitivity = sum_l2_sensitivity(
+            RowNorm(x_bound * y_bound), p=d, neighbors=ctx.neighbors
+        )
         last = accountant.remaining
         accountant.spend(last, mechanism="gaussian (X^T y)")
-        noisy_moment, sigma_moment = release_value(
-            moment, sensitivity=moment_sensitivity, budget=last, rng=rng, calibration=calibration
+        noisy_moment, moment_mechanism = ctx.gaussian(
+            moment, sensitivity=moment_sensitivity, budget=last, calibration=calibration
         )
         noisy_moment = np.atleast_1d(np.asarray(noisy_moment, dtype=float))
 
@@ -515,30 +517,25 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         self.noisy_min_eigenvalue_ = noisy_min
         self.solver_info_ = info
         self.accountant_ = accountant
-        validity, reason = base_validity(bounds)
-        self.privacy_ = PrivacyGuarantee(
-            budget=budget,
+        self.privacy_ = ctx.guarantee(
+            budget=compose(
+                [m.delivered for m in (eigen_mechanism, gram_mechanism, moment_mechanism)]
+            ),
             mechanism="adassp (Wang 2018, Algorithm 2)",
             noise={
-                "min_eigenvalue_sigma": sigma_eigen,
-                "min_eigenvalue_sensitivity": eigen_sensitivity,
+                **eigen_mechanism.record("min_eigenvalue_"),
                 "min_eigenvalue_shift": sigma_eigen * shift,
-                "gram_sigma": sigma_gram,
-                "gram_sensitivity": gram_sensitivity,
-                "moment_sigma": sigma_moment,
-                "moment_sensitivity": moment_sensitivity,
+                **gram_mechanism.record("gram_"),
+                **moment_mechanism.record("moment_"),
                 "budget_per_release": third,
                 "calibration": calibration if isinstance(budget, ApproxDP) else "exact",
             },
-            validity=validity,
-            reason=reason,
             notes={
                 "ridge": ridge,
                 "spends": [
                     {"mechanism": s.mechanism, "budget": s.budget} for s in accountant.spends
                 ],
             },
-            **common,
         )
         return self
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -88,12 +89,27 @@ class RowNorm(Bounds):
         object.__setattr__(self, "bound", value)
 
     def clip(self, X: np.ndarray) -> tuple[np.ndarray, int]:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        over = norms > self.bound
+        # A float sum of squares has relative error up to about p * 2^-53, and rescaling by
+        # B / norm rounds again: without care a rescaled row can end an ulp above B, which
+        # the sensitivity analysis does not allow. Rows clearly inside are kept; rows within
+        # the rounding error of B are settled exactly (rationals); rows outside are rescaled
+        # onto (1 - margin) B, whose exact norm is then below B.
+        p = X.shape[1]
+        margin = 4.0 * (p + 4) * np.finfo(float).eps
+        squared = np.einsum("ij,ij->i", X, X)
+        b2 = self.bound**2
+        over = squared > b2 * (1.0 + margin)
+        near = np.flatnonzero((squared > b2 * (1.0 - margin)) & ~over)
+        if near.size:
+            exact_b2 = Fraction(self.bound) ** 2
+            for i in near:
+                if sum((Fraction(float(v)) ** 2 for v in X[i]), Fraction(0)) > exact_b2:
+                    over[i] = True
         if not over.any():
             return X, 0
         X = X.copy()
-        X[over] *= (self.bound / norms[over])[:, None]
+        target = self.bound * (1.0 - 2.0 * margin)
+        X[over] *= (target / np.sqrt(squared[over]))[:, None]
         return X, int(over.sum())
 
     def row_norm(self, n_features: int) -> float:
@@ -159,7 +175,12 @@ class Box(Bounds):
         return np.clip(X, -b, b), int(changed.sum())
 
     def row_norm(self, n_features: int) -> float:
-        return float(np.linalg.norm(self.vector(n_features)))
+        """``||b||_2`` rounded up, so that it bounds every clipped row's norm."""
+        squared = sum((Fraction(float(v)) ** 2 for v in self.vector(n_features)), Fraction(0))
+        value = math.sqrt(float(squared))
+        while Fraction(value) ** 2 < squared:
+            value = math.nextafter(value, math.inf)
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         bound: Any = list(self.bound) if self.per_column else self.bound

@@ -15,7 +15,21 @@ import secrets
 
 import numpy as np
 
-__all__ = ["RandomState", "check_random_state", "secure_generator", "describe_random_state"]
+__all__ = [
+    "RandomState",
+    "SEEDED_REASON",
+    "check_random_state",
+    "describe_random_state",
+    "is_reproducible",
+    "secure_generator",
+]
+
+#: Why a seeded run is reported with validity "none".
+SEEDED_REASON = (
+    "seeded for reproducibility: whoever holds the seed (or the generator) can regenerate "
+    "the noise and remove it, so this is an experiment, not a private release; use "
+    "random_state=None or 'secure' for a release"
+)
 
 RandomState = "int | np.random.Generator | str | None"
 
@@ -60,12 +74,22 @@ def check_random_state(random_state: int | np.random.Generator | str | None) -> 
     )
 
 
+def is_reproducible(random_state: int | np.random.Generator | str | None) -> bool:
+    """True when someone other than this process may be able to regenerate the noise: a
+    fixed seed, or a generator the caller built (and may have seeded)."""
+    return not (random_state is None or (isinstance(random_state, str) and random_state == "secure"))
+
+
 def describe_random_state(random_state: int | np.random.Generator | str | None) -> str:
-    """A short description of the seed policy, recorded in every privacy guarantee."""
+    """A short description of the seed policy, recorded in every privacy guarantee.
+
+    The seed itself is never part of the description: a released record that carried it
+    would let anyone regenerate the noise.
+    """
     if random_state is None:
         return "fresh OS entropy (unseeded PCG64)"
     if isinstance(random_state, str) and random_state == "secure":
         return "cryptographically seeded PCG64 (secrets.randbits(256))"
     if isinstance(random_state, np.random.Generator):
-        return "caller-supplied numpy Generator"
-    return f"fixed seed {int(random_state)} (reproducible; not for production releases)"
+        return "caller-supplied numpy Generator (reproducible by whoever holds it)"
+    return "fixed seed (reproducible by whoever holds it; not a private release)"

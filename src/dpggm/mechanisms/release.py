@@ -1,15 +1,14 @@
-"""Private releases of second-moment matrices, single entries and mean vectors.
+"""Private releases of second-moment matrices, single values and means.
 
-This is where statistics meet noise. Each function takes the exact statistic (computed
-from clipped data), the public parameters that fix its sensitivity, a budget and a
-generator, and returns the noisy statistic with the :class:`~dpggm.privacy.PrivacyGuarantee`
-it carries.
+This is where statistics meet noise. Each function takes the exact statistics of the
+clipped records, the public parameters that fix their sensitivity, a budget and a
+:class:`~dpggm.mechanisms.context.ReleaseContext`, and returns the noisy statistics with
+the :class:`~dpggm.privacy.PrivacyGuarantee` the release delivers.
 
-Covariance mechanisms (SPEC section 3, seed 001 and seed 003):
+Covariance mechanisms (SPEC section 3, seeds 001 and 003):
 
 ``"gaussian"``
-    Symmetric Gaussian noise on the upper triangle; ``ApproxDP`` (analytic or classical
-    calibration), ``ZCDP`` or ``GDP``; l2 sensitivity of SPEC section 2.
+    Symmetric Gaussian noise on the upper triangle; ``ApproxDP``, ``ZCDP`` or ``GDP``.
 ``"laplace"``
     Symmetric Laplace noise; ``PureDP``; l1 sensitivity.
 ``"sulq"``
@@ -18,50 +17,73 @@ Covariance mechanisms (SPEC section 3, seed 001 and seed 003):
 ``"wishart"``
     Sheffet (2019): ``(G + W) / n`` with ``W ~ Wishart_p(m, B^2 I)``,
     ``m = ceil(p + 14 ln(4/delta) / epsilon^2)``; ``ApproxDP`` with ``epsilon < 1`` and
-    ``delta < 1/e``, replace-one neighbours. Its noise has mean ``m B^2 / n * I``; pass
-    ``wishart_mean_removal=True`` to subtract it (post-processing).
+    ``delta < 1/e``, replace-one neighbours. Its Gaussian vectors are drawn in floating
+    point (the guarantee carries that caveat). ``wishart_mean_removal=True`` subtracts
+    the noise's mean ``m B^2 / n * I`` (post-processing).
 ``"wishart-pure"``
     Jiang et al. (2016): ``S + W`` with ``W ~ Wishart_p(p + 1, 3 B^2 / (2 n epsilon) I)``,
     claimed ``epsilon``-DP. **Not differentially private** (Sheffet 2019, footnote 4;
     Amin et al. 2019, section 1.2): runs only with ``allow_invalid=True`` and reports
     ``validity="invalid"``.
+
+Neighbouring relations. Under replace-one, ``n`` is public and ``S = X^T X / n`` is
+released directly. Under add/remove, ``n`` is private: the unnormalised Gram ``X^T X``
+(and the column sums for a private mean) are released with noise set from public
+parameters only, together with a noisy count from ``count_fraction`` of the budget, and
+``S`` is formed afterwards as ``G~ / max(n~, 1)`` (post-processing). The Wishart
+mechanisms are analysed for replace-one only and refuse add/remove.
+
+Every Gaussian and Laplace release here is exact by default (integer noise on a grid, see
+:mod:`dpggm.mechanisms.additive`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpggm.exceptions import InvalidGuaranteeError
-from dpggm.mechanisms.bounds import Bounds, Box, check_neighbors
-from dpggm.mechanisms.noise import (
-    symmetric_gaussian_noise,
-    symmetric_laplace_noise,
-    wishart_noise,
-)
+from dpggm.exceptions import InvalidGuaranteeError, UnsupportedNeighborsError
+from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from dpggm.mechanisms.bounds import Bounds
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.noise import wishart_noise
 from dpggm.mechanisms.sensitivity import (
-    mean_l2_sensitivity,
-    second_moment_entry_sensitivity,
-    second_moment_l1_sensitivity,
-    second_moment_l2_sensitivity,
+    gram_entry_sensitivity,
+    gram_l1_sensitivity,
+    gram_l2_sensitivity,
+    sum_l1_sensitivity,
+    sum_l2_sensitivity,
 )
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, Budget, NonPrivate, PureDP, scale_budget
-from dpggm.privacy.calibration import gaussian_sigma, laplace_scale
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    compose,
+    scale_budget,
+    split_budget,
+)
 
 __all__ = [
     "COVARIANCE_MECHANISMS",
+    "DEFAULT_COUNT_FRACTION",
     "INVALID_MECHANISMS",
-    "base_validity",
-    "release_mean",
+    "SecondMomentRelease",
+    "release_count",
     "release_second_moment",
     "release_value",
 ]
 
 COVARIANCE_MECHANISMS = ("gaussian", "laplace", "sulq", "wishart", "wishart-pure")
+
+#: Share of the budget spent on the noisy count under add/remove neighbours.
+DEFAULT_COUNT_FRACTION = 0.05
 
 #: Methods whose published guarantee is known to be wrong, with the reason reported.
 INVALID_MECHANISMS = {
@@ -72,6 +94,11 @@ INVALID_MECHANISMS = {
     ),
 }
 
+WISHART_FLOAT_CAVEAT = (
+    "the Wishart noise is built from floating-point Gaussian draws (no exact sampler exists "
+    "for it here); the guarantee holds for the idealised mechanism"
+)
+
 _BUDGETS_FOR = {
     "gaussian": (ApproxDP, ZCDP, GDP),
     "laplace": (PureDP,),
@@ -79,16 +106,6 @@ _BUDGETS_FOR = {
     "wishart": (ApproxDP,),
     "wishart-pure": (PureDP,),
 }
-
-
-def base_validity(bounds: Bounds) -> tuple[str, str]:
-    """``("valid", "")``, or ``("data-dependent", reason)`` for a bound read off the data."""
-    if getattr(bounds, "data_derived", False):
-        return (
-            "data-dependent",
-            "the bound was read off the private data, so there is no formal guarantee",
-        )
-    return "valid", ""
 
 
 def _check_budget(mechanism: str, budget: Budget) -> None:
@@ -100,131 +117,43 @@ def _check_budget(mechanism: str, budget: Budget) -> None:
         )
 
 
-def release_second_moment(
-    S: np.ndarray,
-    *,
-    n: int,
-    bounds: Bounds,
-    budget: Budget,
-    mechanism: str,
-    neighbors: str,
-    rng: np.random.Generator,
-    calibration: str = "analytic",
-    allow_invalid: bool = False,
-    wishart_mean_removal: bool = False,
-    report_delta: float = DEFAULT_REPORT_DELTA,
-    random_state_policy: str = "",
-) -> tuple[np.ndarray, PrivacyGuarantee]:
-    """Release the second-moment matrix ``S`` (of records clipped to ``bounds``).
+def _upper(matrix: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    iu = np.triu_indices(matrix.shape[0])
+    return iu, matrix[iu]
 
-    Parameters
+
+def _mirror(p: int, iu: tuple[np.ndarray, np.ndarray], values: np.ndarray) -> np.ndarray:
+    out = np.zeros((p, p))
+    out[iu] = values
+    return out + np.triu(out, 1).T
+
+
+@dataclass(frozen=True)
+class SecondMomentRelease:
+    """A released second moment and what it cost.
+
+    Attributes
     ----------
-    S : ndarray of shape (p, p)
-        ``X^T X / n`` of the clipped records.
-    n : int
-        Number of records (public).
-    bounds : Bounds
-        The declared bounds the records were clipped to.
-    budget : Budget
-        What to spend; its notion must suit ``mechanism``. ``NonPrivate()`` returns ``S``.
-    mechanism : str
-        One of :data:`COVARIANCE_MECHANISMS`.
-    neighbors : {"replace", "add-remove"}
-    rng : numpy.random.Generator
-    calibration : {"analytic", "classical"}
-        Gaussian calibration for an ``ApproxDP`` budget.
-    allow_invalid : bool
-        Required to run a mechanism of :data:`INVALID_MECHANISMS`.
-    wishart_mean_removal : bool
-        Subtract the Wishart noise's mean (``"wishart"`` only).
-
-    Returns
-    -------
-    noisy : ndarray of shape (p, p)
-        The released symmetric matrix.
+    second_moment : ndarray (p, p)
+        The noisy ``S`` (replace-one) or ``G~ / max(n~, 1)`` (add/remove), symmetric.
+    mean : ndarray (p,) or None
+        The noisy mean, when a private mean was asked for.
+    count : int or float
+        ``n`` under replace-one (public), the noisy count under add/remove.
+    gram : ndarray (p, p) or None
+        The released noisy Gram matrix (add/remove only).
+    entry_noise_std : float
+        Standard deviation of the noise on one off-diagonal entry of ``second_moment``
+        (from released quantities only).
     guarantee : PrivacyGuarantee
     """
-    check_neighbors(neighbors)
-    if mechanism not in COVARIANCE_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
-    p = S.shape[0]
-    bounds.check_dimension(p)
-    common: dict[str, Any] = {
-        "neighbors": neighbors,
-        "bounds": bounds.to_dict(),
-        "report_delta": report_delta,
-        "random_state": random_state_policy,
-    }
-    if isinstance(budget, NonPrivate):
-        return S.copy(), PrivacyGuarantee(
-            budget=budget,
-            mechanism=f"{mechanism} (non-private reference: exact statistic)",
-            validity="none",
-            reason="NonPrivate() was requested: the exact statistic is released",
-            **common,
-        )
-    _check_budget(mechanism, budget)
-    validity, reason = base_validity(bounds)
-    if mechanism in INVALID_MECHANISMS:
-        if not allow_invalid:
-            raise InvalidGuaranteeError(
-                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
-                "allow_invalid=True only to reproduce the paper; the result will be reported "
-                "as invalid."
-            )
-        validity, reason = "invalid", INVALID_MECHANISMS[mechanism]
 
-    if mechanism == "gaussian":
-        sensitivity = second_moment_l2_sensitivity(bounds, n=n, p=p, neighbors=neighbors)
-        sigma = gaussian_sigma(sensitivity, budget, calibration=calibration)
-        noisy = S + symmetric_gaussian_noise(p, sigma, rng)
-        noise = {"sigma": sigma, "l2_sensitivity": sensitivity, "calibration": calibration}
-    elif mechanism == "laplace":
-        sensitivity = second_moment_l1_sensitivity(bounds, n=n, p=p, neighbors=neighbors)
-        scale = laplace_scale(sensitivity, budget)
-        noisy = S + symmetric_laplace_noise(p, scale, rng)
-        noise = {"laplace_scale": scale, "l1_sensitivity": sensitivity}
-    elif mechanism == "sulq":
-        k = p * (p + 1) // 2
-        # Rounded down, so that k spends of it never exceed the budget.
-        per_entry = scale_budget(budget, Fraction(1, k))
-        sens = second_moment_entry_sensitivity(bounds, n=n, p=p, neighbors=neighbors)
-        iu = np.triu_indices(p)
-        unit_sigma = gaussian_sigma(1.0, per_entry, calibration=calibration)
-        sigmas = unit_sigma * sens[iu]
-        draws = np.zeros((p, p))
-        draws[iu] = rng.normal(0.0, 1.0, size=k) * sigmas
-        noisy = S + draws + np.triu(draws, 1).T
-        noise = {
-            "per_entry_budget": per_entry,
-            "sigma_per_unit_sensitivity": unit_sigma,
-            "max_entry_sensitivity": float(sens.max()),
-            "calibration": calibration,
-        }
-    elif mechanism == "wishart":
-        if neighbors != "replace":
-            raise ValueError("the Wishart mechanism (Sheffet) is analysed for replace-one neighbours")
-        if not (budget.epsilon < 1 and 0 < budget.delta < 1 / math.e):
-            raise ValueError(
-                "the Wishart mechanism needs epsilon in (0, 1) and delta in (0, 1/e); got "
-                f"epsilon={budget.epsilon!r}, delta={budget.delta!r}"
-            )
-        B = bounds.row_norm(p)
-        df = math.ceil(p + 14.0 * math.log(4.0 / budget.delta) / budget.epsilon**2)
-        noisy = S + wishart_noise(p, df, B**2, rng) / n
-        noise = {"wishart_df": df, "wishart_scale": B**2, "divided_by_n": n}
-        if wishart_mean_removal:
-            noisy = noisy - (df * B**2 / n) * np.eye(p)
-            noise["mean_removed"] = df * B**2 / n
-    else:  # wishart-pure
-        B = bounds.row_norm(p)
-        scale = 3.0 * B**2 / (2.0 * n * budget.epsilon)
-        noisy = S + wishart_noise(p, p + 1, scale, rng)
-        noise = {"wishart_df": p + 1, "wishart_scale": scale}
-
-    return noisy, PrivacyGuarantee(
-        budget=budget, mechanism=mechanism, noise=noise, validity=validity, reason=reason, **common
-    )
+    second_moment: np.ndarray
+    mean: np.ndarray | None
+    count: int | float
+    gram: np.ndarray | None
+    entry_noise_std: float
+    guarantee: Any
 
 
 def release_value(
@@ -234,47 +163,320 @@ def release_value(
     budget: Budget,
     rng: np.random.Generator,
     calibration: str = "analytic",
+    noise: str = "exact",
+    secure: bool = False,
 ) -> tuple[float | np.ndarray, float]:
-    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity``.
+    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default).
 
-    Returns the noisy value and the standard deviation used.
+    Returns the noisy value and the noise scale ``sigma`` used.
     """
-    sigma = gaussian_sigma(sensitivity, budget, calibration=calibration)
-    value = np.asarray(value, dtype=float)
-    noisy = value + rng.normal(0.0, sigma, size=value.shape)
-    return (float(noisy) if noisy.ndim == 0 else noisy), sigma
+    array = np.asarray(value, dtype=float)
+    mechanism = GaussianMechanism(
+        sensitivity=float(sensitivity),
+        size=max(array.size, 1),
+        budget=budget,
+        calibration=calibration,
+        noise=noise,
+    )
+    noisy = mechanism.release(array.reshape(-1), rng, secure=secure).reshape(array.shape)
+    return (float(noisy) if noisy.ndim == 0 else noisy), mechanism.sigma
 
 
-def release_mean(
-    total: np.ndarray,
+def release_count(
+    n: int, *, budget: Budget, ctx: ReleaseContext
+) -> tuple[float, Budget, dict[str, Any]]:
+    """A noisy count of sensitivity 1 (add/remove): discrete Laplace for ``PureDP``, the
+    discrete Gaussian otherwise; the count is an integer, so no grid rounding is needed
+    and the release is an integer. Returns the noisy count, the budget delivered and the
+    public noise record."""
+    mechanism: GaussianMechanism | LaplaceMechanism
+    if isinstance(budget, PureDP):
+        mechanism = LaplaceMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
+    else:
+        mechanism = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
+    noisy = mechanism.release(np.array([float(n)]), ctx.rng, secure=ctx.secure)[0]
+    return float(noisy), mechanism.delivered, mechanism.record("count_")
+
+
+def _gaussian_or_laplace(
+    budget: Budget, *, l2: float, l1: float, size: int, ctx: ReleaseContext, calibration: str
+) -> GaussianMechanism | LaplaceMechanism:
+    if isinstance(budget, PureDP):
+        return LaplaceMechanism(sensitivity=l1, size=size, budget=budget, noise=ctx.noise)
+    return GaussianMechanism(
+        sensitivity=l2, size=size, budget=budget, calibration=calibration, noise=ctx.noise
+    )
+
+
+def _sulq(
+    statistic: np.ndarray,
+    entry_sensitivity: np.ndarray,
+    budget: Budget,
+    ctx: ReleaseContext,
+    calibration: str,
+) -> tuple[np.ndarray, Budget, dict[str, Any], np.ndarray]:
+    """Every upper-triangle entry as its own Gaussian query; the budget split evenly."""
+    p = statistic.shape[0]
+    iu, values = _upper(statistic)
+    k = values.size
+    # Rounded down, so that k spends of it never exceed the budget.
+    per_entry = scale_budget(budget, Fraction(1, k))
+    sensitivities = entry_sensitivity[iu]
+    noisy = np.empty(k)
+    sigmas = np.empty(k)
+    grids = set()
+    # Entries sharing a sensitivity share a mechanism (a row-norm bound has two values).
+    for value in np.unique(sensitivities):
+        where = np.flatnonzero(sensitivities == value)
+        mechanism = GaussianMechanism(
+            sensitivity=float(value), size=1, budget=per_entry, calibration=calibration,
+            noise=ctx.noise,
+        )
+        noisy[where] = mechanism.release(
+            values[where], ctx.rng, secure=ctx.secure, independent=True
+        )
+        sigmas[where] = mechanism.sigma
+        grids.add(mechanism.grid)
+        delivered_each = mechanism.delivered
+    delivered = scale_budget(delivered_each, k) if isinstance(delivered_each, ZCDP) else budget
+    record: dict[str, Any] = {
+        "per_entry_budget": per_entry,
+        "max_entry_sigma": float(sigmas.max()),
+        "max_entry_sensitivity": float(sensitivities.max()),
+        "distribution": "discrete-gaussian" if ctx.noise == "exact" else "gaussian",
+    }
+    if ctx.noise == "exact":
+        record["grid"] = min(grids)
+    return _mirror(p, iu, noisy), delivered, record, _mirror(p, iu, sigmas)
+
+
+def _wishart(
+    statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
+    rng: np.random.Generator, mean_removal: bool,
+) -> tuple[np.ndarray, dict[str, Any], float]:
+    p = statistic.shape[0]
+    B = bounds.row_norm(p)
+    if mechanism == "wishart":
+        if not (budget.epsilon < 1 and 0 < budget.delta < 1 / math.e):
+            raise ValueError(
+                "the Wishart mechanism needs epsilon in (0, 1) and delta in (0, 1/e); got "
+                f"epsilon={budget.epsilon!r}, delta={budget.delta!r}"
+            )
+        df = math.ceil(p + 14.0 * math.log(4.0 / budget.delta) / budget.epsilon**2)
+        noisy = statistic + wishart_noise(p, df, B**2, rng) / n
+        noise: dict[str, Any] = {"wishart_df": df, "wishart_scale": B**2, "divided_by_n": n}
+        if mean_removal:
+            noisy = noisy - (df * B**2 / n) * np.eye(p)
+            noise["mean_removed"] = df * B**2 / n
+        entry_std = math.sqrt(df) * B**2 / n
+    else:
+        scale = 3.0 * B**2 / (2.0 * n * budget.epsilon)
+        noisy = statistic + wishart_noise(p, p + 1, scale, rng)
+        noise = {"wishart_df": p + 1, "wishart_scale": scale}
+        entry_std = math.sqrt(p + 1) * scale
+    return noisy, noise, entry_std
+
+
+def _split_off(budget: Budget, fraction: float | None) -> tuple[Budget | None, Budget]:
+    if fraction is None:
+        return None, budget
+    return split_budget(budget, fraction)
+
+
+def release_second_moment(
+    gram: np.ndarray,
     *,
+    total: np.ndarray | None = None,
     n: int,
     bounds: Bounds,
     budget: Budget,
-    neighbors: str,
-    rng: np.random.Generator,
+    mechanism: str,
+    ctx: ReleaseContext,
     calibration: str = "analytic",
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Release the mean ``total / n`` of clipped records with the Gaussian mechanism."""
-    p = total.shape[0]
-    mean = total / n
+    allow_invalid: bool = False,
+    wishart_mean_removal: bool = False,
+    mean_fraction: float | None = None,
+    count_fraction: float = DEFAULT_COUNT_FRACTION,
+) -> SecondMomentRelease:
+    """Release the second moment of records clipped to ``bounds``.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (p, p)
+        ``X^T X`` of the clipped records (curator side).
+    total : ndarray of shape (p,), optional
+        Column sums of the clipped records; needed when ``mean_fraction`` is given.
+    n : int
+        Number of records: public under replace-one, private under add/remove (where it
+        is used only as the value of the count query).
+    bounds : Bounds
+        The declared bounds the records were clipped to.
+    budget : Budget
+        What to spend; its notion must suit ``mechanism``. ``NonPrivate()`` returns the
+        exact statistics.
+    mechanism : str
+        One of :data:`COVARIANCE_MECHANISMS`.
+    ctx : ReleaseContext
+        Neighbouring relation, randomness, report delta and noise mode.
+    calibration : {"analytic", "classical"}
+        Gaussian calibration of an ``ApproxDP`` budget (float noise).
+    allow_invalid : bool
+        Required to run a mechanism of :data:`INVALID_MECHANISMS`.
+    wishart_mean_removal : bool
+        Subtract the Wishart noise's mean (``"wishart"`` only).
+    mean_fraction : float in (0, 1), optional
+        Spend this share on a private mean (column sums over the count).
+    count_fraction : float in (0, 1)
+        Under add/remove, the share spent on the noisy count.
+
+    Returns
+    -------
+    SecondMomentRelease
+    """
+    if mechanism not in COVARIANCE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
+    p = gram.shape[0]
+    bounds.check_dimension(p)
+    add_remove = ctx.neighbors == "add-remove"
     if isinstance(budget, NonPrivate):
-        return mean, {}
-    if isinstance(budget, PureDP):
-        # Pure DP needs Laplace noise, calibrated to the l1 sensitivity of the mean.
-        l1_row = (
-            float(bounds.vector(p).sum())
-            if isinstance(bounds, Box)
-            else math.sqrt(p) * bounds.row_norm(p)
+        S = (gram + gram.T) / (2 * n)
+        return SecondMomentRelease(
+            second_moment=S,
+            mean=None if mean_fraction is None or total is None else total / n,
+            count=n,
+            gram=gram.copy() if add_remove else None,
+            entry_noise_std=0.0,
+            guarantee=ctx.guarantee(
+                budget=budget, mechanism=f"{mechanism} (non-private reference: exact statistic)"
+            ),
         )
-        l1 = (2.0 if neighbors == "replace" else 1.0) * l1_row / n
-        scale = laplace_scale(l1, budget)
-        return mean + rng.laplace(0.0, scale, size=p), {
-            "mean_laplace_scale": scale,
-            "mean_l1_sensitivity": l1,
-        }
-    sensitivity = mean_l2_sensitivity(bounds, n=n, p=p, neighbors=neighbors)
-    noisy, sigma = release_value(
-        mean, sensitivity=sensitivity, budget=budget, rng=rng, calibration=calibration
+    _check_budget(mechanism, budget)
+    invalid_reason = None
+    if mechanism in INVALID_MECHANISMS:
+        if not allow_invalid:
+            raise InvalidGuaranteeError(
+                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
+                "allow_invalid=True only to reproduce the paper; the result will be reported "
+                "as invalid."
+            )
+        invalid_reason = INVALID_MECHANISMS[mechanism]
+    if add_remove and mechanism in ("wishart", "wishart-pure"):
+        raise UnsupportedNeighborsError(
+            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
+            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
+        )
+    if mean_fraction is not None and total is None:
+        raise ValueError("a private mean needs the column sums (total)")
+
+    count_budget, rest = _split_off(budget, count_fraction if add_remove else None)
+    mean_budget, matrix_budget = _split_off(rest, mean_fraction)
+    noise: dict[str, Any] = {}
+    delivered: list[Budget] = []
+    notes: dict[str, Any] = {}
+    caveats: list[str] = []
+
+    count: int | float = n
+    if count_budget is not None:
+        count, count_delivered, count_record = release_count(n, budget=count_budget, ctx=ctx)
+        delivered.append(count_delivered)
+        noise.update(count_record, count_budget=count_budget)
+    divisor = max(float(count), 1.0)
+
+    # Under replace-one the normalised statistic is released (n public); under add/remove
+    # the Gram itself, whose sensitivity does not involve n.
+    scale_by = 1 if add_remove else n
+    statistic = (gram + gram.T) / (2 * scale_by)
+    gram_noise_std: float
+    if mechanism in ("gaussian", "laplace"):
+        l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        if not add_remove:
+            l2, l1 = _per_record(l2, n), _per_record(l1, n)
+        iu, values = _upper(statistic)
+        noiser = _gaussian_or_laplace(
+            matrix_budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
+        )
+        noisy = _mirror(p, iu, noiser.release(values, ctx.rng, secure=ctx.secure))
+        delivered.append(noiser.delivered)
+        noise.update(noiser.record())
+        if isinstance(noiser, GaussianMechanism):
+            gram_noise_std = noiser.sigma
+        else:
+            gram_noise_std = math.sqrt(2.0) * noiser.scale
+        notes["derivation"] = noiser.derivation
+    elif mechanism == "sulq":
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        if not add_remove:
+            entry = np.nextafter(entry / n, np.inf)
+        noisy, sulq_delivered, record, sigmas = _sulq(
+            statistic, entry, matrix_budget, ctx, calibration
+        )
+        delivered.append(sulq_delivered)
+        noise.update(record)
+        gram_noise_std = float(np.max(sigmas))
+    else:
+        noisy, record, gram_noise_std = _wishart(
+            statistic, n=n, bounds=bounds, budget=matrix_budget, mechanism=mechanism,
+            rng=ctx.rng, mean_removal=wishart_mean_removal,
+        )
+        noise.update(record)
+        delivered.append(matrix_budget)
+        if mechanism == "wishart":
+            caveats.append(WISHART_FLOAT_CAVEAT)
+
+    mean = None
+    if mean_budget is not None:
+        assert total is not None
+        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        vector = np.asarray(total, dtype=float) / scale_by
+        if not add_remove:
+            l2, l1 = _per_record(l2, n), _per_record(l1, n)
+        mean_noiser = _gaussian_or_laplace(
+            mean_budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration
+        )
+        mean = mean_noiser.release(vector, ctx.rng, secure=ctx.secure)
+        if add_remove:
+            mean = mean / divisor
+        delivered.append(mean_noiser.delivered)
+        noise.update(mean_noiser.record("mean_"), mean_budget=mean_budget)
+
+    if add_remove:
+        released_gram = noisy
+        second_moment = noisy / divisor
+        entry_std = gram_noise_std / divisor
+        notes["normalisation"] = (
+            "add/remove neighbours: the Gram matrix X^T X and a noisy count were released; "
+            "the second moment is their ratio (post-processing)"
+        )
+    else:
+        released_gram = None
+        second_moment = noisy
+        entry_std = gram_noise_std
+    if len(delivered) > 1:
+        noise["second_moment_budget"] = matrix_budget
+    guarantee = ctx.guarantee(
+        budget=compose(delivered),
+        mechanism=mechanism,
+        noise=noise,
+        notes=notes,
+        invalid_reason=invalid_reason,
+        caveats=caveats,
     )
-    return noisy, {"mean_sigma": sigma, "mean_l2_sensitivity": sensitivity}
+    return SecondMomentRelease(
+        second_moment=second_moment,
+        mean=mean,
+        # A noisy count can be small or negative; estimators divide by it.
+        count=max(int(round(count)), 1) if add_remove else n,
+        gram=released_gram,
+        entry_noise_std=float(entry_std),
+        guarantee=guarantee,
+    )
+
+
+def _per_record(sensitivity: float, n: int) -> float:
+    """``sensitivity / n`` rounded up (the normalised statistic, replace-one)."""
+    value = sensitivity / n
+    if Fraction(value) < Fraction(sensitivity) / n:
+        value = math.nextafter(value, math.inf)
+    return value

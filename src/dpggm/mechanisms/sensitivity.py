@@ -1,99 +1,222 @@
-"""Sensitivities of the second-moment matrix ``S = X^T X / n`` (SPEC section 2).
+"""Sensitivities of the second moment, the Gram matrix, sums and counts (SPEC section 2).
 
-All figures depend only on public parameters: the declared bounds, ``n`` and ``p``, and
-the neighbouring relation. Under ``"add-remove"`` the number of records ``n`` is treated
-as public, as in the source papers (a difference of two outer products becomes one).
+All figures depend only on public parameters -- the declared bounds, ``p``, the
+neighbouring relation and (under replace-one only) ``n`` -- and every figure is an
+**upper bound** in floating point: sums and products of bounds are formed exactly with
+rationals and rounded up.
+
+Two statistics are distinguished:
+
+* the normalised second moment ``S = X^T X / n``, which may be released only under
+  replace-one neighbours, where ``n`` is public;
+* the unnormalised Gram matrix ``G = X^T X``, column sums ``X^T 1`` and the count ``n``,
+  released under add/remove neighbours, where ``n`` itself is private: one record adds or
+  removes one outer product ``x x^T``. (Dividing by the true ``n`` under add/remove would
+  make the noise scale, and the divergence between neighbours, depend on private data.)
+
+Under replace-one, ``G`` changes by ``x x^T - x' x'^T``.
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
+from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm, check_neighbors
 
 __all__ = [
+    "gram_entry_sensitivity",
+    "gram_l1_sensitivity",
+    "gram_l2_sensitivity",
     "mean_l2_sensitivity",
     "row_l2_sensitivity",
     "second_moment_entry_sensitivity",
     "second_moment_l1_sensitivity",
     "second_moment_l2_sensitivity",
+    "sum_l1_sensitivity",
+    "sum_l2_sensitivity",
 ]
+
+#: Factor by which replace-one exceeds add/remove for a sum of per-record terms.
+_REPLACE_FACTOR = {"replace": 2, "add-remove": 1}
+
+
+def _up(value: Fraction) -> float:
+    """The smallest float not below ``value``."""
+    result = float(value)
+    if Fraction(result) < value:
+        result = math.nextafter(result, math.inf)
+    return result
 
 
 def _check_n(n: int) -> int:
-    if int(n) != n or n < 1:
+    if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer; got {n!r}")
     return int(n)
 
 
-def second_moment_l2_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> float:
-    """l2 sensitivity of the upper triangle (with diagonal) of ``S``.
+def _box_vector(bounds: Box, p: int) -> list[Fraction]:
+    return [Fraction(float(b)) for b in bounds.vector(p)]
 
-    ``sqrt(2) B^2 / n`` (replace) or ``B^2 / n`` (add-remove), with ``B`` the row-norm
-    bound; a box ``b`` implies ``B = ||b||_2``.
-    """
-    n = _check_n(n)
-    check_neighbors(neighbors)
+
+def _squared_row_norm(bounds: Bounds, p: int) -> Fraction:
+    """An exact upper bound on ``||x||_2^2`` for every clipped record."""
     bounds.check_dimension(p)
-    b2 = bounds.row_norm(p) ** 2
-    return (np.sqrt(2.0) if neighbors == "replace" else 1.0) * b2 / n
+    if isinstance(bounds, Box):
+        return sum((b * b for b in _box_vector(bounds, p)), Fraction(0))
+    if isinstance(bounds, RowNorm):
+        return Fraction(bounds.bound) ** 2
+    raise TypeError(f"unsupported bounds {bounds!r}")
 
 
-def second_moment_l1_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> float:
-    """l1 sensitivity of the upper triangle (with diagonal) of ``S`` (for Laplace noise).
+def _replace_only(neighbors: str, what: str) -> None:
+    if check_neighbors(neighbors) != "replace":
+        raise UnsupportedNeighborsError(
+            f"{what} divides by the number of records n, which is private under add/remove "
+            "neighbours; release the unnormalised Gram matrix and a noisy count instead "
+            "(gram_*_sensitivity)"
+        )
 
-    One record contributes ``sum_{j<=k} |x_j x_k| = (||x||_1^2 + ||x||_2^2) / 2``. With
-    ``||x||_2 <= B`` that is at most ``(p + 1) B^2 / 2``; with a box it is at most
-    ``(||b||_1^2 + ||b||_2^2) / 2``. Replace-one doubles it.
+
+# --------------------------------------------------------------------------- Gram X^T X
+
+
+def gram_l2_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:
+    """l2 sensitivity of the upper triangle (with diagonal) of ``G = X^T X``.
+
+    Add/remove: ``||x x^T||_F <= ||x||^2 <= B^2``. Replace-one:
+    ``||x x^T - x' x'^T||_F^2 = |x|^4 + |x'|^4 - 2 (x^T x')^2 <= 2 B^4``, so ``sqrt(2) B^2``.
+    (The upper triangle's norm is at most the whole matrix's.) A box ``b`` gives
+    ``B^2 = ||b||_2^2``.
     """
-    n = _check_n(n)
+    check_neighbors(neighbors)
+    b2 = _squared_row_norm(bounds, p)
+    if neighbors == "add-remove":
+        return _up(b2)
+    # sqrt(2) b2, rounded up: the smallest float s with s^2 >= 2 b2^2.
+    value = math.sqrt(2.0) * float(b2)
+    while Fraction(value) ** 2 < 2 * b2 * b2:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def gram_l1_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:
+    """l1 sensitivity of the upper triangle (with diagonal) of ``G`` (for Laplace noise).
+
+    One record contributes ``sum_{j<=k} |x_j x_k| = (||x||_1^2 + ||x||_2^2) / 2``: at most
+    ``(p + 1) B^2 / 2`` under a row-norm bound and ``(||b||_1^2 + ||b||_2^2) / 2`` under a
+    box. Replace-one doubles it.
+    """
     check_neighbors(neighbors)
     bounds.check_dimension(p)
     if isinstance(bounds, Box):
-        b = bounds.vector(p)
-        one = (b.sum() ** 2 + (b**2).sum()) / 2
+        b = _box_vector(bounds, p)
+        one = (sum(b, Fraction(0)) ** 2 + sum((v * v for v in b), Fraction(0))) / 2
     elif isinstance(bounds, RowNorm):
-        one = (p + 1) * bounds.bound**2 / 2
+        one = (p + 1) * Fraction(bounds.bound) ** 2 / 2
     else:
         raise TypeError(f"unsupported bounds {bounds!r}")
-    return (2.0 if neighbors == "replace" else 1.0) * one / n
+    return _up(_REPLACE_FACTOR[neighbors] * one)
+
+
+def gram_entry_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> np.ndarray:
+    """Per-entry sensitivity matrix of ``G``.
+
+    Box ``b``: off-diagonal ``2 b_j b_k`` (replace) or ``b_j b_k`` (add/remove); diagonal
+    ``b_j^2`` under both (``x_j^2`` lies in ``[0, b_j^2]``). Row norm ``B``:
+    ``|x_j x_k| <= B^2 / 2`` off the diagonal, so ``B^2`` (replace) or ``B^2 / 2``
+    (add/remove); diagonal ``B^2``.
+    """
+    check_neighbors(neighbors)
+    bounds.check_dimension(p)
+    factor = _REPLACE_FACTOR[neighbors]
+    if isinstance(bounds, Box):
+        b = bounds.vector(p)
+        out = np.outer(b, b) * factor
+        np.fill_diagonal(out, b * b)
+    elif isinstance(bounds, RowNorm):
+        b2 = _up(Fraction(bounds.bound) ** 2)
+        out = np.full((p, p), factor * b2 / 2)
+        np.fill_diagonal(out, b2)
+    else:
+        raise TypeError(f"unsupported bounds {bounds!r}")
+    # One rounding per product (multiplying by 2 or halving is exact): one step up bounds it.
+    return np.nextafter(out, np.inf)
+
+
+def sum_l2_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:
+    """l2 sensitivity of the column sums ``X^T 1``: ``2B`` (replace) or ``B`` (add/remove)."""
+    check_neighbors(neighbors)
+    b2 = _squared_row_norm(bounds, p) * _REPLACE_FACTOR[neighbors] ** 2
+    value = math.sqrt(float(b2))
+    while Fraction(value) ** 2 < b2:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def sum_l1_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:
+    """l1 sensitivity of the column sums: ``||b||_1`` (box) or ``sqrt(p) B`` (row norm),
+    doubled under replace-one."""
+    check_neighbors(neighbors)
+    bounds.check_dimension(p)
+    if isinstance(bounds, Box):
+        one = sum(_box_vector(bounds, p), Fraction(0))
+        return _up(_REPLACE_FACTOR[neighbors] * one)
+    if isinstance(bounds, RowNorm):
+        squared = p * Fraction(bounds.bound) ** 2 * _REPLACE_FACTOR[neighbors] ** 2
+        value = math.sqrt(float(squared))
+        while Fraction(value) ** 2 < squared:
+            value = math.nextafter(value, math.inf)
+        return value
+    raise TypeError(f"unsupported bounds {bounds!r}")
+
+
+# ------------------------------------------------------------ normalised, replace-one only
+
+
+def _divided(value: float, n: int) -> float:
+    return _up(Fraction(value) / n)
+
+
+def second_moment_l2_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> float:
+    """l2 sensitivity of the upper triangle of ``S = X^T X / n``: ``sqrt(2) B^2 / n``.
+
+    Replace-one only (``n`` public); add/remove raises
+    :class:`~dpggm.exceptions.UnsupportedNeighborsError`.
+    """
+    _replace_only(neighbors, "the normalised second moment X^T X / n")
+    n = _check_n(n)
+    return _divided(gram_l2_sensitivity(bounds, p=p, neighbors=neighbors), n)
+
+
+def second_moment_l1_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> float:
+    """l1 sensitivity of the upper triangle of ``S`` (replace-one only)."""
+    _replace_only(neighbors, "the normalised second moment X^T X / n")
+    n = _check_n(n)
+    return _divided(gram_l1_sensitivity(bounds, p=p, neighbors=neighbors), n)
 
 
 def second_moment_entry_sensitivity(
     bounds: Bounds, *, n: int, p: int, neighbors: str
 ) -> np.ndarray:
-    """Per-entry sensitivity matrix of ``S``.
-
-    Box ``b``: off-diagonal ``2 b_j b_k / n`` (replace) or ``b_j b_k / n`` (add-remove);
-    diagonal ``b_j^2 / n`` under both, because ``x_j^2`` lies in ``[0, b_j^2]``.
-    Row norm ``B``: ``|x_j x_k| <= B^2 / 2`` off the diagonal, so ``B^2 / n`` (replace) or
-    ``B^2 / (2n)`` (add-remove); diagonal ``B^2 / n``.
-    """
+    """Per-entry sensitivity matrix of ``S`` (replace-one only): the Gram's over ``n``."""
+    _replace_only(neighbors, "the normalised second moment X^T X / n")
     n = _check_n(n)
-    check_neighbors(neighbors)
-    bounds.check_dimension(p)
-    factor = 2.0 if neighbors == "replace" else 1.0
-    if isinstance(bounds, Box):
-        b = bounds.vector(p)
-        out = factor * np.outer(b, b) / n
-        np.fill_diagonal(out, b**2 / n)
-        return out
-    if isinstance(bounds, RowNorm):
-        out = np.full((p, p), factor * bounds.bound**2 / (2 * n))
-        np.fill_diagonal(out, bounds.bound**2 / n)
-        return out
-    raise TypeError(f"unsupported bounds {bounds!r}")
+    return np.nextafter(gram_entry_sensitivity(bounds, p=p, neighbors=neighbors) / n, np.inf)
 
 
 def mean_l2_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> float:
-    """l2 sensitivity of the mean ``X^T 1 / n``: ``2B/n`` (replace) or ``B/n`` (add-remove)."""
+    """l2 sensitivity of the mean ``X^T 1 / n``: ``2B / n`` (replace-one only)."""
+    _replace_only(neighbors, "the mean X^T 1 / n")
     n = _check_n(n)
-    check_neighbors(neighbors)
-    return (2.0 if neighbors == "replace" else 1.0) * bounds.row_norm(p) / n
+    return _divided(sum_l2_sensitivity(bounds, p=p, neighbors=neighbors), n)
 
 
 def row_l2_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:
     """l2 sensitivity of releasing the records themselves (one changed row): ``2B``
-    (replace) or ``B`` (add-remove)."""
-    check_neighbors(neighbors)
-    return (2.0 if neighbors == "replace" else 1.0) * bounds.row_norm(p)
+    (replace-one). Releasing ``n`` noisy rows reveals ``n``, so add/remove is refused."""
+    _replace_only(neighbors, "a release of the records themselves (it reveals n)")
+    return sum_l2_sensitivity(bounds, p=p, neighbors=neighbors)

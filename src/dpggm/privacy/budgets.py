@@ -44,6 +44,7 @@ __all__ = [
     "budget_from_dict",
     "exact_cost",
     "budget_from_cost",
+    "compose",
     "scale_budget",
     "split_budget",
 ]
@@ -417,6 +418,29 @@ def budget_from_dict(data: dict[str, Any]) -> Budget:
     if missing:
         raise ValueError(f"a {data['notion']!r} budget needs the field(s) {missing}; got {data!r}")
     return cls(**{k: data[k] for k in cls._fields()})
+
+
+def compose(budgets: list[Budget] | tuple[Budget, ...]) -> Budget:
+    """The composition of ``budgets``, summed exactly and rounded up once.
+
+    Summing pairwise with ``+`` rounds after every addition; a guarantee assembled from
+    parts that were split off one total must come back to no more than that total, which
+    one rounding of the exact sum guarantees.
+    """
+    parts = list(budgets)
+    if not parts:
+        raise ValueError("compose needs at least one budget")
+    if any(isinstance(b, NonPrivate) for b in parts):
+        return NonPrivate()
+    notion = type(parts[0])
+    for other in parts[1:]:
+        notion = _common_notion(notion, type(other))
+    width = len(exact_cost(parts[0], notion))
+    total = [Fraction(0)] * width
+    for part in parts:
+        for i, c in enumerate(exact_cost(part, notion)):
+            total[i] += c
+    return budget_from_cost(notion, tuple(total), rounding="up")
 
 
 def split_budget(budget: Budget, fraction: float) -> tuple[Budget, Budget]:

@@ -16,7 +16,15 @@ from fractions import Fraction
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, Budget, NonPrivate, PureDP
 from dpggm.privacy.conversion import gdp_delta, gdp_mu_for
 
-__all__ = ["gaussian_sigma", "laplace_scale", "classical_gaussian_sigma"]
+__all__ = [
+    "ANALYTIC_DELTA_MARGIN",
+    "classical_gaussian_sigma",
+    "gaussian_sigma",
+    "laplace_scale",
+]
+
+#: Relative margin below delta that the analytic calibration aims at.
+ANALYTIC_DELTA_MARGIN = 2.0**-20
 
 
 def _check_sensitivity(sensitivity: float) -> float:
@@ -88,9 +96,13 @@ def gaussian_sigma(sensitivity: float, budget: Budget, *, calibration: str = "an
         _positive("epsilon", budget.epsilon)
         _positive("delta", budget.delta)
         epsilon, delta = budget.epsilon, budget.delta
+        # The profile is evaluated in floating point, with a relative error that grows
+        # as epsilon shrinks (about 1e-12 at epsilon = 1e-4); requiring a 2^-20 relative
+        # margin keeps the true delta(sigma) below delta.
+        target = delta * (1.0 - ANALYTIC_DELTA_MARGIN)
         return _round_up_until(
-            sensitivity / gdp_mu_for(epsilon, delta),
-            lambda s: gdp_delta(sensitivity / s, epsilon) <= delta,
+            sensitivity / gdp_mu_for(epsilon, target),
+            lambda s: gdp_delta(sensitivity / s, epsilon) <= target,
         )
     if isinstance(budget, ZCDP):
         _positive("rho", budget.rho)

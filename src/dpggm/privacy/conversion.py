@@ -27,6 +27,7 @@ __all__ = [
     "gdp_to_approx_epsilon",
     "pure_to_approx_epsilon",
     "zcdp_delta",
+    "zcdp_rho_for",
     "zcdp_to_approx_epsilon",
 ]
 
@@ -149,6 +150,41 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     while _zcdp_log_delta(rho, epsilon, best.x) > log_delta:
         epsilon = math.nextafter(epsilon, math.inf)
     return epsilon
+
+
+def zcdp_rho_for(epsilon: float, delta: float) -> float:
+    """Largest float ``rho`` whose tight zCDP conversion gives ``(epsilon, delta)``-DP.
+
+    Used to calibrate mechanisms whose (epsilon, delta) guarantee is proven through zCDP
+    (the discrete Gaussian). The result is checked against :func:`zcdp_delta` and stepped
+    down until the conversion holds.
+    """
+    delta = _check_delta(delta)
+    epsilon = float(epsilon)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}")
+
+    def excess(log_rho: float) -> float:
+        return math.log(zcdp_delta(math.exp(log_rho), epsilon) + 1e-300) - math.log(delta)
+
+    low, high = -2.0, 2.0
+    while excess(low) > 0:
+        low -= 4.0
+    while excess(high) < 0:
+        high += 4.0
+    # zcdp_delta increases with rho: bisect on log rho.
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if excess(middle) <= 0:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-13:
+            break
+    rho = math.exp(low)
+    while zcdp_delta(rho, epsilon) > delta:
+        rho = math.nextafter(rho, 0.0)
+    return rho
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate
+from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, budget_from_dict
 
 __all__ = ["PrivacyGuarantee", "DEFAULT_REPORT_DELTA"]
 
@@ -18,19 +18,19 @@ Validity = Literal["valid", "data-dependent", "invalid", "none"]
 DEFAULT_REPORT_DELTA = 1e-6
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if isinstance(value, Budget):
         return value.to_dict()
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "tolist"):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
+        return jsonable(value.to_dict())
     return value
 
 
@@ -63,7 +63,13 @@ class PrivacyGuarantee:
     random_state : str
         The seed policy.
     notes : dict
-        Further figures, e.g. the paper's own (data-dependent) accounting.
+        Further public figures and explanations (how the guarantee was derived, the
+        centring, the budget breakdown). Everything here is part of the release.
+    curator_notes : dict
+        Figures for the data curator only -- computed from the private data (e.g. a
+        paper's data-dependent accounting, how many rows were clipped). They are **never**
+        part of :meth:`to_dict`, :meth:`to_json` or anything written by the command line;
+        read them by name (``privacy_.curator_notes``).
     """
 
     budget: Budget
@@ -76,6 +82,7 @@ class PrivacyGuarantee:
     report_delta: float = DEFAULT_REPORT_DELTA
     random_state: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    curator_notes: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -95,13 +102,13 @@ class PrivacyGuarantee:
                 f"a guarantee with validity {self.validity!r} needs a non-empty reason; "
                 f"got {self.reason!r}"
             )
-        # A non-private release marked "valid" would make is_valid claim a guarantee that
-        # does not exist; a private budget marked "none" would hide one that does.
-        non_private = isinstance(self.budget, NonPrivate)
-        if non_private != (self.validity == "none"):
+        # A non-private release marked anything but "none" would claim a guarantee that
+        # does not exist. A private budget may still be "none": a seeded run spends its
+        # budget on paper, but whoever holds the seed can remove the noise.
+        if isinstance(self.budget, NonPrivate) and self.validity != "none":
             raise ValueError(
-                "validity must be 'none' exactly when the budget is NonPrivate(); got "
-                f"validity={self.validity!r} with budget {self.budget}"
+                "a NonPrivate() budget must have validity 'none'; got "
+                f"validity={self.validity!r}"
             )
         if isinstance(self.report_delta, bool) or not (
             isinstance(self.report_delta, (int, float)) and 0 < self.report_delta < 1
@@ -124,9 +131,10 @@ class PrivacyGuarantee:
         return self.budget.to_approx(self.report_delta)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dictionary."""
+        """A JSON-serialisable dictionary of the public record (``curator_notes`` is left
+        out: it holds figures computed from the private data)."""
         approx = self.approx_dp
-        return _jsonable(
+        return jsonable(
             {
                 "budget": self.budget,
                 "approx_dp": None if approx is None else approx.to_dict(),
@@ -142,13 +150,41 @@ class PrivacyGuarantee:
             }
         )
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PrivacyGuarantee:
+        """Rebuild a record from :meth:`to_dict` output (curator notes are not stored there
+        and come back empty).
+
+        Raises
+        ------
+        ValueError
+            If a required field is missing or invalid.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"a privacy record must be a dict; got {type(data).__name__}")
+        missing = [k for k in ("budget", "neighbors", "bounds", "mechanism") if k not in data]
+        if missing:
+            raise ValueError(f"the privacy record lacks the field(s) {missing}")
+        return cls(
+            budget=budget_from_dict(data["budget"]),
+            neighbors=data["neighbors"],
+            bounds=dict(data["bounds"]),
+            mechanism=str(data["mechanism"]),
+            noise=dict(data.get("noise") or {}),
+            validity=data.get("validity", "valid"),
+            reason=data.get("reason", ""),
+            report_delta=float(data.get("report_delta", DEFAULT_REPORT_DELTA)),
+            random_state=str(data.get("random_state", "")),
+            notes=dict(data.get("notes") or {}),
+        )
+
     def to_json(self, **kwargs: Any) -> str:
         """The record as JSON text."""
         return json.dumps(self.to_dict(), **kwargs)
 
     def summary(self) -> str:
         """One line for people."""
-        if self.validity == "none":
+        if isinstance(self.budget, NonPrivate):
             return f"{self.mechanism}: non-private reference run (no guarantee)"
         approx = self.approx_dp
         text = f"{self.mechanism}: {self.budget}"
@@ -156,5 +192,6 @@ class PrivacyGuarantee:
             text += f" ~ (epsilon={approx.epsilon:.4g}, delta={approx.delta:g})"
         text += f", {self.neighbors} neighbours"
         if self.validity != "valid":
-            text += f" -- {self.validity.upper()}: {self.reason}"
+            label = "NO GUARANTEE" if self.validity == "none" else self.validity.upper()
+            text += f" -- {label}: {self.reason}"
         return text

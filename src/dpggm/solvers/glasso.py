@@ -71,7 +71,7 @@ from scipy import linalg
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.solvers._glasso_kernels import cd_sweep
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import (
@@ -431,13 +431,13 @@ def _admm_block(
         Z = _soft_threshold_off_diagonal(V, alpha / penalty)
         U = V - Z
         if not np.all(np.isfinite(Z)) or float(np.max(np.abs(Z))) > blow_up:
-            raise NumericalError(_UNBOUNDED_MESSAGE)
+            raise NoSolutionError(_UNBOUNDED_MESSAGE)
         # Θ ≻ 0 with tr(SΘ) + alpha·Σ_{i≠j}|Θ_ij| < 0 certifies that the objective is
         # unbounded below along the ray tΘ, t -> infinity.
         trace = float(np.vdot(S, theta))
         l1 = float(np.sum(np.abs(theta)) - np.sum(np.abs(np.diagonal(theta))))
         if trace + alpha * l1 < -1e-10 * (abs(trace) + alpha * l1):
-            raise NumericalError(_UNBOUNDED_MESSAGE)
+            raise NoSolutionError(_UNBOUNDED_MESSAGE)
         primal_residual = float(np.linalg.norm(theta - Z))
         dual_residual = penalty * float(np.linalg.norm(Z - Z_previous))
         residuals_small = primal_residual <= residual_tol * max(
@@ -532,7 +532,7 @@ def _solve_zero_penalty(S: np.ndarray) -> _BlockState:
     try:
         factor = linalg.cho_factor(S, lower=True, check_finite=False)
     except linalg.LinAlgError:
-        raise NumericalError(
+        raise NoSolutionError(
             "the graphical lasso with alpha = 0 (maximum likelihood) has no solution: it "
             "needs S positive definite, and this S (or one of its screened blocks) is not. "
             "Use alpha > 0, penalize_diagonal=True, or ridge_precision."
@@ -812,7 +812,7 @@ def _graphical_lasso(
     if not np.all(diagonal > 0):
         index = int(np.flatnonzero(~(diagonal > 0))[0])
         shown = f"S[{index}, {index}] + alpha" if penalize_diagonal else f"S[{index}, {index}]"
-        raise ValueError(
+        raise NoSolutionError(
             f"the graphical lasso has no solution: {shown} = {diagonal[index]:.6g} is not "
             "positive, which makes the objective unbounded below (Θ_ii -> infinity). "
             "Use penalize_diagonal=True with alpha > -min(diag S), or repair S first "

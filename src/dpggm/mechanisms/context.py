@@ -1,0 +1,200 @@
+"""The context of one release and the one place a guarantee record is assembled.
+
+Every private result states the same things (SPEC section 4): the budget the mechanism
+delivered, the neighbouring relation, the bounds, the noise parameters, and whether the
+guarantee is valid. :class:`ReleaseContext` holds what is common to all the mechanisms of
+one fit (relation, bounds, randomness, the report delta, exact or float noise), and
+:meth:`ReleaseContext.guarantee` turns a mechanism's outcome into the
+:class:`~dpggm.privacy.guarantee.PrivacyGuarantee`, applying one rule for validity:
+
+``"invalid"``
+    the method's published guarantee is known to be wrong;
+``"data-dependent"``
+    a bound or another privacy parameter was read off the private data;
+``"none"``
+    a non-private reference run, or a seeded run (whoever holds the seed can remove the
+    noise: an experiment, not a release);
+``"valid"``
+    otherwise.
+
+The most severe applicable status is reported; every reason that applies is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpggm.mechanisms.additive import FLOAT_NOISE_CAVEAT, GaussianMechanism, check_noise_mode
+from dpggm.mechanisms.bounds import Bounds, check_neighbors
+from dpggm.mechanisms.random import (
+    SEEDED_REASON,
+    check_random_state,
+    describe_random_state,
+    is_reproducible,
+)
+from dpggm.privacy.budgets import Budget, NonPrivate
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+
+__all__ = ["DATA_DERIVED_BOUND_REASON", "NON_PRIVATE_REASON", "ReleaseContext"]
+
+DATA_DERIVED_BOUND_REASON = (
+    "the bound was read off the private data, so there is no formal guarantee"
+)
+NON_PRIVATE_REASON = "NonPrivate() was requested: the exact statistic is released"
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """What every mechanism of one fit shares.
+
+    Parameters
+    ----------
+    neighbors : {"replace", "add-remove"}
+    bounds : Bounds or dict or None
+        The declared bounds (a dict for a record read back from a file; ``None`` when the
+        release is post-processing of an earlier release).
+    random_state : None, int, numpy.random.Generator or "secure"
+        The caller's argument. It is used to build the generator and to decide the seed
+        policy; it is never written into a record.
+    report_delta : float
+        The delta at which zCDP and GDP guarantees are also stated as (epsilon, delta).
+    noise : {"exact", "float"}
+        Exact noise on a grid (default) or NumPy's float samplers.
+    """
+
+    neighbors: str
+    bounds: Bounds | dict[str, Any] | None
+    random_state: Any = field(default=None, repr=False)
+    report_delta: float = DEFAULT_REPORT_DELTA
+    noise: str = "exact"
+    rng: np.random.Generator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_neighbors(self.neighbors)
+        check_noise_mode(self.noise)
+        object.__setattr__(self, "rng", check_random_state(self.random_state))
+
+    @property
+    def secure(self) -> bool:
+        """Whether exact samplers draw their words from the cryptographic source."""
+        return isinstance(self.random_state, str) and self.random_state == "secure"
+
+    @property
+    def bounds_record(self) -> dict[str, Any]:
+        if self.bounds is None:
+            return {}
+        if isinstance(self.bounds, dict):
+            return dict(self.bounds)
+        return self.bounds.to_dict()
+
+    def gaussian(
+        self,
+        value: float | np.ndarray,
+        *,
+        sensitivity: float,
+        budget: Budget,
+        calibration: str = "analytic",
+    ) -> tuple[float | np.ndarray, GaussianMechanism]:
+        """The Gaussian mechanism on a scalar or vector of l2 ``sensitivity``, with this
+        context's noise mode and randomness. Returns the noisy value and the mechanism."""
+        array = np.asarray(value, dtype=float)
+        mechanism = GaussianMechanism(
+            sensitivity=float(sensitivity), size=max(array.size, 1), budget=budget,
+            calibration=calibration, noise=self.noise,
+        )
+        noisy = mechanism.release(array.reshape(-1), self.rng, secure=self.secure)
+        noisy = noisy.reshape(array.shape)
+        return (float(noisy) if noisy.ndim == 0 else noisy), mechanism
+
+    def symmetric_gaussian(
+        self,
+        matrix: np.ndarray,
+        *,
+        sensitivity: float,
+        budget: Budget,
+        calibration: str = "analytic",
+    ) -> tuple[np.ndarray, GaussianMechanism]:
+        """Gaussian noise on the upper triangle (with diagonal) of a symmetric matrix whose
+        upper triangle has l2 ``sensitivity``, mirrored below the diagonal."""
+        p = matrix.shape[0]
+        iu = np.triu_indices(p)
+        values, mechanism = self.gaussian(
+            matrix[iu], sensitivity=sensitivity, budget=budget, calibration=calibration
+        )
+        out = np.zeros((p, p))
+        out[iu] = values
+        return out + np.triu(out, 1).T, mechanism
+
+    def _data_derived(self) -> bool:
+        if isinstance(self.bounds, dict):
+            return bool(self.bounds.get("data_derived", False))
+        return bool(getattr(self.bounds, "data_derived", False))
+
+    def validity(
+        self,
+        budget: Budget,
+        *,
+        invalid_reason: str | None = None,
+        data_dependent_reasons: tuple[str, ...] | list[str] = (),
+    ) -> tuple[str, str]:
+        """The validity and reason for a release of ``budget`` in this context."""
+        if isinstance(budget, NonPrivate):
+            return "none", NON_PRIVATE_REASON
+        levels: list[tuple[str, str]] = []
+        if invalid_reason:
+            levels.append(("invalid", invalid_reason))
+        dependent = list(data_dependent_reasons)
+        if self._data_derived():
+            dependent.insert(0, DATA_DERIVED_BOUND_REASON)
+        levels.extend(("data-dependent", reason) for reason in dependent)
+        if is_reproducible(self.random_state):
+            levels.append(("none", SEEDED_REASON))
+        if not levels:
+            return "valid", ""
+        return levels[0][0], "; ".join(reason for _, reason in levels)
+
+    def guarantee(
+        self,
+        *,
+        budget: Budget,
+        mechanism: str,
+        noise: dict[str, Any] | None = None,
+        notes: dict[str, Any] | None = None,
+        curator_notes: dict[str, Any] | None = None,
+        invalid_reason: str | None = None,
+        data_dependent_reasons: tuple[str, ...] | list[str] = (),
+        caveats: tuple[str, ...] | list[str] = (),
+    ) -> PrivacyGuarantee:
+        """The guarantee record of a release made in this context.
+
+        ``budget`` is what the mechanism delivered (not what was asked); ``noise`` holds
+        public mechanism parameters only (identical for neighbouring data sets);
+        ``curator_notes`` holds figures computed from the private data and is never
+        serialised.
+        """
+        validity, reason = self.validity(
+            budget, invalid_reason=invalid_reason, data_dependent_reasons=data_dependent_reasons
+        )
+        record_notes = dict(notes or {})
+        all_caveats = list(caveats)
+        if self.noise == "float" and not isinstance(budget, NonPrivate):
+            all_caveats.append(FLOAT_NOISE_CAVEAT)
+        if all_caveats:
+            record_notes["caveats"] = list(record_notes.get("caveats", [])) + all_caveats
+        return PrivacyGuarantee(
+            budget=budget,
+            neighbors=self.neighbors,
+            bounds=self.bounds_record,
+            mechanism=mechanism,
+            noise=dict(noise or {}),
+            validity=validity,
+            reason=reason,
+            report_delta=self.report_delta,
+            random_state=describe_random_state(self.random_state),
+            notes=record_notes,
+            curator_notes=dict(curator_notes or {}),
+        )
+
