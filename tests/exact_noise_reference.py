@@ -1,15 +1,18 @@
 """Independent reference figures for the exact (grid) releases, computed here from the
 documented rule rather than from the library: the grid is the largest power of two ``t``
-with ``t * inflation <= sensitivity / 1024`` (``inflation`` = sqrt(k) for l2, k for l1),
-and the calibration uses the sensitivity ``(sensitivity + t * inflation) * (1 + 2^-20)``."""
+with ``t * inflation <= sensitivity / 1024`` (``inflation`` = sqrt(k) for l2, k for l1) and
+``t <= scale / 1024`` (``scale`` the continuous noise scale for the budget), and the
+calibration uses the sensitivity ``(sensitivity + t * inflation) * (1 + 2^-20)``."""
 
 from __future__ import annotations
 
 import math
 
 
-def grid_and_inflated(sensitivity: float, inflation: float) -> tuple[float, float]:
-    limit = sensitivity / 1024.0
+def grid_and_inflated(
+    sensitivity: float, inflation: float, scale: float
+) -> tuple[float, float]:
+    limit = min(sensitivity / inflation, scale) / 1024.0 * inflation
     t = 1.0
     while t * inflation > limit:
         t /= 2.0
@@ -20,13 +23,15 @@ def grid_and_inflated(sensitivity: float, inflation: float) -> tuple[float, floa
 
 def exact_gaussian_sigma_zcdp(sensitivity: float, k: int, rho: float) -> tuple[float, float]:
     """(sigma, grid) of an exact Gaussian release of k coordinates under rho-zCDP."""
-    t, inflated = grid_and_inflated(sensitivity, math.sqrt(k))
+    t, inflated = grid_and_inflated(
+        sensitivity, math.sqrt(k), sensitivity / math.sqrt(2.0 * rho)
+    )
     return inflated / math.sqrt(2.0 * rho), t
 
 
 def exact_laplace_scale(l1_sensitivity: float, k: int, epsilon: float) -> tuple[float, float]:
     """(scale, grid) of an exact Laplace release of k coordinates under epsilon-DP."""
-    t, inflated = grid_and_inflated(l1_sensitivity, float(k))
+    t, inflated = grid_and_inflated(l1_sensitivity, float(k), l1_sensitivity / epsilon)
     return inflated / epsilon, t
 
 

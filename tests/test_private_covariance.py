@@ -7,6 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from exact_noise_reference import (
+    exact_gaussian_sigma_zcdp,
+    exact_laplace_scale,
+    largest_rho_reference,
+)
 from scipy import stats
 
 from dpggm import (
@@ -21,6 +26,7 @@ from dpggm import (
     RowNorm,
     bounds_from_data,
 )
+from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.release import release_second_moment
 
 
@@ -54,36 +60,61 @@ def test_gaussian_sigma_matches_independent_calibration(X):
     """Gaussian, RowNorm(1), n = 1000, replace-one: sigma is the analytic calibration of
     sqrt(2)/1000, checked against Balle & Wang's condition evaluated independently."""
     eps, delta = 1.0, 1e-5
-    est = PrivateCovariance(budget=ApproxDP(eps, delta), bounds=RowNorm(1.0), random_state=0).fit(X)
+    est = PrivateCovariance(
+        budget=ApproxDP(eps, delta), bounds=RowNorm(1.0), random_state=0, noise="float"
+    ).fit(X)
     noise = est.privacy_.noise
     sens = math.sqrt(2) / 1000
     assert noise["l2_sensitivity"] == pytest.approx(sens, rel=1e-15)
     sigma = noise["sigma"]
-    assert _balle_wang_delta(sigma, sens, eps) == pytest.approx(delta, rel=1e-6)
+    assert _balle_wang_delta(sigma, sens, eps) == pytest.approx(delta, rel=1e-5)
+    assert _balle_wang_delta(sigma, sens, eps) <= delta
     assert _balle_wang_delta(sigma * (1 - 1e-6), sens, eps) > delta
+    # Exact noise: calibrated through zCDP (the discrete Gaussian's proven guarantee).
+    exact = PrivateCovariance(budget=ApproxDP(eps, delta), bounds=RowNorm(1.0)).fit(X)
+    rho = largest_rho_reference(eps, delta)
+    expected, grid = exact_gaussian_sigma_zcdp(sens, 15, rho)
+    assert exact.privacy_.noise["sigma"] == pytest.approx(expected, rel=1e-6)
+    assert exact.privacy_.noise["grid"] == grid
 
 
 def test_zcdp_and_gdp_sigma(X):
     sens = math.sqrt(2) / 1000
     z = PrivateCovariance(budget=ZCDP(0.5), bounds=RowNorm(1.0), random_state=0).fit(X)
-    assert z.privacy_.noise["sigma"] == pytest.approx(sens / math.sqrt(1.0), rel=1e-14)
+    assert z.privacy_.noise["sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(sens, 15, 0.5)[0], rel=1e-14
+    )
+    # GDP(mu) with discrete noise delivers mu^2/2-zCDP (not mu-GDP): that is what is booked.
     g = PrivateCovariance(budget=GDP(0.5), bounds=RowNorm(1.0), random_state=0).fit(X)
-    assert g.privacy_.noise["sigma"] == pytest.approx(sens / 0.5, rel=1e-14)
+    assert g.privacy_.noise["sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(sens, 15, 0.125)[0], rel=1e-14
+    )
+    assert g.privacy_.budget == ZCDP(0.125)
+    g_float = PrivateCovariance(
+        budget=GDP(0.5), bounds=RowNorm(1.0), random_state=0, noise="float"
+    ).fit(X)
+    assert g_float.privacy_.noise["sigma"] == pytest.approx(sens / 0.5, rel=1e-14)
+    assert g_float.privacy_.budget == GDP(0.5)
+    # Add/remove: the Gram matrix (sensitivity B^2 = 1, no n) with 95% of rho.
     add = PrivateCovariance(
         budget=ZCDP(0.5), bounds=RowNorm(1.0), neighbors="add-remove", random_state=0
     ).fit(X)
-    assert add.privacy_.noise["sigma"] == pytest.approx(1 / 1000, rel=1e-14)
+    assert add.privacy_.noise["sigma"] == pytest.approx(
+        exact_gaussian_sigma_zcdp(1.0, 15, 0.95 * 0.5)[0], rel=1e-12
+    )
 
 
 def test_laplace_scale(X):
     est = PrivateCovariance(
         budget=PureDP(2.0), bounds=RowNorm(1.0), mechanism="laplace", random_state=0
     ).fit(X)
-    assert est.privacy_.noise["laplace_scale"] == pytest.approx((5 + 1) / 1000 / 2.0)
+    scale, grid = exact_laplace_scale((5 + 1) / 1000, 15, 2.0)
+    assert est.privacy_.noise["laplace_scale"] == pytest.approx(scale, rel=1e-12)
+    assert est.privacy_.noise["grid"] == grid
 
 
 def test_guarantee_record_is_json_and_complete(X):
-    est = PrivateCovariance(budget=ZCDP(0.1), bounds=RowNorm(1.0), random_state=3).fit(X)
+    est = PrivateCovariance(budget=ZCDP(0.1), bounds=RowNorm(1.0), random_state="secure").fit(X)
     record = json.loads(est.privacy_.to_json())
     assert record["budget"] == {"notion": "zcdp", "rho": 0.1}
     assert record["neighbors"] == "replace"
@@ -91,7 +122,11 @@ def test_guarantee_record_is_json_and_complete(X):
     assert record["validity"] == "valid"
     assert record["approx_dp"]["delta"] == 1e-6
     assert record["approx_dp"]["epsilon"] == pytest.approx(ZCDP(0.1).to_approx(1e-6).epsilon)
-    assert "fixed seed 3" in record["random_state"]
+    assert "cryptographically seeded" in record["random_state"]
+    seeded = PrivateCovariance(budget=ZCDP(0.1), bounds=RowNorm(1.0), random_state=31337).fit(X)
+    text = seeded.privacy_.to_json()
+    assert seeded.privacy_.validity == "none" and "seeded" in seeded.privacy_.reason
+    assert "31337" not in text
     assert est.covariance_.shape == (5, 5)
     assert np.linalg.eigvalsh(est.covariance_).min() >= -1e-12
 
@@ -156,12 +191,13 @@ def test_neighbouring_pair_threshold_events():
         rng = np.random.default_rng(seed)
         out = np.empty(count)
         for i in range(count):
-            noisy, g = release_second_moment(
-                Smat, n=n, bounds=RowNorm(B), budget=ApproxDP(eps, delta), mechanism="gaussian",
-                neighbors="replace", rng=rng,
+            ctx = ReleaseContext(neighbors="replace", bounds=RowNorm(B), random_state=rng)
+            release = release_second_moment(
+                Smat * n, n=n, bounds=RowNorm(B), budget=ApproxDP(eps, delta),
+                mechanism="gaussian", ctx=ctx,
             )
-            out[i] = (noisy - S)[iu] @ direction
-        return out, g.noise["sigma"]
+            out[i] = (release.second_moment - S)[iu] @ direction
+        return out, release.guarantee.noise["sigma"]
 
     count = 20000
     a, sigma = projections(S, 11, count)

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from exact_noise_reference import grid_and_inflated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
@@ -20,7 +21,8 @@ from dpggm.mechanisms.publish import (
     publish,
     read_release_metadata,
 )
-from dpggm.privacy.budgets import GDP, ZCDP
+from dpggm.exceptions import UnsupportedNeighborsError
+from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP
 
 # ------------------------------------------------------------------ independent references
 
@@ -65,15 +67,28 @@ def X() -> np.ndarray:
 # ---------------------------------------------------------------------- honest accounting
 
 
-def test_mu_is_two_b_over_sigma_exactly(X):
+def test_exact_release_is_zcdp_with_the_grid_allowance(X):
     release = publish(X, bounds=RowNorm(1.5), sigma=0.75, random_state=0)
+    assert isinstance(release, NoisyRelease)
+    grid, inflated = grid_and_inflated(3.0, 2.0, 0.75)
+    assert release.privacy_.noise["grid"] == grid
+    rho = release.privacy_.budget.rho
+    assert Fraction(rho) >= Fraction(inflated) ** 2 / (2 * Fraction(release.sigma) ** 2)
+    assert rho == pytest.approx(inflated**2 / (2 * 0.75**2), rel=1e-12)
+    # Every released value is an exact multiple of the grid.
+    assert np.all(np.mod(release.data, grid) == 0)
+
+
+def test_mu_is_two_b_over_sigma_exactly(X):
+    release = publish(X, bounds=RowNorm(1.5), sigma=0.75, random_state=0, noise="float")
     assert isinstance(release, NoisyRelease)
     assert release.privacy_.budget == GDP(4.0)
     assert release.privacy_.noise["l2_sensitivity"] == 3.0
-    assert release.privacy_.validity == "valid"
+    assert release.privacy_.validity == "none"  # seeded: an experiment
     assert release.privacy_.neighbors == "replace"
     assert release.sigma == 0.75
     assert release.noise_variance == 0.5625
+    assert any("noise='float'" in c for c in release.privacy_.notes["caveats"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -83,14 +98,18 @@ def test_mu_is_two_b_over_sigma_exactly(X):
 )
 def test_stated_mu_never_below_exact_ratio(bound, sigma):
     data = np.zeros((2, 2))
-    mu = publish(data, bounds=RowNorm(bound), sigma=sigma, random_state=0).privacy_.budget.mu
+    mu = publish(
+        data, bounds=RowNorm(bound), sigma=sigma, random_state=0, noise="float"
+    ).privacy_.budget.mu
     exact = 2 * Fraction(bound) / Fraction(sigma)
     assert Fraction(mu) >= exact
     assert mu == pytest.approx(float(exact), rel=4e-16)
 
 
 def test_epsilon_delta_matches_hockey_stick_integral(X):
-    release = publish(X, bounds=RowNorm(1.0), sigma=4.0, report_delta=1e-5, random_state=0)
+    release = publish(
+        X, bounds=RowNorm(1.0), sigma=4.0, report_delta=1e-5, random_state=0, noise="float"
+    )
     mu = release.privacy_.budget.mu
     assert mu == 0.5
     approx = release.privacy_.approx_dp
@@ -103,18 +122,25 @@ def test_epsilon_delta_matches_hockey_stick_integral(X):
 def test_box_and_add_remove_sensitivities(X):
     box = publish(X, bounds=Box((0.1, 0.2, 0.2, 0.4)), sigma=1.0, random_state=0)
     assert box.privacy_.noise["l2_sensitivity"] == pytest.approx(2 * 0.5, rel=1e-15)
-    add = publish(X, bounds=RowNorm(2.0), sigma=1.0, neighbors="add-remove", random_state=0)
-    assert add.privacy_.budget == GDP(2.0)
-    assert add.privacy_.neighbors == "add-remove"
+    # n noisy rows reveal n: no release of records is private under add/remove.
+    with pytest.raises(UnsupportedNeighborsError, match="reveals n"):
+        publish(X, bounds=RowNorm(2.0), sigma=1.0, neighbors="add-remove", random_state=0)
 
 
 def test_mu_target_and_epsilon_delta_target(X):
-    by_mu = publish(X, bounds=RowNorm(1.0), mu=0.5, random_state=0)
+    by_mu = publish(X, bounds=RowNorm(1.0), mu=0.5, random_state=0, noise="float")
     assert by_mu.sigma == pytest.approx(4.0, rel=1e-15)
     assert by_mu.privacy_.budget.mu <= 0.5
-    by_eps = publish(X, bounds=RowNorm(1.0), epsilon=1.0, delta=1e-6, random_state=0)
+    # Exact noise delivers mu^2/2-zCDP for a mu target.
+    exact = publish(X, bounds=RowNorm(1.0), mu=0.5, random_state=0)
+    assert exact.privacy_.budget == ZCDP(0.125)
+    assert exact.sigma == pytest.approx(4.0, rel=2e-3)
+    by_eps = publish(
+        X, bounds=RowNorm(1.0), epsilon=1.0, delta=1e-6, random_state=0, noise="float"
+    )
     # Analytic calibration: the mechanism meets (1, 1e-6) tightly.
-    mu = by_eps.privacy_.budget.mu
+    assert by_eps.privacy_.budget == ApproxDP(1.0, 1e-6)
+    mu = 2.0 / by_eps.sigma
     assert hockey_stick_gaussian(mu, 1.0) == pytest.approx(1e-6, rel=1e-5)
     assert by_eps.privacy_.report_delta == 1e-6
     assert by_eps.privacy_.approx_dp.epsilon <= 1.0
@@ -122,8 +148,12 @@ def test_mu_target_and_epsilon_delta_target(X):
 
 def test_paper_accounting_is_present_separate_and_flagged(X):
     bound = 1.0
-    release = publish(X, bounds=RowNorm(bound), sigma=0.3, report_delta=1e-5, random_state=0)
-    paper = release.privacy_.notes["paper_accounting"]
+    release = publish(
+        X, bounds=RowNorm(bound), sigma=0.3, report_delta=1e-5, random_state=0, noise="float"
+    )
+    assert "paper_accounting" not in release.privacy_.notes
+    assert "paper_accounting" not in release.privacy_.to_json()
+    paper = release.privacy_.curator_notes["paper_accounting"]
     assert (
         paper["status"] == "data-dependent: computed from the private data, not a formal guarantee"
     )
@@ -139,15 +169,17 @@ def test_paper_accounting_is_present_separate_and_flagged(X):
     # The paper's figure is not the guarantee and stays out of the published metadata.
     assert release.privacy_.budget == GDP(2 * bound / 0.3)
     published = release.to_json_metadata()
-    assert "paper_accounting" not in published["privacy"]["notes"]
+    assert "paper_accounting" not in json.dumps(published)
     curator = release.to_json_metadata(include_curator_only=True)
-    assert curator["privacy"]["notes"]["paper_accounting"]["mu"] == pytest.approx(paper["mu"])
+    assert curator["privacy"]["curator_notes"]["paper_accounting"]["mu"] == pytest.approx(
+        paper["mu"]
+    )
 
 
 def test_paper_discrete_accounting_uses_theorem_4_4():
     data = np.array([[1, -2, 3], [2, 2, -1], [-3, 1, 1], [1, 1, 2]])
     release = publish(data, bounds=Box(3), sigma=2.0, discrete=True, random_state=0)
-    paper = release.privacy_.notes["paper_accounting"]
+    paper = release.privacy_.curator_notes["paper_accounting"]
     n = 4
     delta_f = 2 * (3 - (-3)) ** 2 / n
     K = 1 / n
@@ -180,7 +212,9 @@ def test_rows_are_clipped_before_noise():
     data = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, -10.0]])
     release = publish(data, bounds=RowNorm(1.0), sigma=1e-12, random_state=0)
     expected = np.array([[0.6, 0.8], [0.3, 0.4], [0.0, -1.0]])
+    # The grid is 1024 times finer than sigma: the release is within a few sigma.
     np.testing.assert_allclose(release.data, expected, atol=1e-10)
+    assert release.privacy_.noise["grid"] <= 1e-12 / 1024
     assert "clipped" in release.privacy_.notes["clipping"]
 
 
@@ -189,7 +223,10 @@ def test_dataframe_in_dataframe_out_and_array_in_array_out(X):
     out = publish(frame, bounds=RowNorm(1.0), sigma=0.5, random_state=0)
     assert isinstance(out.data, pd.DataFrame)
     assert list(out.data.columns) == ["a", "b", "c", "d"]
-    assert out.data.index.equals(frame.index)
+    # Row labels are often identifiers: not copied unless declared public.
+    assert out.data.index.equals(pd.RangeIndex(400))
+    public = publish(frame, bounds=RowNorm(1.0), sigma=0.5, random_state=0, index_public=True)
+    assert public.data.index.equals(frame.index)
     assert out.columns == ["a", "b", "c", "d"]
     array_out = publish(X, bounds=RowNorm(1.0), sigma=0.5, random_state=0)
     assert isinstance(array_out.data, np.ndarray)
@@ -207,7 +244,13 @@ def test_seed_reproducible(X):
     a = publish(X, bounds=RowNorm(1.0), sigma=0.5, random_state=7)
     b = publish(X, bounds=RowNorm(1.0), sigma=0.5, random_state=7)
     np.testing.assert_array_equal(a.data, b.data)
-    assert "fixed seed 7" in a.privacy_.random_state
+    # Reproducible by whoever holds the seed: not a private release, and the seed is
+    # written nowhere.
+    assert a.privacy_.validity == "none" and "seeded" in a.privacy_.reason
+    assert "7" not in a.privacy_.random_state
+    assert '"7"' not in json.dumps(a.to_json_metadata()) and "seed 7" not in json.dumps(
+        a.to_json_metadata()
+    )
 
 
 def test_metadata_round_trip(X):
@@ -368,7 +411,7 @@ def test_publish_csv_and_recover_from_csv(tmp_path):
     release = publish_csv(private, noisy, bounds="l2:30", sigma=0.4, random_state=1)
     meta = read_metadata(tmp_path / "noisy.json")
     assert meta["noise"]["sigma"] == 0.4
-    assert meta["privacy"]["budget"] == {"notion": "gdp", "mu": release.privacy_.budget.mu}
+    assert meta["privacy"]["budget"] == release.privacy_.budget.to_dict()
     assert "paper_accounting" not in meta["privacy"]["notes"]
     written = pd.read_csv(noisy)
     assert list(written.columns) == [f"g{j}" for j in range(6)]

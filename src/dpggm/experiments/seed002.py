@@ -149,11 +149,15 @@ def _min_mse_auc(est: Any, X: Any, truth: SyntheticData, params: dict[str, Any])
 
 def _privacy_columns(release: Any) -> dict[str, float]:
     guarantee = release.privacy_
-    paper = guarantee.notes["paper_accounting"]
+    paper = guarantee.curator_notes["paper_accounting"]
+    # Exact noise delivers rho-zCDP; sqrt(2 rho) is the mu of the Gaussian mechanism with
+    # the same zCDP parameter, comparable with the paper's mu.
+    budget = guarantee.budget
+    mu = budget.mu if isinstance(budget, GDP) else math.sqrt(2 * budget.rho)
     return {
         "sigma": release.sigma,
-        "mu_honest": guarantee.budget.mu,
-        "epsilon_honest": GDP(guarantee.budget.mu).to_approx(REPORT_DELTA).epsilon,
+        "mu_honest": mu,
+        "epsilon_honest": budget.to_approx(REPORT_DELTA).epsilon,
         "mu_paper": paper["mu"],
         "epsilon_paper": paper["epsilon_at_report_delta"],
         "validity": guarantee.validity,

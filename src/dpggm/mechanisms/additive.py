@@ -93,18 +93,26 @@ def check_noise_mode(noise: Any) -> str:
     return noise
 
 
-def grid_step(sensitivity: float, inflation_per_step: float) -> float:
-    """The largest power of two ``t`` with ``t * inflation_per_step <= sensitivity * 2^-10``.
+def grid_step(sensitivity: float, inflation_per_step: float, scale: float) -> float:
+    """The largest power of two ``t`` with ``t * inflation_per_step <= sensitivity * 2^-10``
+    and ``t <= scale * 2^-10``.
 
     ``inflation_per_step`` is ``sqrt(k)`` for an l2 sensitivity and ``k`` for an l1
-    sensitivity of a ``k``-coordinate statistic. Public parameters only.
+    sensitivity of a ``k``-coordinate statistic; ``scale`` is the continuous noise scale
+    the budget calls for. The first condition keeps the rounding allowance below 2^-10 of
+    the sensitivity, the second keeps the grid 1024 times finer than the noise. Public
+    parameters only.
     """
     if not (math.isfinite(sensitivity) and sensitivity > 0):
         raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}")
-    target = sensitivity * GRID_MARGIN / inflation_per_step
-    step = 2.0 ** math.floor(math.log2(target))
-    while step * inflation_per_step > sensitivity * GRID_MARGIN:
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"noise scale must be a finite number > 0; got {scale!r}")
+    limit = GRID_MARGIN * min(sensitivity / inflation_per_step, scale)
+    step = 2.0 ** math.floor(math.log2(limit))
+    while step > limit:
         step /= 2.0
+    while 2.0 * step <= limit:
+        step *= 2.0
     return step
 
 
@@ -131,6 +139,19 @@ def _from_grid(coordinates: np.ndarray, step: float) -> np.ndarray:
             "scale is too large for the grid chosen"
         )
     return coordinates.astype(np.float64) * step
+
+
+def _zcdp_target(budget: Budget) -> float:
+    """The zCDP parameter an exact Gaussian release is calibrated to for ``budget``."""
+    if isinstance(budget, ZCDP):
+        return budget.rho
+    if isinstance(budget, GDP):
+        # mu^2 / 2, rounded up so that the delivered rho is never understated.
+        value = budget.mu**2 / 2
+        while Fraction(value) < Fraction(budget.mu) ** 2 / 2:
+            value = _round_up(value)
+        return value
+    return zcdp_rho_for(budget.epsilon, budget.delta)
 
 
 def _sampler_source(rng: np.random.Generator, secure: bool) -> Any:
@@ -169,9 +190,10 @@ class GaussianMechanism:
 
     sensitivity: float
     size: int
-    budget: Budget
+    budget: Budget | None
     calibration: str = "analytic"
     noise: str = "exact"
+    fixed_sigma: float | None = None
     sigma: float = field(init=False)
     grid: float | None = field(init=False)
     delivered: Budget = field(init=False)
@@ -179,6 +201,9 @@ class GaussianMechanism:
 
     def __post_init__(self) -> None:
         check_noise_mode(self.noise)
+        if self.fixed_sigma is not None:
+            self._calibrate_to_sigma(float(self.fixed_sigma))
+            return
         if not isinstance(self.budget, (ApproxDP, ZCDP, GDP)):
             if isinstance(self.budget, PureDP):
                 raise IncompatibleBudgetError(
@@ -198,30 +223,29 @@ class GaussianMechanism:
                 f" ({self.calibration} calibration)" if isinstance(budget, ApproxDP) else ""
             )
         else:
-            grid = grid_step(self.sensitivity, math.sqrt(self.size))
+            rho_target = _zcdp_target(budget)
+            grid = grid_step(
+                self.sensitivity, math.sqrt(self.size), self.sensitivity / math.sqrt(2 * rho_target)
+            )
             inflated = _round_up(
                 (self.sensitivity + grid * math.sqrt(self.size)) * (1.0 + FLOAT_SLACK)
             )
+            sigma = gaussian_sigma(inflated, ZCDP(rho_target))
             if isinstance(budget, ZCDP):
-                sigma = gaussian_sigma(inflated, budget)
                 delivered = budget
                 derivation = "discrete Gaussian: rho = Delta'^2 / (2 sigma^2) (CKS 2020, Thm 4/14)"
             elif isinstance(budget, GDP):
-                sigma = gaussian_sigma(inflated, budget)
-                delivered = ZCDP(float(Fraction(budget.mu) ** 2 / 2))
-                while Fraction(delivered.rho) * 2 * Fraction(sigma) ** 2 < Fraction(inflated) ** 2:
-                    delivered = ZCDP(_round_up(delivered.rho))
+                delivered = ZCDP(rho_target)
                 derivation = (
                     "discrete Gaussian with sigma = Delta'/mu delivers mu^2/2-zCDP; mu-GDP is "
                     "not claimed for discrete noise"
                 )
             else:
-                rho = zcdp_rho_for(budget.epsilon, budget.delta)
-                sigma = gaussian_sigma(inflated, ZCDP(rho))
                 delivered = budget
                 derivation = (
-                    f"discrete Gaussian calibrated to rho={rho!r}-zCDP, the largest rho whose "
-                    "tight conversion (CKS 2020, Corollary 13) gives the (epsilon, delta) asked"
+                    f"discrete Gaussian calibrated to rho={rho_target!r}-zCDP, the largest rho "
+                    "whose tight conversion (CKS 2020, Corollary 13) gives the (epsilon, delta) "
+                    "asked"
                 )
         object.__setattr__(self, "sigma", float(sigma))
         object.__setattr__(self, "grid", grid)
@@ -232,24 +256,36 @@ class GaussianMechanism:
     def for_sigma(
         cls, *, sensitivity: float, size: int, sigma: float, noise: str = "exact"
     ) -> GaussianMechanism:
-        """The mechanism with noise scale (about) ``sigma``, and the smallest budget that
-        scale pays for: ``Delta'^2 / (2 sigma^2)``-zCDP (exact) or ``Delta / sigma``-GDP
-        (float), each rounded up."""
-        check_noise_mode(noise)
+        """The mechanism with noise scale ``sigma``, and the smallest budget that scale pays
+        for: ``Delta'^2 / (2 sigma^2)``-zCDP (exact) or ``Delta / sigma``-GDP (float), each
+        rounded up."""
+        return cls(sensitivity=sensitivity, size=size, budget=None, noise=noise, fixed_sigma=sigma)
+
+    def _calibrate_to_sigma(self, sigma: float) -> None:
         if not (math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
-        if noise == "float":
-            mu = sensitivity / sigma
-            while Fraction(mu) * Fraction(sigma) < Fraction(sensitivity):
+        if self.noise == "float":
+            mu = self.sensitivity / sigma
+            while Fraction(mu) * Fraction(sigma) < Fraction(self.sensitivity):
                 mu = _round_up(mu)
-            return cls(sensitivity=sensitivity, size=size, budget=GDP(mu), noise=noise)
-        grid = grid_step(sensitivity, math.sqrt(size))
-        inflated = _round_up((sensitivity + grid * math.sqrt(size)) * (1.0 + FLOAT_SLACK))
-        exact_rho = Fraction(inflated) ** 2 / (2 * Fraction(sigma) ** 2)
-        rho = float(exact_rho)
-        if Fraction(rho) < exact_rho:
-            rho = _round_up(rho)
-        return cls(sensitivity=sensitivity, size=size, budget=ZCDP(rho), noise=noise)
+            grid, delivered = None, GDP(mu)
+            derivation = "continuous Gaussian mechanism: mu = Delta / sigma"
+        else:
+            grid = grid_step(self.sensitivity, math.sqrt(self.size), sigma)
+            inflated = _round_up(
+                (self.sensitivity + grid * math.sqrt(self.size)) * (1.0 + FLOAT_SLACK)
+            )
+            exact_rho = Fraction(inflated) ** 2 / (2 * Fraction(sigma) ** 2)
+            rho = float(exact_rho)
+            if Fraction(rho) < exact_rho:
+                rho = _round_up(rho)
+            delivered = ZCDP(rho)
+            derivation = "discrete Gaussian: rho = Delta'^2 / (2 sigma^2) (CKS 2020, Thm 4/14)"
+        object.__setattr__(self, "budget", delivered)
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "delivered", delivered)
+        object.__setattr__(self, "derivation", derivation)
 
     def release(
         self,
@@ -319,7 +355,9 @@ class LaplaceMechanism:
             grid = None
             derivation = "continuous Laplace mechanism"
         else:
-            grid = grid_step(self.sensitivity, float(self.size))
+            grid = grid_step(
+                self.sensitivity, float(self.size), self.sensitivity / self.budget.epsilon
+            )
             inflated = _round_up((self.sensitivity + grid * self.size) * (1.0 + FLOAT_SLACK))
             scale = laplace_scale(inflated, self.budget)
             derivation = "discrete Laplace on the grid: epsilon = Delta_1' / scale"

@@ -16,6 +16,7 @@ wrap them. Every conversion here is the tight one the literature offers:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -152,6 +153,7 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     return epsilon
 
 
+@functools.lru_cache(maxsize=1024)
 def zcdp_rho_for(epsilon: float, delta: float) -> float:
     """Largest float ``rho`` whose tight zCDP conversion gives ``(epsilon, delta)``-DP.
 
