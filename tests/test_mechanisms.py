@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms import (
     Box,
     RowNorm,
@@ -27,7 +28,6 @@ from dpggm.mechanisms import (
     symmetric_laplace_noise,
     wishart_noise,
 )
-from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l2_sensitivity,

@@ -9,18 +9,17 @@ import pytest
 from scipy import optimize, stats
 
 from dpggm import ZCDP, ApproxDP, Box, InvalidGuaranteeError, NonPrivate, PureDP, RowNorm
-from exact_noise_reference import (
-    exact_gaussian_sigma_zcdp,
-    exact_laplace_scale,
-    largest_rho_reference,
-)
-
 from dpggm.estimators.precision import (
     GraphicalLasso,
     OutputPerturbationPrecision,
     RidgePrecision,
     ThresholdedCovariance,
     auto_alpha,
+)
+from exact_noise_reference import (
+    exact_gaussian_sigma_zcdp,
+    exact_laplace_scale,
+    largest_rho_reference,
 )
 
 

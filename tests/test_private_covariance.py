@@ -7,11 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from exact_noise_reference import (
-    exact_gaussian_sigma_zcdp,
-    exact_laplace_scale,
-    largest_rho_reference,
-)
 from scipy import stats
 
 from dpggm import (
@@ -28,6 +23,11 @@ from dpggm import (
 )
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.release import release_second_moment
+from exact_noise_reference import (
+    exact_gaussian_sigma_zcdp,
+    exact_laplace_scale,
+    largest_rho_reference,
+)
 
 
 def _balle_wang_delta(sigma, sens, eps):

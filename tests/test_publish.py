@@ -9,11 +9,11 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from exact_noise_reference import grid_and_inflated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Box, RowNorm, bounds_from_data
 from dpggm.mechanisms.publish import (
     NoisyRelease,
@@ -21,8 +21,8 @@ from dpggm.mechanisms.publish import (
     publish,
     read_release_metadata,
 )
-from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP
+from exact_noise_reference import grid_and_inflated
 
 # ------------------------------------------------------------------ independent references
 

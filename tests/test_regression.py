@@ -9,7 +9,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from exact_noise_reference import exact_gaussian_sigma_zcdp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -19,6 +18,7 @@ from sklearn.linear_model import LinearRegression, Ridge
 from dpggm import GDP, ZCDP, ApproxDP, Box, IncompatibleBudgetError, NonPrivate, PureDP, RowNorm
 from dpggm.estimators.baselines import SSPCovariance
 from dpggm.estimators.regression import AdaSSP, PrivateLinearRegression, solve_normal_equations
+from exact_noise_reference import exact_gaussian_sigma_zcdp
 
 
 @pytest.fixture(scope="module")
