@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpggm.datasets.synthetic import make_chain
-from dpggm.estimators.graph_baselines import SCIO, NeighborhoodSelection, nearest_psd
+from dpggm.estimators.graph_baselines import SCIO, NeighborhoodSelection
 from dpggm.estimators.noisy_glasso import (
     NoisyGraphicalLasso,
     PostProcessingRecord,
@@ -22,6 +22,7 @@ from dpggm.exceptions import NumericalError
 from dpggm.mechanisms.bounds import Box, RowNorm
 from dpggm.mechanisms.publish import publish
 from dpggm.metrics.graph import edge_auc
+from dpggm.solvers.psd import project_psd
 
 
 def relative_error(estimate: np.ndarray, truth: np.ndarray) -> float:
@@ -242,7 +243,7 @@ def test_neighborhood_selection_solves_the_covariance_form_lasso():
     alpha = 0.05
     est = NeighborhoodSelection(alpha=alpha, noise_sigma=release.sigma, tol=1e-10).fit(release.data)
     S = bias_corrected_covariance(release.data, noise_variance=release.noise_variance)
-    S = nearest_psd(S)
+    S = project_psd(S).estimate
     d = 1 / np.sqrt(np.diag(S))
     R = S * np.outer(d, d)
     for j in range(8):
@@ -265,7 +266,9 @@ def test_scio_solves_the_column_problems_and_symmetrises():
         release.data
     )
     assert np.allclose(est.precision_, est.precision_.T)
-    S = nearest_psd(bias_corrected_covariance(release.data, noise_variance=release.noise_variance))
+    S = project_psd(
+        bias_corrected_covariance(release.data, noise_variance=release.noise_variance)
+    ).estimate
     from dpggm.estimators.graph_baselines import scio_columns
 
     B, _, converged = scio_columns(S, alpha, tol=1e-12, max_iter=5000)

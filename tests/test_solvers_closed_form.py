@@ -242,7 +242,6 @@ def test_hard_threshold_rejects_bad_threshold(threshold, error, message):
     ("S", "message"),
     [
         (np.ones((3, 2)), r"S must be a square 2-D matrix; got shape \(3, 2\)"),
-        (np.ones((1, 1)), r"S needs at least 2 variables"),
         (np.array([[1.0, 2.0], [0.0, 1.0]]), r"S must be symmetric"),
         (np.array([[1.0, 0.0], [0.0, np.nan]]), r"S must contain only finite values"),
         (np.array([[1.0, -np.inf], [-np.inf, 1.0]]), r"S must contain only finite values"),
@@ -251,6 +250,23 @@ def test_hard_threshold_rejects_bad_threshold(threshold, error, message):
 def test_bad_matrix_is_rejected_by_every_closed_form(call, S, message):
     with pytest.raises(ValueError, match=message):
         call(S)
+
+
+@pytest.mark.parametrize(
+    "call", [lambda S: ridge_precision(S, 1.0), lambda S: hard_threshold(S, 0.1)],
+    ids=["ridge_precision", "hard_threshold"],
+)
+def test_graph_solvers_need_two_variables(call):
+    with pytest.raises(ValueError, match=r"S needs at least 2 variables"):
+        call(np.ones((1, 1)))
+
+
+def test_projection_of_a_one_by_one_matrix_and_with_a_ceiling():
+    # A 1 x 1 covariance is meaningful: its projection clips the variance at the floor.
+    assert project_psd(np.array([[-0.5]])).estimate[0, 0] == 0.0
+    assert project_psd(np.array([[2.0]]), max_eigenvalue=1.5).estimate[0, 0] == 1.5
+    with pytest.raises(ValueError, match="max_eigenvalue must be >= min_eigenvalue"):
+        project_psd(np.eye(2), min_eigenvalue=1.0, max_eigenvalue=0.5)
 
 
 def test_symmetry_tolerance_is_relative():

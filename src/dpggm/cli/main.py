@@ -256,7 +256,7 @@ def solve(
         fail(str(exc))
     names = [f"x{j}" for j in range(S.shape[0])]
     outdir.npy("precision.npy", result.estimate)
-    outdir.npy("covariance.npy", result.extra["covariance"])
+    outdir.npy("covariance.npy", result.covariance)
     outdir.text("edges.csv", edge_list_csv(result.estimate, names))
     outdir.json("result.json", {
         "alpha": alpha, "method": result.extra.get("method"), "iterations": result.iterations,

@@ -57,6 +57,7 @@ from dpggm.privacy.budgets import (
     split_budget,
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.solvers.psd import project_psd
 
 __all__ = [
     "AdaptiveCovariance",
@@ -113,17 +114,10 @@ def _check_center(center: Any) -> np.ndarray | None:
 
 
 def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.ndarray:
-    """Clip the eigenvalues of a symmetric matrix to ``[lower, upper]``.
-
-    Post-processing only: consumes no budget.
-    """
-    symmetric = (matrix + matrix.T) / 2
-    if not np.all(np.isfinite(symmetric)):
+    """The release with its eigenvalues clipped to ``[lower, upper]`` (post-processing)."""
+    if not np.all(np.isfinite(matrix)):
         raise NumericalError("the released matrix has non-finite entries; cannot clip its spectrum")
-    values, vectors = np.linalg.eigh(symmetric)
-    values = np.clip(values, lower, upper)
-    out = (vectors * values) @ vectors.T
-    return (out + out.T) / 2
+    return project_psd((matrix + matrix.T) / 2, min_eigenvalue=lower, max_eigenvalue=upper).estimate
 
 
 def _gauss_cov(

@@ -37,26 +37,11 @@ from dpggm.estimators.noisy_glasso import (
     noise_variance,
 )
 from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.solvers.psd import project_psd
 
-__all__ = ["NeighborhoodSelection", "SCIO", "nearest_psd"]
+__all__ = ["NeighborhoodSelection", "SCIO"]
 
 RULES = ("and", "or")
-
-
-def nearest_psd(S: np.ndarray) -> np.ndarray:
-    """The positive semidefinite matrix nearest to symmetric ``S`` in Frobenius norm.
-
-    Negative eigenvalues are set to zero (Higham 1988).
-
-    Notes
-    -----
-    Privacy: post-processing only; consumes no budget.
-    """
-    values, vectors = np.linalg.eigh((S + S.T) / 2)
-    if values[0] >= 0:
-        return (S + S.T) / 2
-    result = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    return (result + result.T) / 2
 
 
 def _check_nonnegative(name: str, value: Any, *, positive: bool = False) -> float:
@@ -113,7 +98,7 @@ class _CorrectedCovarianceMixin:
             noise_variance=variance,
             assume_centered=_check_flag("assume_centered", self.assume_centered),
         )
-        S = nearest_psd(S)
+        S = project_psd(S).estimate
         diagonal = np.diagonal(S).copy()
         if not np.all(diagonal > 0):
             j = int(np.flatnonzero(~(diagonal > 0))[0])

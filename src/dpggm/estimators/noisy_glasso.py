@@ -673,7 +673,7 @@ class NoisyGraphicalLasso(BaseEstimator):
             self.projected_ = True
             result = graphical_lasso(S, alpha, **options)
         self.precision_ = np.asarray(result.estimate)
-        self.covariance_ = np.asarray(result.extra["covariance"])
+        self.covariance_ = np.asarray(result.covariance)
         self.corrected_covariance_ = S
         self.noise_variance_ = variance
         self.noise_sigma_ = sigma
@@ -733,7 +733,7 @@ class NoisyGraphicalLasso(BaseEstimator):
             for j, result in enumerate(path):
                 if result is None:
                     continue
-                model = np.asarray(result.extra["covariance"])
+                model = np.asarray(result.covariance)
                 fold_mse[k, j] = float(np.mean((model - S_test) ** 2))
         solved = np.all(np.isfinite(fold_mse), axis=0)
         mean_mse = np.full(alphas_desc.size, np.inf)

@@ -323,7 +323,7 @@ class GraphicalLasso(_PerturbationEstimator):
                 result = graphical_lasso(S, alpha, **options)
         self.alpha_ = float(alpha)
         self.precision_ = result.estimate
-        self.covariance_ = result.extra["covariance"]
+        self.covariance_ = result.covariance
         self.n_iter_ = result.iterations
         self.converged_ = result.converged
         off = np.triu(np.abs(self.precision_), 1)

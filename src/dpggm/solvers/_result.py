@@ -17,16 +17,22 @@ class SolverResult:
     Attributes
     ----------
     estimate : ndarray
-        The main output (a precision matrix for precision solvers, a covariance matrix for
-        covariance solvers).
+        The main output: :attr:`precision` for precision solvers, :attr:`covariance` for
+        covariance solvers (kept for code that treats every solver alike).
     iterations : int
         Iterations used (0 for closed forms).
     converged : bool
         Whether the stopping criterion was met.
     objective : float
         Final objective value (``nan`` when the method has none).
+    precision : ndarray or None
+        The precision matrix, when the solver produces one.
+    covariance : ndarray or None
+        The covariance matrix, when the solver produces one.
+    message : str
+        How the solver stopped, in words (empty when there is nothing to add).
     extra : dict
-        Method-specific outputs, e.g. ``covariance``, ``duality_gap``, ``method``.
+        Method-specific outputs, e.g. ``duality_gap``, ``method``.
     """
 
     estimate: np.ndarray
@@ -34,6 +40,9 @@ class SolverResult:
     converged: bool = True
     objective: float = float("nan")
     extra: dict[str, Any] = field(default_factory=dict)
+    precision: np.ndarray | None = None
+    covariance: np.ndarray | None = None
+    message: str = ""
 
     def __getattr__(self, name: str) -> Any:
         # Method-specific outputs read like attributes (``result.duality_gap``).

@@ -27,6 +27,7 @@ def check_square_symmetric(
     *,
     name: str = "S",
     symmetry_rtol: float = SYMMETRY_RTOL,
+    min_size: int = 2,
 ) -> np.ndarray:
     """Return ``S`` as a symmetric C-contiguous float64 array, or raise.
 
@@ -36,6 +37,8 @@ def check_square_symmetric(
         Candidate matrix.
     name : str, default="S"
         Name used in error messages.
+    min_size : int, default=2
+        Smallest order accepted (a graph needs 2 variables; a projection needs 1).
     symmetry_rtol : float
         ``S`` is accepted as symmetric when ``max|S - Sᵀ| <= symmetry_rtol * max|S|``;
         the accepted matrix is then replaced by ``(S + Sᵀ) / 2``.
@@ -65,10 +68,10 @@ def check_square_symmetric(
         raise TypeError(f"{name} must be a real square matrix; got complex dtype {array.dtype}")
     if array.ndim != 2 or array.shape[0] != array.shape[1]:
         raise ValueError(f"{name} must be a square 2-D matrix; got shape {array.shape}")
-    if array.shape[0] < 2:
+    if array.shape[0] < min_size:
         raise ValueError(
-            f"{name} needs at least 2 variables (a p x p matrix with p >= 2); got shape "
-            f"{array.shape}"
+            f"{name} needs at least {min_size} variables (a p x p matrix with p >= "
+            f"{min_size}); got shape {array.shape}"
         )
     matrix = np.array(array, dtype=np.float64, order="C", copy=True)
     if not np.all(np.isfinite(matrix)):

@@ -60,7 +60,6 @@ Dense linear algebra runs with single-threaded BLAS for ``p >= 64`` (see
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 import warnings
@@ -68,8 +67,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.solvers._glasso_kernels import cd_sweep
@@ -80,6 +77,7 @@ from dpggm.solvers._validation import (
     check_square_symmetric,
     check_tolerance,
 )
+from dpggm.solvers.toolkit import components_of, single_threaded_blas
 
 __all__ = ["graphical_lasso", "graphical_lasso_path", "graphical_lasso_objective"]
 
@@ -92,23 +90,6 @@ _INNER_TOL_FRACTION = 0.1
 _MAX_INNER_PASSES = 100_000
 # Sweeps allowed between two duality-gap evaluations (each costs two Cholesky factorisations).
 _MAX_SWEEPS_BETWEEN_GAPS = 10
-# From this size on, BLAS calls are made single-threaded (see _single_threaded_blas).
-_SINGLE_THREAD_FROM = 64
-
-
-def _single_threaded_blas(p: int):
-    """Context in which BLAS/LAPACK run on one thread (for matrices of order >= 64).
-
-    The solvers make many moderate-size factorisations. A multi-threaded BLAS pool whose
-    threads compete for shared cores can make each of them orders of magnitude slower
-    (measured: a 200 x 200 Cholesky factorisation taking 0.4 s instead of 0.2 ms), while
-    a single thread costs at most the parallel speed-up of these calls.
-    """
-    if p < _SINGLE_THREAD_FROM:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 @dataclass
@@ -647,7 +628,7 @@ def _check_init(init, p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         return None, None
     if isinstance(init, SolverResult):
         theta = np.asarray(init.estimate, dtype=np.float64)
-        W = init.extra.get("covariance")
+        W = init.covariance
         W = None if W is None else np.asarray(W, dtype=np.float64)
     else:
         theta = check_square_symmetric(init, name="init")
@@ -672,15 +653,11 @@ def _block_index(component: np.ndarray, p: int):
 
 
 def _components(S: np.ndarray, alpha: float, screening: bool) -> list[np.ndarray]:
-    p = S.shape[0]
+    # Exact screening (Witten, Friedman & Simon 2011): the solution is block diagonal over
+    # the components of {|S_ij| > alpha}.
     if not screening:
-        return [np.arange(p)]
-    adjacency = np.abs(S) > alpha
-    np.fill_diagonal(adjacency, False)
-    count, labels = connected_components(csr_matrix(adjacency), directed=False)
-    order = np.argsort(labels, kind="stable")
-    boundaries = np.flatnonzero(np.diff(labels[order])) + 1
-    return np.split(order, boundaries) if count > 1 else [order]
+        return [np.arange(S.shape[0])]
+    return components_of(np.abs(S) > alpha)
 
 
 def graphical_lasso(
@@ -777,7 +754,7 @@ def graphical_lasso(
     penalize_diagonal = bool(penalize_diagonal)
     init_theta, init_W = _check_init(init, p)
 
-    with _single_threaded_blas(p):
+    with single_threaded_blas(p):
         return _graphical_lasso(
             S,
             alpha,
@@ -906,8 +883,13 @@ def _graphical_lasso(
         iterations=int(iterations),
         converged=converged,
         objective=float(total_objective),
+        precision=precision,
+        covariance=covariance,
+        message=(
+            f"duality gap {total_gap:.3g} <= {required:.3g}" if converged
+            else f"not converged: duality gap {total_gap:.3g} > {required:.3g}"
+        ),
         extra={
-            "covariance": covariance,
             "duality_gap": float(total_gap),
             "relative_duality_gap": float(total_gap / max(1.0, abs(total_objective))),
             "dual_objective": float(dual_objective),

@@ -7,24 +7,32 @@ from scipy import linalg
 
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import check_penalty, check_square_symmetric
-from dpggm.solvers.glasso import _single_threaded_blas
+from dpggm.solvers.toolkit import single_threaded_blas
 
 __all__ = ["project_psd"]
 
 
-def project_psd(S, *, min_eigenvalue: float = 0.0) -> SolverResult:
-    """Nearest matrix (in Frobenius norm) whose eigenvalues are all ``>= min_eigenvalue``.
+def project_psd(
+    S, *, min_eigenvalue: float = 0.0, max_eigenvalue: float | None = None
+) -> SolverResult:
+    """Nearest matrix (in Frobenius norm) whose eigenvalues all lie in
+    ``[min_eigenvalue, max_eigenvalue]``.
 
-    The eigenvalues of ``S`` below ``min_eigenvalue`` are raised to it and the eigenvectors
-    kept, which is the Frobenius projection onto ``{X : X ⪰ min_eigenvalue·I}``.
+    The eigenvalues of ``S`` outside the interval are moved to its ends and the
+    eigenvectors kept, which is the Frobenius projection onto
+    ``{X : min_eigenvalue·I ⪯ X ⪯ max_eigenvalue·I}`` (Higham 1988). This is the one PSD
+    projection of the library: estimators' PSD steps, GaussCov's eigenvalue clipping to
+    ``[0, r^2]`` and the repairs of indefinite releases all call it.
 
     Parameters
     ----------
     S : array_like of shape (p, p)
-        Symmetric matrix, ``p >= 2``.
+        Symmetric matrix, ``p >= 1``.
     min_eigenvalue : float, default=0.0
         Floor for the eigenvalues, finite and ``>= 0``; ``> 0`` gives a positive definite
         result.
+    max_eigenvalue : float, optional
+        Ceiling for the eigenvalues (finite, ``>= min_eigenvalue``); ``None`` for none.
 
     Returns
     -------
@@ -43,11 +51,19 @@ def project_psd(S, *, min_eigenvalue: float = 0.0) -> SolverResult:
     Privacy: post-processing only; consumes no budget (the PSD step of DP-Thresholding,
     SPEC seed 004, uses ``min_eigenvalue=0``).
     """
-    S = check_square_symmetric(S)
+    S = check_square_symmetric(S, min_size=1)
     floor = check_penalty(min_eigenvalue, name="min_eigenvalue")
-    with _single_threaded_blas(S.shape[0]):
+    ceiling = None
+    if max_eigenvalue is not None:
+        ceiling = check_penalty(max_eigenvalue, name="max_eigenvalue")
+        if ceiling < floor:
+            raise ValueError(
+                f"max_eigenvalue must be >= min_eigenvalue; got {max_eigenvalue!r} < "
+                f"{min_eigenvalue!r}"
+            )
+    with single_threaded_blas(S.shape[0]):
         values, vectors = linalg.eigh(S, check_finite=False)
-        clipped = np.maximum(values, floor)
+        clipped = np.clip(values, floor, ceiling)
         projected = (vectors * clipped) @ vectors.T
     projected = 0.5 * (projected + projected.T)
     return SolverResult(
@@ -55,8 +71,9 @@ def project_psd(S, *, min_eigenvalue: float = 0.0) -> SolverResult:
         iterations=0,
         converged=True,
         objective=float(np.sqrt(np.sum((clipped - values) ** 2))),
+        covariance=projected,
         extra={
-            "n_clipped": int(np.count_nonzero(values < floor)),
+            "n_clipped": int(np.count_nonzero(clipped != values)),
             "eigenvalues": clipped,
             "original_eigenvalues": values,
         },

@@ -8,7 +8,7 @@ from scipy import linalg
 from dpggm.exceptions import NumericalError
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import check_penalty, check_square_symmetric
-from dpggm.solvers.glasso import _single_threaded_blas
+from dpggm.solvers.toolkit import single_threaded_blas
 
 __all__ = ["ridge_precision"]
 
@@ -50,7 +50,7 @@ def ridge_precision(S, ridge: float) -> SolverResult:
     """
     S = check_square_symmetric(S)
     ridge = check_penalty(ridge, name="ridge", strictly_positive=True)
-    with _single_threaded_blas(S.shape[0]):
+    with single_threaded_blas(S.shape[0]):
         phi, vectors = linalg.eigh(S, check_finite=False)
         root = np.hypot(phi, np.sqrt(8.0 * ridge))
         with np.errstate(over="ignore", divide="ignore"):
@@ -72,5 +72,7 @@ def ridge_precision(S, ridge: float) -> SolverResult:
         iterations=0,
         converged=True,
         objective=objective,
-        extra={"covariance": covariance, "eigenvalues": theta, "ridge": ridge},
+        precision=precision,
+        covariance=covariance,
+        extra={"eigenvalues": theta, "ridge": ridge},
     )

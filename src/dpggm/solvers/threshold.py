@@ -52,6 +52,7 @@ def hard_threshold(S, threshold: float, *, keep_diagonal: bool = True) -> Solver
         estimate=estimate,
         iterations=0,
         converged=True,
+        covariance=estimate,
         extra={
             "n_kept": n_kept,
             "n_removed": int(upper[0].size - n_kept),
