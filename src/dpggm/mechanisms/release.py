@@ -40,7 +40,7 @@ Every Gaussian and Laplace release here is exact by default (integer noise on a 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -385,61 +385,27 @@ def release_second_moment(
     # Under replace-one the normalised statistic is released (n public); under add/remove
     # the Gram itself, whose sensitivity does not involve n.
     scale_by = 1 if add_remove else n
-    statistic = (gram + gram.T) / (2 * scale_by)
-    gram_noise_std: float
-    if mechanism in ("gaussian", "laplace"):
-        l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        if not add_remove:
-            l2, l1 = _per_record(l2, n), _per_record(l1, n)
-        iu, values = _upper(statistic)
-        noiser = _gaussian_or_laplace(
-            matrix_budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
-        )
-        noisy = _mirror(p, iu, noiser.release(values, ctx.rng, secure=ctx.secure))
-        delivered.append(noiser.delivered)
-        noise.update(noiser.record())
-        if isinstance(noiser, GaussianMechanism):
-            gram_noise_std = noiser.sigma
-        else:
-            gram_noise_std = math.sqrt(2.0) * noiser.scale
-        notes["derivation"] = noiser.derivation
-    elif mechanism == "sulq":
-        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        if not add_remove:
-            entry = np.nextafter(entry / n, np.inf)
-        noisy, sulq_delivered, record, sigmas = _sulq(
-            statistic, entry, matrix_budget, ctx, calibration
-        )
-        delivered.append(sulq_delivered)
-        noise.update(record)
-        gram_noise_std = float(np.max(sigmas))
-    else:
-        noisy, record, gram_noise_std = _wishart(
-            statistic, n=n, bounds=bounds, budget=matrix_budget, mechanism=mechanism,
-            rng=ctx.rng, mean_removal=wishart_mean_removal,
-        )
-        noise.update(record)
-        delivered.append(matrix_budget)
-        if mechanism == "wishart":
-            caveats.append(WISHART_FLOAT_CAVEAT)
+    matrix = _release_matrix(
+        (gram + gram.T) / (2 * scale_by), n=n, bounds=bounds, budget=matrix_budget,
+        mechanism=mechanism, ctx=ctx, calibration=calibration,
+        wishart_mean_removal=wishart_mean_removal,
+    )
+    noisy, gram_noise_std = matrix.values, matrix.entry_std
+    delivered.append(matrix.delivered)
+    noise.update(matrix.noise)
+    notes.update(matrix.notes)
+    caveats.extend(matrix.caveats)
 
     mean = None
     if mean_budget is not None:
         assert total is not None
-        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        vector = np.asarray(total, dtype=float) / scale_by
-        if not add_remove:
-            l2, l1 = _per_record(l2, n), _per_record(l1, n)
-        mean_noiser = _gaussian_or_laplace(
-            mean_budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration
+        mean_release = _release_sums(
+            np.asarray(total, dtype=float) / scale_by, n=n, bounds=bounds, budget=mean_budget,
+            ctx=ctx, calibration=calibration,
         )
-        mean = mean_noiser.release(vector, ctx.rng, secure=ctx.secure)
-        if add_remove:
-            mean = mean / divisor
-        delivered.append(mean_noiser.delivered)
-        noise.update(mean_noiser.record("mean_"), mean_budget=mean_budget)
+        mean = mean_release.values / divisor if add_remove else mean_release.values
+        delivered.append(mean_release.delivered)
+        noise.update(mean_release.noise, mean_budget=mean_budget)
 
     if add_remove:
         released_gram = noisy
@@ -471,6 +437,74 @@ def release_second_moment(
         gram=released_gram,
         entry_noise_std=float(entry_std),
         guarantee=guarantee,
+    )
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One noisy statistic of a release and its public record."""
+
+    values: np.ndarray
+    delivered: Budget
+    noise: dict[str, Any]
+    entry_std: float = 0.0
+    notes: dict[str, Any] = field(default_factory=dict)
+    caveats: tuple[str, ...] = ()
+
+
+def _release_matrix(
+    statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
+    ctx: ReleaseContext, calibration: str, wishart_mean_removal: bool,
+) -> _Part:
+    """The noisy symmetric ``statistic`` (``S`` under replace-one, ``G`` under add/remove)."""
+    p = statistic.shape[0]
+    add_remove = ctx.neighbors == "add-remove"
+    if mechanism in ("gaussian", "laplace"):
+        l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        if not add_remove:
+            l2, l1 = _per_record(l2, n), _per_record(l1, n)
+        iu, values = _upper(statistic)
+        noiser = _gaussian_or_laplace(
+            budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
+        )
+        noisy = _mirror(p, iu, noiser.release(values, ctx.rng, secure=ctx.secure))
+        entry_std = (
+            noiser.sigma if isinstance(noiser, GaussianMechanism)
+            else math.sqrt(2.0) * noiser.scale
+        )
+        return _Part(
+            noisy, noiser.delivered, noiser.record(), entry_std,
+            notes={"derivation": noiser.derivation},
+        )
+    if mechanism == "sulq":
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        if not add_remove:
+            entry = np.nextafter(entry / n, np.inf)
+        noisy, delivered, record, sigmas = _sulq(statistic, entry, budget, ctx, calibration)
+        return _Part(noisy, delivered, record, float(np.max(sigmas)))
+    noisy, record, entry_std = _wishart(
+        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.rng,
+        mean_removal=wishart_mean_removal,
+    )
+    caveats = (WISHART_FLOAT_CAVEAT,) if mechanism == "wishart" else ()
+    return _Part(noisy, budget, record, entry_std, caveats=caveats)
+
+
+def _release_sums(
+    vector: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
+    calibration: str,
+) -> _Part:
+    """Noisy column sums (add/remove) or mean (replace-one, ``vector`` already over n)."""
+    p = vector.shape[0]
+    l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+    l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+    if ctx.neighbors == "replace":
+        l2, l1 = _per_record(l2, n), _per_record(l1, n)
+    noiser = _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration)
+    return _Part(
+        noiser.release(vector, ctx.rng, secure=ctx.secure), noiser.delivered,
+        noiser.record("mean_"),
     )
 
 
