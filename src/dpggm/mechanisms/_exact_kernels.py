@@ -102,6 +102,16 @@ def _bernoulli_exp(num, den, words, st):
 
 
 @njit(cache=True)
+def _bernoulli_exp_reciprocal(d, words, st):
+    """Exact Bernoulli(exp(-1/d)) for an integer d >= 1: Algorithm 1 with the single coins
+    A_k ~ Bernoulli(1/(d k))."""
+    k = 1
+    while _bernoulli(1, d * k, words, st):
+        k += 1
+    return (k & 1) == 1
+
+
+@njit(cache=True)
 def _bernoulli_exp_half_square(num, den, words, st):
     """Exact Bernoulli(exp(-x^2/2)) for x = num/den in [0, 1]: Algorithm 1 with coins
     Bernoulli(x^2/(2k)) = Bernoulli(1/(2k)) and Bernoulli(x) and Bernoulli(x)."""
@@ -151,11 +161,11 @@ def gaussian_kernel(out, start, words, pos, a, b, m, m_bits, k_max):
             if st[1] != 0:
                 return EXHAUSTED, i, sample_start
             k = 0
-            while _bernoulli_exp(1, 2, words, st) and st[1] == 0:
+            while _bernoulli_exp_reciprocal(2, words, st) and st[1] == 0:
                 k += 1
             keep = True
             for _ in range(k * (k - 1) // 2):
-                if not _bernoulli_exp(1, 1, words, st):
+                if not _bernoulli_exp_reciprocal(1, words, st):
                     keep = False
                     break
             if st[1] != 0:
@@ -203,7 +213,7 @@ def laplace_kernel(out, start, words, pos, t, s, t_bits, v_max):
             if not _bernoulli_exp(u, t, words, st):
                 continue
             v = 0
-            while _bernoulli_exp(1, 1, words, st) and st[1] == 0:
+            while _bernoulli_exp_reciprocal(1, words, st) and st[1] == 0:
                 v += 1
             if st[1] != 0:
                 return EXHAUSTED, i, sample_start
@@ -236,7 +246,7 @@ def selection_kernel(words, pos, whole_exponents, n_bits):
         r = _uniform_below(count, n_bits, words, st)
         keep = True
         for _ in range(whole_exponents[r]):
-            if not _bernoulli_exp(1, 1, words, st):
+            if not _bernoulli_exp_reciprocal(1, words, st):
                 keep = False
                 break
         if st[1] != 0:
