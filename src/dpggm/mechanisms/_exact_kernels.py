@@ -175,7 +175,10 @@ def gaussian_kernel(out, start, words, pos, a, b, m, m_bits, k_max):
             if k > k_max:
                 return OVERFLOW, i, sample_start
             negative = _bit(words, st)
-            n = (k * a + b - 1) // b + _uniform_below(m, m_bits, words, st)
+            j = _uniform_below(m, m_bits, words, st)
+            if st[1] != 0:
+                return EXHAUSTED, i, sample_start
+            n = (k * a + b - 1) // b + j
             x = b * n - k * a
             if x >= a or (x == 0 and k == 0 and negative == 1):
                 continue
@@ -185,8 +188,9 @@ def gaussian_kernel(out, start, words, pos, a, b, m, m_bits, k_max):
                     break
             if not keep or not _bernoulli_exp_half_square(x, a, words, st):
                 continue
-            if st[1] == 0:
-                out[i] = -n if negative == 1 else n
+            if st[1] != 0:
+                return EXHAUSTED, i, sample_start
+            out[i] = -n if negative == 1 else n
             break
         i += 1
     return DONE, i, st[0]
@@ -210,6 +214,8 @@ def laplace_kernel(out, start, words, pos, t, s, t_bits, v_max):
             if st[1] != 0:
                 return EXHAUSTED, i, sample_start
             u = _uniform_below(t, t_bits, words, st)
+            if st[1] != 0:
+                return EXHAUSTED, i, sample_start
             if not _bernoulli_exp(u, t, words, st):
                 continue
             v = 0
@@ -223,8 +229,9 @@ def laplace_kernel(out, start, words, pos, t, s, t_bits, v_max):
             negative = _bit(words, st)
             if negative == 1 and magnitude == 0:
                 continue
-            if st[1] == 0:
-                out[i] = -magnitude if negative == 1 else magnitude
+            if st[1] != 0:
+                return EXHAUSTED, i, sample_start
+            out[i] = -magnitude if negative == 1 else magnitude
             break
         i += 1
     return DONE, i, st[0]
@@ -244,6 +251,8 @@ def selection_kernel(words, pos, whole_exponents, n_bits):
     while True:
         attempt_start = st[0]
         r = _uniform_below(count, n_bits, words, st)
+        if st[1] != 0:
+            return EXHAUSTED, -1, attempt_start
         keep = True
         for _ in range(whole_exponents[r]):
             if not _bernoulli_exp_reciprocal(1, words, st):
