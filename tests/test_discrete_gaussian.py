@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from dpggm.mechanisms import _exact_kernels as kernels
 from dpggm.mechanisms import discrete_gaussian as dg
 from dpggm.mechanisms.discrete_gaussian import (
     discrete_gaussian_pmf,
@@ -188,7 +189,7 @@ def test_bernoulli_exp_of_zero_is_certain():
 
 def test_bernoulli_rational_beyond_one_word():
     numerator, denominator = (1 << 70) + 1, 3 << 70
-    source = dg._word_source(8, 20_000)
+    source = kernels.BitStream(8).next_word
     heads = sum(dg._bernoulli_rational(numerator, denominator, source) for _ in range(20_000))
     assert stats.binomtest(heads, 20_000, numerator / denominator).pvalue > 1e-3
 
@@ -244,11 +245,22 @@ def test_bernoulli_rational_decision_is_consistent_with_revealed_bits(denominato
     assert (high <= p) if decision else (low >= p)
 
 
-def test_uniform_below_rejects_the_incomplete_last_block():
-    # 2^64 = 1 (mod 3): the single word 2^64 - 1 would bias the result and is redrawn.
-    assert dg._uniform_below(3, scripted_words([WORD - 1, 5])) == 2
-    big = 3 << 64  # two words per draw
-    assert dg._uniform_below(big, scripted_words([1, 7])) == (1 << 64) + 7
+def test_uniform_below_rejects_out_of_range_values():
+    # Bits are read least significant first: 0b11 = 3 is redrawn, then 0b10 = 2 is kept.
+    words = np.array([0b1011], dtype=np.uint64)
+    state = np.zeros(2, dtype=np.int64)
+    assert kernels._uniform_below(3, 2, words, state) == 2
+    assert state[0] == 4 and state[1] == 0
+
+
+def test_kernel_bernoulli_follows_the_binary_expansion():
+    # 1/3 = 0.010101...b: U starting with bits 0,0 is below it, U starting with 0,1,1 above.
+    words = np.array([0b00, 0b110], dtype=np.uint64)
+    state = np.zeros(2, dtype=np.int64)
+    assert kernels._bernoulli(1, 3, words, state)
+    state[0] = 64
+    assert not kernels._bernoulli(1, 3, words, state)
+    assert state[0] == 64 + 3
 
 
 @pytest.mark.parametrize(("scale", "seed"), [(1, 41), (3, 42), (Fraction(7, 2), 43), (0.25, 44)])
@@ -360,3 +372,128 @@ def test_variance_rejects_unrepresentable_sigma():
         discrete_gaussian_variance(-2.0)
     with pytest.raises(ValueError, match="representable as a float64"):
         discrete_gaussian_variance(1e200)
+
+
+# ------------------------------------------------------- large scales, binned exactly
+
+
+def gaussian_bin_probabilities(sigma, edges: list[int]) -> np.ndarray:
+    """Pr[edges[i] <= X < edges[i+1]] for X ~ N_Z(0, sigma^2), with -inf/+inf outer bins.
+
+    For sigma >= 10^3 the sum over each bin of the decreasing (or increasing) weights
+    exp(-k^2/(2 sigma^2)) differs from their integral by less than the largest weight, 1,
+    and the normaliser is sigma sqrt(2 pi) (1 + O(exp(-2 pi^2 sigma^2))); the Gaussian
+    integrals in 50 digits are therefore within 2/(sigma sqrt(2 pi)) of the exact bin
+    probabilities (below 1e-3 / sqrt(n) for the sample sizes used here).
+    """
+    with mpmath.workdps(50):
+        s = mpmath.mpf(Fraction(sigma).numerator) / Fraction(sigma).denominator
+        cdf = [mpmath.mpf(0)]
+        cdf += [mpmath.ncdf((mpmath.mpf(e) - mpmath.mpf(1) / 2) / s) for e in edges]
+        cdf += [mpmath.mpf(1)]
+        return np.array([float(b - a) for a, b in zip(cdf, cdf[1:])])
+
+
+def laplace_bin_probabilities(scale, edges: list[int]) -> np.ndarray:
+    """Exact Pr[edges[i] <= X < edges[i+1]] for the discrete Laplace, in 50 digits:
+    Pr[X >= k] = q^k / (1 + q) for k >= 1 with q = exp(-1/scale), and symmetry."""
+    with mpmath.workdps(50):
+        q = mpmath.exp(-mpmath.mpf(Fraction(scale).denominator) / Fraction(scale).numerator)
+
+        def at_least(k: int):
+            if k >= 1:
+                return q**k / (1 + q)
+            return 1 - q ** (1 - k) / (1 + q)
+
+        tail = [mpmath.mpf(1)] + [at_least(e) for e in edges] + [mpmath.mpf(0)]
+        return np.array([float(a - b) for a, b in zip(tail, tail[1:])])
+
+
+def binned_pvalue(samples: np.ndarray, edges: list[int], probabilities: np.ndarray) -> float:
+    observed = np.bincount(np.searchsorted(edges, samples, side="right"), minlength=len(edges) + 1)
+    return stats.chisquare(observed, samples.size * probabilities / probabilities.sum()).pvalue
+
+
+@pytest.mark.parametrize(("sigma", "seed"), [(3.7e3, 51), (1e9, 52), (1e12, 53), (2.0**48, 54)])
+def test_discrete_gaussian_at_large_sigma_matches_exact_bins(sigma, seed):
+    samples = sample_discrete_gaussian(sigma, 200_000, random_state=seed)
+    edges = [round(sigma * x / 4) for x in range(-12, 13)]
+    assert binned_pvalue(samples, edges, gaussian_bin_probabilities(sigma, edges)) > 1e-3
+    # Power: 2% too little noise is detected by the same bins.
+    assert binned_pvalue(samples, edges, gaussian_bin_probabilities(sigma * 0.98, edges)) < 1e-3
+
+
+@pytest.mark.parametrize(("scale", "seed"), [(3.7, 61), (3.7e3, 62), (1e9, 63), (1e12, 64)])
+def test_discrete_laplace_at_large_scale_matches_exact_bins(scale, seed):
+    samples = sample_discrete_laplace(scale, 200_000, random_state=seed)
+    edges = sorted({round(scale * x / 4) for x in range(-24, 25)})
+    assert binned_pvalue(samples, edges, laplace_bin_probabilities(scale, edges)) > 1e-3
+    assert binned_pvalue(samples, edges, laplace_bin_probabilities(scale * 0.98, edges)) < 1e-3
+
+
+# ------------------------------------------------------------ the replayable bit stream
+
+
+def test_output_does_not_depend_on_how_the_bits_are_blocked():
+    # With one-word blocks nearly every sample runs out of bits and is replayed from its
+    # start; the result must equal that of a single large block.
+    scale = Fraction(3.7)
+    a, b = scale.numerator, scale.denominator
+    args = (a, b, 4, 2, 50)
+    tiny = dg._run_kernel(kernels.gaussian_kernel, 2_000, 17, 1, *args)
+    large = dg._run_kernel(kernels.gaussian_kernel, 2_000, 17, 10_000, *args)
+    np.testing.assert_array_equal(tiny, large)
+    t_bits = kernels.bit_length(a)
+    tiny = dg._run_kernel(kernels.laplace_kernel, 2_000, 18, 1, a, b, t_bits, 50)
+    large = dg._run_kernel(kernels.laplace_kernel, 2_000, 18, 10_000, a, b, t_bits, 50)
+    np.testing.assert_array_equal(tiny, large)
+
+
+def test_kernel_overflow_is_an_error_not_a_wrong_sample():
+    # k_max = 0 makes every proposal with k >= 1 an overflow; one occurs within a few draws.
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        dg._run_kernel(kernels.gaussian_kernel, 1_000, 3, 64, 3, 1, 3, 2, 0)
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        dg._run_kernel(kernels.laplace_kernel, 1_000, 3, 64, 3, 1, 2, 0)
+
+
+def test_secure_words_come_from_the_os_cryptographic_source(monkeypatch):
+    requested = []
+    real_urandom = kernels.os.urandom
+
+    def counting_urandom(n):
+        requested.append(n)
+        return real_urandom(n)
+
+    monkeypatch.setattr(kernels.os, "urandom", counting_urandom)
+    monkeypatch.setattr(
+        kernels,
+        "check_random_state",
+        lambda _: pytest.fail("'secure' must not construct a numpy Generator"),
+    )
+    gaussian = sample_discrete_gaussian(1e6, 50_000, random_state="secure")
+    laplace = sample_discrete_laplace(1e6, 50_000, random_state=None)
+    assert sum(requested) >= 8 * 50_000
+    assert 0.97 < gaussian.std() / 1e6 < 1.03
+    assert 0.97 < laplace.std() / (1e6 * math.sqrt(2)) < 1.03
+
+
+def test_seeded_laplace_is_reproducible_and_advances_a_generator():
+    first = sample_discrete_laplace(Fraction(7, 2), 1_000, random_state=99)
+    np.testing.assert_array_equal(
+        first, sample_discrete_laplace(Fraction(7, 2), 1_000, random_state=99)
+    )
+    generator = np.random.default_rng(99)
+    np.testing.assert_array_equal(
+        first, sample_discrete_laplace(Fraction(7, 2), 1_000, random_state=generator)
+    )
+    assert not np.array_equal(
+        first, sample_discrete_laplace(Fraction(7, 2), 1_000, random_state=generator)
+    )
+
+
+def test_scale_must_be_a_ratio_of_kernel_sized_integers():
+    with pytest.raises(ValueError, match=r"ratio of integers below 2\*\*57"):
+        sample_discrete_gaussian(Fraction(1, 3 << 60), 3, random_state=0)
+    with pytest.raises(ValueError, match=r"scale must be <= 2\*\*48"):
+        sample_discrete_laplace(2.0**49, 3, random_state=0)

@@ -1,38 +1,31 @@
-"""Exact sampling from the discrete Gaussian and its exact moments.
+"""Exact sampling from the discrete Gaussian and discrete Laplace, and exact moments.
 
 The discrete Gaussian ``N_Z(0, sigma^2)`` puts mass proportional to
-``exp(-k^2 / (2 sigma^2))`` on every integer ``k``. It is sampled **exactly** with the
-rejection sampler of Canonne, Kamath and Steinke (2020), "The Discrete Gaussian for
-Differential Privacy": a discrete Laplace proposal (their Algorithm 2) accepted with
-probability ``exp(-gamma)`` for a rational ``gamma`` (their Algorithm 1), inside their
-Algorithm 3. Every quantity in the sampler is an integer or a ratio of integers; no
-floating-point number is ever compared with a random value.
+``exp(-k^2 / (2 sigma^2))`` on every integer ``k``; the discrete Laplace of scale ``b``
+puts mass proportional to ``exp(-|k| / b)``. Both are sampled **exactly** by compiled
+integer kernels (:mod:`dpggm.mechanisms._exact_kernels`): the discrete Gaussian with
+Karney's (2016) Algorithm D, the discrete Laplace with Algorithm 2 of Canonne, Kamath and
+Steinke (2020). Every random decision compares uniform random bits with the binary
+expansion of a ratio of integers; no floating-point number takes part in any decision,
+so the output distribution is exactly the stated one given uniform bits.
 
-The only source of randomness is a stream of uniform 64-bit words drawn from the
-:class:`numpy.random.Generator` chosen by ``random_state``. A Bernoulli(``a/b``) coin
-compares a uniform real ``U`` in ``[0, 1)``, whose binary expansion is revealed 64 bits
-at a time, with the rational ``a/b``: the first word decides unless it equals
-``floor(2^64 a / b)`` (probability at most ``2^-64``), in which case the next word is
-compared with the next 64 bits of ``a/b``, and so on. This yields ``Pr[U < a/b] = a/b``
-exactly for any size of ``a`` and ``b``. Uniform integers below ``m`` are drawn by
-rejection from whole words, which is also exact.
-
-Exactness is about the sampling algorithm; the bit stream is NumPy's PCG64 (see
-:mod:`dpggm.mechanisms.random`), which is a statistical, not a cryptographic, generator.
+Randomness: ``random_state=None`` or ``"secure"`` reads every random word from the
+operating system's cryptographic source (:func:`os.urandom`); an ``int`` seed or a
+:class:`numpy.random.Generator` draws the words from that generator (reproducible
+experiments only).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from math import isqrt
 
 import numpy as np
 
-from dpggm.mechanisms.random import check_random_state
+from dpggm.mechanisms import _exact_kernels as kernels
 
 __all__ = [
     "sample_discrete_gaussian",
@@ -44,13 +37,18 @@ __all__ = [
 
 _WORD_BITS = 64
 _WORD_SPAN = 1 << _WORD_BITS
+# Thresholds floor(2^64 / k) for the Bernoulli(1/k) coins of Bernoulli(exp(-1)).
+_INVERSE_THRESHOLDS = tuple(_WORD_SPAN // k if k else 0 for k in range(64))
+
 # Samples are returned as int64 (or as floats k*grid); capping the integer scale at
 # 2**48 keeps |k| < 2**53 except with probability below exp(-2**9), so the float
 # products k*grid are correctly rounded and int64 never overflows.
 _MAX_INTEGER_SCALE_LOG2 = 48
-_MAX_INTEGER_VARIANCE = Fraction(1 << (2 * _MAX_INTEGER_SCALE_LOG2))
-# Thresholds floor(2^64 / k) for the Bernoulli(1/k) coins of Bernoulli(exp(-1)).
-_INVERSE_THRESHOLDS = tuple(_WORD_SPAN // k if k else 0 for k in range(64))
+_MAX_INTEGER_SCALE = Fraction(1 << _MAX_INTEGER_SCALE_LOG2)
+# The kernels compare random bits with ratios of integers below 2**57 (twice the
+# denominator must fit in int64).
+_MAX_TERM_LOG2 = 57
+_INT64_SPAN = 1 << 63
 
 WordSource = Callable[[], int]
 
@@ -96,16 +94,25 @@ def _integer_variance_unbounded(sigma: object, grid: object) -> tuple[Fraction, 
     return (sigma_exact / step) ** 2, step
 
 
-def _integer_variance(sigma: object, grid: object) -> tuple[Fraction, Fraction | None]:
-    """As :func:`_integer_variance_unbounded`, refusing scales whose samples could overflow."""
-    variance, step = _integer_variance_unbounded(sigma, grid)
-    if variance > _MAX_INTEGER_VARIANCE:
-        what = "sigma" if step is None else "sigma/grid"
+def _kernel_scale(value: object, name: str, grid: object = None) -> Fraction:
+    """The scale in grid units as an exact rational that the integer kernels accept."""
+    scale = _positive_rational(value, name)
+    what = name
+    if grid is not None:
+        scale = scale / _positive_rational(grid, "grid")
+        what = f"{name}/grid"
+    if scale > _MAX_INTEGER_SCALE:
         raise ValueError(
             f"{what} must be <= 2**{_MAX_INTEGER_SCALE_LOG2} so that samples fit exactly in "
-            f"int64 and float64; got {what}={math.sqrt(float(variance))!r}"
+            f"int64 and float64; got {what}={float(scale)!r}"
         )
-    return variance, step
+    limit = 1 << _MAX_TERM_LOG2
+    if scale.numerator >= limit or scale.denominator >= limit:
+        raise ValueError(
+            f"{what} must be a ratio of integers below 2**{_MAX_TERM_LOG2} (every float "
+            f"from 2**-4 to 2**48 is; pass a nearby Fraction otherwise); got {what}={scale!r}"
+        )
+    return scale
 
 
 def _check_size(size: object) -> tuple[int, tuple[int, ...] | None]:
@@ -127,38 +134,6 @@ def _check_size(size: object) -> tuple[int, tuple[int, ...] | None]:
     if any(d < 0 for d in dims):
         raise ValueError(message)
     return math.prod(dims), dims
-
-
-# ------------------------------------------------------------------------ random words
-
-
-def _word_source(random_state: object, expected_words: int) -> WordSource:
-    """A callable returning independent uniform integers in [0, 2^64)."""
-    generator = check_random_state(random_state)
-    # Words are drawn in blocks because one Generator call per word would dominate the
-    # cost; the block grows with the request so small requests do not waste entropy.
-    block = int(min(max(expected_words, 64), 1 << 16))
-
-    def stream() -> Iterator[int]:
-        while True:
-            yield from generator.integers(0, _WORD_SPAN, size=block, dtype=np.uint64).tolist()
-
-    return stream().__next__
-
-
-def _uniform_below(bound: int, next_word: WordSource) -> int:
-    """Exactly uniform integer in [0, bound) by rejection from whole 64-bit words."""
-    if bound == 1:
-        return 0
-    n_words = -(-bound.bit_length() // _WORD_BITS)
-    span = 1 << (_WORD_BITS * n_words)
-    limit = span - span % bound
-    while True:
-        value = next_word()
-        for _ in range(n_words - 1):
-            value = (value << _WORD_BITS) | next_word()
-        if value < limit:
-            return value % bound
 
 
 # ------------------------------------------------------------------ exact Bernoulli coins
@@ -237,94 +212,39 @@ def _bernoulli_exp_minus(numerator: int, denominator: int, next_word: WordSource
     return _bernoulli_exp_minus_unit(numerator, denominator, next_word)
 
 
-# ------------------------------------------------------------------------ integer samplers
+def _run_kernel(
+    kernel, count: int, random_state: object, bits_per_sample: int, *parameters
+) -> np.ndarray:
+    """Run a sampling kernel until ``count`` int64 samples are drawn, refilling its bits.
 
-
-def _discrete_laplace_sampler(scale_numerator: int, scale_denominator: int, next_word: WordSource):
-    """Sampler of the discrete Laplace with scale t/s: Pr[y] proportional to exp(-|y| s / t).
-
-    CKS Algorithm 2 with t = scale_numerator and s = scale_denominator.
+    ``bits_per_sample`` (a slight overestimate of the mean) only sizes the blocks of words.
     """
-    t = scale_numerator
-    s = scale_denominator
-    limit = None
-    if t > 1 and t <= _WORD_SPAN:
-        limit = _WORD_SPAN - _WORD_SPAN % t
-
-    def draw() -> int:
-        while True:
-            # U uniform on {0, ..., t-1}, kept with probability exp(-U/t).
-            if t == 1:
-                u = 0
-            elif limit is not None:
-                u = next_word()
-                while u >= limit:
-                    u = next_word()
-                u %= t
-                if not _bernoulli_exp_minus_unit(u, t, next_word):
-                    continue
-            else:
-                u = _uniform_below(t, next_word)
-                if not _bernoulli_exp_minus_unit(u, t, next_word):
-                    continue
-            # V geometric: the number of Bernoulli(exp(-1)) successes before a failure.
-            v = 0
-            while _bernoulli_exp_minus_one(next_word):
-                v += 1
-            magnitude = (u + t * v) // s
-            negative = next_word() >> (_WORD_BITS - 1)
-            if negative and magnitude == 0:
-                # Without this rejection zero would be drawn twice as often as it should.
-                continue
-            return -magnitude if negative else magnitude
-
-    return draw
+    out = np.empty(count, dtype=np.int64)
+    stream = kernels.BitStream(random_state)
+    filled = 0
+    while filled < count:
+        words_needed = ((count - filled) * bits_per_sample) // 64 + 16
+        stream.refill(min(words_needed, 1 << 20))
+        status, filled, stream.pos = kernel(out, filled, stream.words, stream.pos, *parameters)
+        if status == kernels.OVERFLOW:
+            # Reaching this needs a sample beyond ~2**62 / scale standard deviations.
+            raise OverflowError("a sample does not fit in int64")
+    return out
 
 
-def _discrete_gaussian_sampler(variance: Fraction, next_word: WordSource):
-    """Sampler of N_Z(0, variance) for a positive rational variance: CKS Algorithm 3.
-
-    With variance = p/q and t = floor(sigma) + 1, a proposal Y from the discrete Laplace
-    with scale t is accepted with probability exp(-(|Y| - p/(q t))^2 / (2 p / q))
-    = exp(-(|Y| q t - p)^2 / (2 p q t^2)), an exact ratio of integers.
-    """
-    p = variance.numerator
-    q = variance.denominator
-    t = isqrt(p // q) + 1
-    qt = q * t
-    acceptance_denominator = 2 * p * q * t * t
-    proposal = _discrete_laplace_sampler(t, 1, next_word)
-
-    def draw() -> int:
-        while True:
-            y = proposal()
-            offset = abs(y) * qt - p
-            if _bernoulli_exp_minus(offset * offset, acceptance_denominator, next_word):
-                return y
-
-    return draw
+def _shaped(values: np.ndarray, shape: tuple[int, ...] | None):
+    return int(values[0]) if shape is None else values.reshape(shape)
 
 
-# Average number of 64-bit words per sample, used only to size the blocks of words.
-_WORDS_PER_GAUSSIAN = 16
-_WORDS_PER_LAPLACE = 12
-
-
-def _shape_integers(values: list[int], shape: tuple[int, ...] | None) -> int | np.ndarray:
-    if shape is None:
-        return values[0]
-    return np.array(values, dtype=np.int64).reshape(shape)
-
-
-def _on_grid(values: list[int], step: Fraction, shape: tuple[int, ...] | None, grid: object):
+def _on_grid(values: np.ndarray, step: Fraction, shape: tuple[int, ...] | None, grid: object):
     """The floats closest to k * step (correctly rounded products)."""
     try:
         exactly_representable = Fraction(float(step)) == step
-        if exactly_representable and all(abs(v) < (1 << 53) for v in values):
+        if exactly_representable and np.all(np.abs(values) < (1 << 53)):
             # Both factors are exact doubles, so IEEE multiplication rounds the exact product.
             scaled = np.array(values, dtype=np.float64) * float(step)
         else:
-            scaled = np.array([float(v * step) for v in values], dtype=np.float64)
+            scaled = np.array([float(int(v) * step) for v in values], dtype=np.float64)
     except OverflowError:
         raise ValueError(
             f"grid must be small enough for the samples to be float64 values; got {grid!r}"
@@ -345,29 +265,37 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
     """Draw exact samples of the discrete Gaussian N_Z(0, sigma^2).
 
     The discrete Gaussian has ``Pr[k] = exp(-k^2 / (2 sigma^2)) / Z`` for every integer
-    ``k``. Samples come from the exact rejection sampler of Canonne, Kamath and Steinke
-    (2020, Algorithm 3): discrete Laplace proposals accepted by exact Bernoulli
-    (``exp(-gamma)``) coins with rational ``gamma``. All arithmetic is on integers; the
-    distribution of the output is exactly the discrete Gaussian, given uniform random
-    bits.
+    ``k``. Samples come from Karney's (2016) exact Algorithm D ("Sampling exactly from
+    the normal distribution", section 6) run in 64-bit integer arithmetic by a compiled
+    kernel: ``k`` with ``Pr`` proportional to ``exp(-k^2/2)`` from exact
+    Bernoulli(``exp(-1/2)``) and Bernoulli(``exp(-1)``) coins, a uniform integer in
+    ``[ceil(k sigma), ceil(k sigma) + ceil(sigma))``, and an exact acceptance coin with
+    probability ``exp(-x(2k + x)/2)`` for the rational ``x = n/sigma - k``. Every coin
+    compares random bits with the expansion of a ratio of integers; the distribution of
+    the output is exactly the discrete Gaussian, given uniform random bits. The expected
+    cost does not depend on ``sigma`` (about two attempts per sample).
 
     Parameters
     ----------
     sigma : float, int, fractions.Fraction or decimal.Decimal
         Scale parameter, finite and > 0. A float is used at its exact binary value
         (``fractions.Fraction(sigma)``), not at its decimal repr: ``sigma = 0.1`` means
-        ``0.1000000000000000055511151231257827...``. Only ``sigma**2`` (computed exactly)
-        enters the sampler. Pass a ``Fraction`` to use an exact decimal or rational scale.
+        ``0.1000000000000000055511151231257827...``. Pass a ``Fraction`` to use an exact
+        decimal or rational scale. ``sigma`` (divided by ``grid``) must be at most
+        ``2**48`` and a ratio of integers below ``2**57``; every float from ``2**-4`` to
+        ``2**48`` is.
     size : None, int or tuple of int, optional
         Output shape. ``None`` returns one Python ``int`` (or ``float`` with ``grid``).
     random_state : None, int, numpy.random.Generator or "secure", optional
-        Source of randomness (see :func:`dpggm.mechanisms.random.check_random_state`).
-        Uniform 64-bit words are drawn from it in blocks, so a supplied Generator is
-        advanced by an amount that depends on ``size`` and on the outcomes.
+        ``None`` or ``"secure"``: every random word comes from :func:`os.urandom` (the
+        operating system's cryptographic source). An ``int`` or a Generator: words are
+        drawn from ``numpy.random.default_rng(seed)`` or from the Generator, in blocks,
+        so a supplied Generator is advanced by an amount that depends on ``size`` and on
+        the outcomes. Seeded draws are reproducible and for experiments only.
     grid : float, int, fractions.Fraction or decimal.Decimal, optional
         Grid step ``t > 0``. If given, the samples follow the discrete Gaussian on
         ``tZ`` with ``Pr[t k]`` proportional to ``exp(-(t k)^2 / (2 sigma^2))``, i.e.
-        ``t * N_Z(0, sigma^2 / t^2)``; ``sigma^2 / t^2`` is formed exactly. They are
+        ``t * N_Z(0, sigma^2 / t^2)``; ``sigma / t`` is formed exactly. They are
         returned as float64 values equal to the correctly rounded product ``t * k``
         (exact whenever ``t * k`` is representable, e.g. for ``t`` a power of two).
 
@@ -381,9 +309,13 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
     ------
     ValueError
         If ``sigma`` or ``grid`` is not finite and > 0, if ``sigma`` (or
-        ``sigma / grid``) exceeds ``2**48``, or if ``size`` has a negative entry.
+        ``sigma / grid``) exceeds ``2**48`` or is not a ratio of integers below
+        ``2**57``, or if ``size`` has a negative entry.
     TypeError
         If ``sigma``, ``grid`` or ``size`` has the wrong type.
+    OverflowError
+        If a sample would not fit in int64 (an event of probability below
+        ``exp(-1000)`` in the valid range: it needs ``|k| > 60 sigma``).
 
     Notes
     -----
@@ -391,40 +323,46 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
     ``Delta`` satisfies ``Delta^2 / (2 sigma^2)``-zCDP (Canonne, Kamath, Steinke 2020,
     Theorem 4); this function only draws the noise and accounts for nothing.
 
-    The sampler is pure Python and draws of the order of 10^5 samples per second, at
-    any ``sigma``: each sample needs 1.3 (large ``sigma``) to 2.3 (``sigma`` below 1)
-    discrete Laplace proposals and about 12 to 16 random 64-bit words.
-
     Examples
     --------
     >>> sample_discrete_gaussian(3.0, size=4, random_state=0).dtype
     dtype('int64')
     """
-    variance, step = _integer_variance(sigma, grid)
+    scale = _kernel_scale(sigma, "sigma", grid)
     count, shape = _check_size(size)
-    next_word = _word_source(random_state, _WORDS_PER_GAUSSIAN * count)
-    draw = _discrete_gaussian_sampler(variance, next_word)
-    values = [draw() for _ in range(count)]
-    if step is None:
-        return _shape_integers(values, shape)
-    return _on_grid(values, step, shape, grid)
+    a, b = scale.numerator, scale.denominator
+    m = -(-a // b)
+    # k_max keeps (k + 2) a + 2 b, the largest intermediate of the kernel, below 2**63.
+    k_max = (_INT64_SPAN - 1 - 2 * b) // a - 2
+    m_bits = kernels.bit_length(m)
+    # Measured: about 24 + 1.45 m_bits random bits per sample.
+    bits = 36 + (3 * m_bits) // 2
+    values = _run_kernel(kernels.gaussian_kernel, count, random_state, bits, a, b, m, m_bits, k_max)
+    if grid is None:
+        return _shaped(values, shape)
+    return _on_grid(values, _positive_rational(grid, "grid"), shape, grid)
 
 
 def sample_discrete_laplace(scale, size=None, *, random_state=None):
     """Draw exact samples of the discrete Laplace distribution on the integers.
 
     ``Pr[k] = (e^(1/scale) - 1) / (e^(1/scale) + 1) * exp(-|k| / scale)`` for every integer
-    ``k``. Sampled with Canonne, Kamath and Steinke (2020, Algorithm 2) using integer
-    arithmetic only.
+    ``k`` (the two-sided geometric distribution). Sampled with Canonne, Kamath and
+    Steinke (2020, Algorithm 2) by a compiled kernel in 64-bit integer arithmetic: with
+    ``scale = t/s`` in lowest terms, ``U`` uniform below ``t`` kept with probability
+    ``exp(-U/t)``, ``V`` geometric, ``|k| = floor((U + t V) / s)`` and a random sign.
 
     Parameters
     ----------
     scale : float, int, fractions.Fraction or decimal.Decimal
-        Scale, finite and > 0; a float is used at its exact binary value.
+        Scale, finite and > 0; a float is used at its exact binary value. At most
+        ``2**48`` and a ratio of integers below ``2**57`` (every float from ``2**-4`` to
+        ``2**48`` is).
     size : None, int or tuple of int, optional
         Output shape; ``None`` returns one Python ``int``.
     random_state : None, int, numpy.random.Generator or "secure", optional
-        Source of randomness (see :func:`dpggm.mechanisms.random.check_random_state`).
+        As in :func:`sample_discrete_gaussian`: ``None`` and ``"secure"`` read
+        :func:`os.urandom`; a seed or a Generator gives reproducible draws.
 
     Returns
     -------
@@ -434,7 +372,11 @@ def sample_discrete_laplace(scale, size=None, *, random_state=None):
     Raises
     ------
     ValueError
-        If ``scale`` is not finite and > 0 or exceeds ``2**48``, or ``size`` is negative.
+        If ``scale`` is not finite and > 0, exceeds ``2**48`` or is not a ratio of
+        integers below ``2**57``, or ``size`` is negative.
+    OverflowError
+        If a sample would not fit in int64 (probability below ``exp(-60)`` in the valid
+        range: it needs ``|k| > 60 scale``).
 
     Notes
     -----
@@ -442,16 +384,16 @@ def sample_discrete_laplace(scale, size=None, *, random_state=None):
     query with l1 sensitivity ``Delta_1`` is ``epsilon``-DP; this function only draws the
     noise and accounts for nothing.
     """
-    exact_scale = _positive_rational(scale, "scale")
-    if exact_scale**2 > _MAX_INTEGER_VARIANCE:
-        raise ValueError(
-            f"scale must be <= 2**{_MAX_INTEGER_SCALE_LOG2} so that samples fit exactly in "
-            f"int64; got {scale!r}"
-        )
+    exact_scale = _kernel_scale(scale, "scale")
     count, shape = _check_size(size)
-    next_word = _word_source(random_state, _WORDS_PER_LAPLACE * count)
-    draw = _discrete_laplace_sampler(exact_scale.numerator, exact_scale.denominator, next_word)
-    return _shape_integers([draw() for _ in range(count)], shape)
+    t, s = exact_scale.numerator, exact_scale.denominator
+    # v_max keeps t (v + 1), the largest intermediate of the kernel, below 2**63.
+    v_max = (_INT64_SPAN - 1) // t - 1
+    t_bits = kernels.bit_length(t)
+    # Measured: about 2 t_bits + 8 random bits per sample.
+    bits = 16 + (9 * t_bits) // 4
+    values = _run_kernel(kernels.laplace_kernel, count, random_state, bits, t, s, t_bits, v_max)
+    return _shaped(values, shape)
 
 
 def sample_bernoulli_exp(gamma, size=None, *, random_state=None):
@@ -482,7 +424,7 @@ def sample_bernoulli_exp(gamma, size=None, *, random_state=None):
     if exact_gamma < 0:
         raise ValueError(f"gamma must be a finite number >= 0; got {gamma!r}")
     count, shape = _check_size(size)
-    next_word = _word_source(random_state, 4 * count)
+    next_word = kernels.BitStream(random_state).next_word
     numerator, denominator = exact_gamma.numerator, exact_gamma.denominator
     coins = [_bernoulli_exp_minus(numerator, denominator, next_word) for _ in range(count)]
     if shape is None:

@@ -12,6 +12,8 @@ import math
 import numpy as np
 from scipy import special
 
+from dpggm.mechanisms._exact_selection import exact_exponential_selection
+
 __all__ = [
     "above_threshold",
     "exponential_mechanism",
@@ -66,7 +68,10 @@ def wishart_noise(p: int, df: int, scale: float, rng: np.random.Generator) -> np
 def exponential_mechanism_probabilities(
     scores: np.ndarray, *, sensitivity: float, epsilon: float
 ) -> np.ndarray:
-    """Selection probabilities ``exp(epsilon u_r / (2 sensitivity))``, normalised."""
+    """Selection probabilities ``exp(epsilon u_r / (2 sensitivity))``, normalised.
+
+    A float helper for display and tests; :func:`exponential_mechanism` does not use it.
+    """
     sensitivity = _check_scale("sensitivity", sensitivity)
     epsilon = _check_scale("epsilon", epsilon)
     scores = np.asarray(scores, dtype=float)
@@ -81,17 +86,45 @@ def exponential_mechanism(
 ) -> int:
     """Index chosen with probability proportional to ``exp(epsilon u_r / (2 sensitivity))``.
 
+    The selection is drawn **exactly** (:mod:`dpggm.mechanisms._exact_selection`): the
+    exponents ``epsilon (max(u) - u_r) / (2 sensitivity)`` are exact rationals formed from
+    the binary values of the floats, and a rejection sampler with a uniform proposal and an
+    exact Bernoulli(``exp(-exponent)``) acceptance coin (Canonne, Kamath, Steinke 2020,
+    Algorithm 1, in integer arithmetic) draws from exactly these probabilities, including
+    candidates whose float probability would underflow. The expected number of proposals
+    is at most the number of candidates; far-below candidates are rejected after a few
+    random bits.
+
+    Parameters
+    ----------
+    scores : array_like of float
+        Finite utilities, one per candidate (one-dimensional, non-empty).
+    sensitivity, epsilon : float
+        Finite and > 0; used at their exact binary values.
+    rng : numpy.random.Generator, int, None or "secure"
+        Source of the random words: a Generator (or seed) supplies them itself
+        (reproducible experiments: a Generator seeded from ``"secure"`` supplies PCG64
+        words); ``None`` or ``"secure"`` reads every word from :func:`os.urandom`.
+
+    Returns
+    -------
+    int
+        The selected index.
+
     Privacy
     -------
     ``epsilon``-DP and ``epsilon**2 / 8``-zCDP when every score has sensitivity at most
-    ``sensitivity`` (Cesar & Rogers 2021). Sampling uses the Gumbel-max trick, which
-    draws exactly from these probabilities.
+    ``sensitivity`` (Cesar & Rogers 2021); the exact sampler makes these bounds hold for
+    the released index as computed, not only for an idealised float sampler.
     """
-    probabilities = exponential_mechanism_probabilities(
-        scores, sensitivity=sensitivity, epsilon=epsilon
+    sensitivity = _check_scale("sensitivity", sensitivity)
+    epsilon = _check_scale("epsilon", epsilon)
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be a non-empty one-dimensional array of finite numbers")
+    return exact_exponential_selection(
+        scores, sensitivity=sensitivity, epsilon=epsilon, random_state=rng
     )
-    logits = np.log(probabilities, where=probabilities > 0, out=np.full_like(probabilities, -np.inf))
-    return int(np.argmax(logits + rng.gumbel(size=logits.shape)))
 
 
 def above_threshold(
