@@ -597,6 +597,14 @@ class Ledger:
         exists = os.path.exists(self._path)
         if not exists and not create:
             raise FileNotFoundError(f"no ledger file at {self._path!r} (and create=False)")
+        if exists and os.path.isfile(self._path) and os.path.getsize(self._path) > 0:
+            # SQLite treats a file shorter than its header as an empty database and would
+            # write a ledger over it: check the magic string first.
+            with open(self._path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    raise LedgerFormatError(
+                        f"{self._path!r} is not a dpggm privacy ledger (not an SQLite database)"
+                    )
 
         def table_names(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
