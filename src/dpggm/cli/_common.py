@@ -123,14 +123,16 @@ def summarised_warnings() -> Iterator[list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield lines
-    counts: dict[tuple[str, str], int] = {}
+    by_category: dict[str, list[str]] = {}
     for item in caught:
-        first = str(item.message).strip().splitlines()[0] if str(item.message).strip() else ""
-        key = (item.category.__name__, first[:160])
-        counts[key] = counts.get(key, 0) + 1
-    for (category, message), count in counts.items():
-        times = f" ({count} times)" if count > 1 else ""
-        line = f"warning: {category}{times}: {message}"
+        text = " ".join(str(item.message).split())
+        by_category.setdefault(item.category.__name__, []).append(text)
+    for category, messages in by_category.items():
+        # One line per kind: the first message, shortened, stands for all of them (raw
+        # warnings would print a file path and source line each).
+        example = messages[0] if len(messages[0]) <= 120 else messages[0][:117] + "..."
+        count = f"{len(messages)} x " if len(messages) > 1 else ""
+        line = f"warning: {count}{category}, e.g. {example}"
         lines.append(line)
         err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 

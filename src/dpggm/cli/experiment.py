@@ -25,16 +25,17 @@ EXPERIMENTS = {
 
 
 def print_frame(title: str, frame: Any) -> None:
-    """A table that stays readable at 100 columns: short numbers, wrapped headers."""
-    from rich import box
-    from rich.table import Table
+    """A table readable in a terminal of 100 columns (or $COLUMNS): numbers to 4
+    significant digits; pandas splits a table that is still too wide into stacked blocks
+    of whole columns, instead of squeezing or cutting the cells."""
+    import shutil
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in frame.columns:
-        table.add_column(str(column).replace("_", " "), overflow="fold", max_width=18)
-    for row in frame.itertuples(index=False):
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
-    console.print(table)
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))
+    text = frame.to_string(index=False, line_width=width,
+                           float_format=lambda v: f"{v:.4g}", na_rep="NA")
+    console.print(f"[bold]{title}[/]")
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    console.print()
 
 
 @guard
@@ -58,7 +59,13 @@ def experiment(
     run = getattr(importlib.import_module(module_name), function)
     # The experiment's own default applies unless the user typed a number.
     kwargs: dict[str, Any] = {} if repetitions is None else {"repetitions": repetitions}
-    with err_console.status(f"running {name}: {title}", spinner="dots"):
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    # The experiments report no per-cell progress yet: show that the run is alive and for
+    # how long (on standard error, gone when done).
+    with Progress(SpinnerColumn(), TextColumn(f"running {name}: {title}"), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        progress.add_task(name, total=None)
         with summarised_warnings():
             tables = run(full=full, random_state=seed, out_dir=out, overwrite=overwrite,
                          **kwargs)
