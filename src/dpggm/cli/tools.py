@@ -153,6 +153,9 @@ def recover(
     alpha: Annotated[str, typer.Option(help="penalty, or 'cv' for cross-validation")] = "cv",
     selection: Annotated[str, typer.Option(help="cv rule: drop or min-mse")] = "drop",
     solver: Annotated[str, typer.Option(help="auto, cd or admm")] = "auto",
+    penalize_diagonal: Annotated[bool, typer.Option(
+        "--penalize-diagonal",
+        help="penalise the diagonal too (needed when the noise swamps a column)")] = False,
     truth: Annotated[Path | None, typer.Option(
         help="CSV of true edges (source,target) for an AUC")] = None,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-recover"),
@@ -185,7 +188,8 @@ def recover(
     with summarised_warnings():
         estimator = recover_from_csv(
             noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
-            alpha=alpha_value, selection=selection, solver=solver, out_dir=out,
+            alpha=alpha_value, selection=selection, solver=solver,
+            penalize_diagonal=penalize_diagonal, out_dir=out,
             overwrite=overwrite,
         )
     auc = None
