@@ -72,7 +72,6 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from dpggm.exceptions import ConvergenceWarning, NumericalError
-from dpggm.solvers._glasso_kernels import cd_sweep
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import (
     check_penalty,
@@ -95,6 +94,15 @@ _MAX_SWEEPS_BETWEEN_GAPS = 10
 # From this size on, BLAS calls are made single-threaded (see _single_threaded_blas).
 _SINGLE_THREAD_FROM = 64
 
+
+
+def _cd_sweep():
+    # numba is imported (and its kernels loaded from cache or compiled) on the first
+    # coordinate-descent solve, not when dpggm is imported: ADMM and every caller that
+    # never solves pay nothing.
+    from dpggm.solvers._glasso_kernels import cd_sweep
+
+    return cd_sweep
 
 def _single_threaded_blas(p: int):
     """Context in which BLAS/LAPACK run on one thread (for matrices of order >= 64).
@@ -299,7 +307,7 @@ def _cd_block(
     iterations = iterations_done
     best: _BlockState | None = None
     while True:
-        change, failed_at, _ = cd_sweep(S, W, B, alpha, inner_tol, _MAX_INNER_PASSES)
+        change, failed_at, _ = _cd_sweep()(S, W, B, alpha, inner_tol, _MAX_INNER_PASSES)
         iterations += 1
         sweeps_since_check += 1
         if failed_at >= 0 or not math.isfinite(change):
