@@ -341,13 +341,19 @@ def test_kill_at_random_moments_leaves_complete_or_absent_outputs(csv, tmp_path)
     ledger = _ledger(tmp_path, "--rho", "100")
     env = {**os.environ, "PYTHONPATH": SRC}
     chooser = random.Random(20261122)
-    outs = []
-    for trial in range(6):
+    # One complete run measures how long a run takes here, so that the kills fall across
+    # the whole of a run (start-up, fit, staging, charge, rename), whatever the machine.
+    outs = [tmp_path / "complete"]
+    started = time.monotonic()
+    subprocess.run(_estimate_command(csv, outs[0], ledger), env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    duration = time.monotonic() - started
+    for trial in range(8):
         out = tmp_path / f"o{trial}"
         outs.append(out)
         process = subprocess.Popen(_estimate_command(csv, out, ledger), env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(chooser.uniform(0.2, 3.0))
+        time.sleep(chooser.uniform(0.3, 1.1) * duration)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
     _check_consistent(tmp_path, ledger, outs)
