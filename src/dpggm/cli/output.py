@@ -32,7 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STAGING_PREFIX", "OutputDir", "StagedOutput", "recover_pending", "write_atomic"]
+__all__ = [
+    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_writable_dir", "recover_pending",
+    "write_atomic",
+]
 
 STAGING_PREFIX = ".dpggm-staging-"
 _PENDING = ".pending.json"
@@ -73,6 +76,18 @@ def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = Fal
         raise
 
 
+def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
+    """Refuse a directory where files cannot be created, by creating (and removing) one."""
+    probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+    except OSError as exc:
+        raise OSError(
+            f"cannot write into {directory} ({exc.strerror or exc}); choose another {option}"
+        ) from None
+    probe.unlink(missing_ok=True)
+
+
 def _staging_name(target: Path, output_id: str) -> str:
     return f"{STAGING_PREFIX}{target.name}-{output_id}"
 
@@ -105,16 +120,19 @@ class StagedOutput:
         self.overwrite = overwrite
         check_target(self.target, overwrite=overwrite)
         parent = self.target.parent
-        parent.mkdir(parents=True, exist_ok=True)
         self.output_id = uuid.uuid4().hex
         self.staging = parent / _staging_name(self.target, self.output_id)
-        os.mkdir(self.staging)  # mode 0o777 & ~umask
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(self.staging)  # mode 0o777 & ~umask
+        except OSError as exc:
+            raise OSError(
+                f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
+            ) from None
         self.names: list[str] = []
         try:
             self._write(_PENDING, lambda fh: json.dump(
                 {"output_id": self.output_id, "target": self.target.name, **(pending or {})}, fh))
-            # Probe that files can really be written here (e.g. /proc lets mkdir fail
-            # late or not at all on some systems).
         except BaseException:
             self.discard()
             raise

@@ -93,10 +93,9 @@ def _check_out_file(out: Path, overwrite: bool) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"--out {out}: directory {parent} does not exist")
-    import os
+    from dpggm.cli.output import check_writable_dir
 
-    if not os.access(parent, os.W_OK):
-        raise UserError(f"--out {out}: directory {parent} is not writable; choose another place")
+    check_writable_dir(parent)
 
 
 @guard
