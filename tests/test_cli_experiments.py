@@ -67,3 +67,14 @@ def test_tables_fit_in_100_columns(monkeypatch):
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 100
     assert "breast_cancer" in result.output and "1.235e-05" in result.output
+
+
+def test_progress_counts_every_repetition_draw():
+    from dpggm.experiments._common import repetition_rng, report_progress
+
+    ticks = []
+    with report_progress(lambda: ticks.append(1)):
+        for repetition in range(4):
+            repetition_rng(0, "data", repetition)
+    repetition_rng(0, "after")
+    assert len(ticks) == 4

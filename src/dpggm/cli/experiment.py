@@ -61,12 +61,14 @@ def experiment(
     kwargs: dict[str, Any] = {} if repetitions is None else {"repetitions": repetitions}
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    # The experiments report no per-cell progress yet: show that the run is alive and for
-    # how long (on standard error, gone when done).
-    with Progress(SpinnerColumn(), TextColumn(f"running {name}: {title}"), TimeElapsedColumn(),
-                  console=err_console, transient=True) as progress:
-        progress.add_task(name, total=None)
-        with summarised_warnings():
+    from dpggm.experiments._common import report_progress
+
+    # Every random draw of a repetition advances the count (the experiments do not know
+    # their total in advance); on standard error, gone when done.
+    with Progress(SpinnerColumn(), TextColumn(f"{name}: {{task.completed}} draws"),
+                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task(name, total=None)
+        with summarised_warnings(), report_progress(lambda: progress.advance(task)):
             tables = run(full=full, random_state=seed, out_dir=out, overwrite=overwrite,
                          **kwargs)
     if isinstance(tables, dict):
