@@ -357,3 +357,22 @@ def test_kill_at_random_moments_leaves_complete_or_absent_outputs(csv, tmp_path)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
     _check_consistent(tmp_path, ledger, outs)
+
+
+def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
+    import socket
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        staging = tmp_path / f"{STAGING_PREFIX}o-abc"
+        staging.mkdir()
+        (staging / ".pending.json").write_text(json.dumps(
+            {"output_id": "abc", "target": "o", "pid": sleeper.pid,
+             "host": socket.gethostname()}))
+        recover_pending(tmp_path, report=lambda line: None)
+        assert staging.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not staging.exists()

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -132,7 +134,8 @@ class StagedOutput:
         self.names: list[str] = []
         try:
             self._write(_PENDING, lambda fh: json.dump(
-                {"output_id": self.output_id, "target": self.target.name, **(pending or {})}, fh))
+                {"output_id": self.output_id, "target": self.target.name, "pid": os.getpid(),
+                 "host": socket.gethostname(), **(pending or {})}, fh))
         except BaseException:
             self.discard()
             raise
@@ -202,7 +205,12 @@ def recover_pending(parent: Path, *, report: Callable[[str], None] = print) -> l
         try:
             pending = json.loads((entry / _PENDING).read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            # Just created by a running process that has not written its record yet?
+            if _age(entry) < 60:
+                continue
             shutil.rmtree(entry, ignore_errors=True)
+            continue
+        if _running(pending):
             continue
         record = _paid_spend(pending)
         target = parent / str(pending.get("target", ""))
@@ -225,6 +233,29 @@ def recover_pending(parent: Path, *, report: Callable[[str], None] = print) -> l
         report(f"finished the output of an interrupted run into {target} (it had been charged "
                f"as ledger spend #{record.sequence}; nothing new was charged)")
     return delivered
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _running(pending: dict[str, Any]) -> bool:
+    """Whether the run that owns a staging directory is still alive (on this host)."""
+    pid = pending.get("pid")
+    if pending.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _paid_spend(pending: dict[str, Any]) -> Any:
