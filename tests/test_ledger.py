@@ -27,6 +27,7 @@ from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, NonPrivate, PureDP
 from dpggm.privacy.ledger import (
     APPLICATION_ID,
+    SCHEMA_VERSION,
     Ledger,
     LedgerFormatError,
     LedgerIntegrityError,
@@ -562,7 +563,7 @@ def test_reopening_context_manager_and_pickling(tmp_path):
     assert copy.path == again.path and copy.remaining("d") == ZCDP(0.75)
     with closing(_raw(path)) as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
-        assert conn.execute("SELECT version FROM ledger_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM ledger_schema").fetchall() == [(SCHEMA_VERSION,)]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
 

@@ -4,46 +4,101 @@ Every estimator takes an explicit privacy ``budget`` and declared ``bounds`` and
 what it spent in ``privacy_``.
 """
 
-from dpggm.estimators import (
-    SCIO,
-    AdaptiveCovariance,
-    AdaSSP,
-    DiagonalCovariance,
-    GraphicalLasso,
-    NeighborhoodSelection,
-    NoisyGraphicalLasso,
-    OutputPerturbationPrecision,
-    PACECovariance,
-    PrivateCovariance,
-    PrivateLinearRegression,
-    RidgePrecision,
-    SeparateCovariance,
-    SSPCovariance,
-    ThresholdedCovariance,
-    make_estimator,
-)
-from dpggm.exceptions import (
-    BudgetExceededError,
-    ConvergenceWarning,
-    IncompatibleBudgetError,
-    InvalidGuaranteeError,
-    NumericalError,
-)
-from dpggm.mechanisms import Box, NoisyRelease, RowNorm, bounds_from_data, publish
-from dpggm.privacy import (
-    GDP,
-    ZCDP,
-    ApproxDP,
-    Ledger,
-    NonPrivate,
-    PrivacyAccountant,
-    PrivacyGuarantee,
-    PureDP,
-    gaussian_sigma,
-    laplace_scale,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dpggm._lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+# Name -> module; imported on first use (see dpggm._lazy) so that start-up stays fast.
+_EXPORTS = {
+    "SCIO": "dpggm.estimators",
+    "AdaptiveCovariance": "dpggm.estimators",
+    "AdaSSP": "dpggm.estimators",
+    "DiagonalCovariance": "dpggm.estimators",
+    "GraphicalLasso": "dpggm.estimators",
+    "NeighborhoodSelection": "dpggm.estimators",
+    "NoisyGraphicalLasso": "dpggm.estimators",
+    "OutputPerturbationPrecision": "dpggm.estimators",
+    "PACECovariance": "dpggm.estimators",
+    "PrivateCovariance": "dpggm.estimators",
+    "PrivateLinearRegression": "dpggm.estimators",
+    "RidgePrecision": "dpggm.estimators",
+    "SeparateCovariance": "dpggm.estimators",
+    "SSPCovariance": "dpggm.estimators",
+    "ThresholdedCovariance": "dpggm.estimators",
+    "make_estimator": "dpggm.estimators",
+    "BudgetExceededError": "dpggm.exceptions",
+    "ConvergenceWarning": "dpggm.exceptions",
+    "IncompatibleBudgetError": "dpggm.exceptions",
+    "InvalidGuaranteeError": "dpggm.exceptions",
+    "NumericalError": "dpggm.exceptions",
+    "Box": "dpggm.mechanisms",
+    "NoisyRelease": "dpggm.mechanisms",
+    "RowNorm": "dpggm.mechanisms",
+    "bounds_from_data": "dpggm.mechanisms",
+    "publish": "dpggm.mechanisms",
+    "GDP": "dpggm.privacy",
+    "ZCDP": "dpggm.privacy",
+    "ApproxDP": "dpggm.privacy",
+    "Ledger": "dpggm.privacy",
+    "NonPrivate": "dpggm.privacy",
+    "PrivacyAccountant": "dpggm.privacy",
+    "PrivacyGuarantee": "dpggm.privacy",
+    "PureDP": "dpggm.privacy",
+    "gaussian_sigma": "dpggm.privacy",
+    "laplace_scale": "dpggm.privacy",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.estimators import (
+        SCIO,
+        AdaptiveCovariance,
+        AdaSSP,
+        DiagonalCovariance,
+        GraphicalLasso,
+        NeighborhoodSelection,
+        NoisyGraphicalLasso,
+        OutputPerturbationPrecision,
+        PACECovariance,
+        PrivateCovariance,
+        PrivateLinearRegression,
+        RidgePrecision,
+        SeparateCovariance,
+        SSPCovariance,
+        ThresholdedCovariance,
+        make_estimator,
+    )
+    from dpggm.exceptions import (
+        BudgetExceededError,
+        ConvergenceWarning,
+        IncompatibleBudgetError,
+        InvalidGuaranteeError,
+        NumericalError,
+    )
+    from dpggm.mechanisms import (
+        Box,
+        NoisyRelease,
+        RowNorm,
+        bounds_from_data,
+        publish,
+    )
+    from dpggm.privacy import (
+        GDP,
+        ZCDP,
+        ApproxDP,
+        Ledger,
+        NonPrivate,
+        PrivacyAccountant,
+        PrivacyGuarantee,
+        PureDP,
+        gaussian_sigma,
+        laplace_scale,
+    )
 
 __all__ = [
     "SCIO",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sklearn.exceptions import ConvergenceWarning
+from typing import Any
 
 __all__ = [
     "BudgetExceededError",
-    "ConvergenceWarning",
+    "ConvergenceWarning",  # noqa: F822 (lazy: see __getattr__)
     "IncompatibleBudgetError",
     "InvalidGuaranteeError",
     "NoSolutionError",
@@ -41,3 +41,15 @@ class NoSolutionError(NumericalError, ValueError):
 class UnsupportedNeighborsError(ValueError):
     """The method cannot give an honest guarantee under the neighbouring relation asked for
     (for example a statistic normalised by the private count under add/remove)."""
+
+
+def __getattr__(name: str) -> Any:
+    # scikit-learn's ConvergenceWarning is re-exported (so that code filtering
+    # scikit-learn's warnings filters ours too), but importing scikit-learn takes about a
+    # second: only on first use, so that the command line starts fast.
+    if name == "ConvergenceWarning":
+        from sklearn.exceptions import ConvergenceWarning
+
+        globals()[name] = ConvergenceWarning
+        return ConvergenceWarning
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,40 +1,286 @@
-"""Atomic, non-destructive output for the command line."""
+"""Output sets written whole or not at all, for the command line.
+
+A command's outputs (``result.json``, matrices, ``edges.csv``) are written into a staging
+directory beside the target, ``.dpggm-staging-<name>-<id>``, and the staging directory is
+renamed onto the target once, when everything is written and synced. A reader therefore
+sees the whole set or nothing. Files and directories are created with the ordinary
+permissions (the user's umask applies), not the owner-only mode of ``mkstemp``.
+
+Runs against a ledger. The staging directory holds ``.pending.json`` naming the ledger,
+dataset and an output id. The order is: check the target, fit in memory, write every file
+into staging, charge the ledger (the spend's details carry the output id), write
+``ledger.json`` (the spend's sequence number) and rename into place. If the process dies:
+
+* before the charge, nothing was spent; the staging directory is debris and is removed
+  by the next run into the same parent directory;
+* after the charge, the staging directory already holds the complete output. The next run
+  into the same parent finds the spend carrying its output id in the ledger and finishes
+  the delivery (writes ``ledger.json``, renames), saying so. Nothing is charged twice and
+  nothing blocks the re-run.
+
+So after any crash and the next run, every output directory is complete or absent, no
+staging debris remains, and every spend in the ledger has its output.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import shutil
+import socket
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+__all__ = [
+    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_writable_dir", "recover_pending",
+    "write_atomic",
+]
 
-__all__ = ["OutputDir", "write_atomic"]
+STAGING_PREFIX = ".dpggm-staging-"
+_PENDING = ".pending.json"
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_file(path: Path, write: Callable[[Any], None], *, binary: bool) -> None:
+    # A plain open() honours the umask; the name is unique inside a private staging
+    # directory, so no temporary-name dance is needed.
+    mode = "wb" if binary else "w"
+    with open(path, mode, **({} if binary else {"encoding": "utf-8"})) as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = False) -> None:
-    """Write ``path`` through a temporary file in the same directory and rename it into
-    place, so a reader never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write one file through a temporary sibling and a rename (permissions per umask)."""
+    path = Path(path)
+    tmp = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex}.tmp"
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _write_file(tmp, write, binary=binary)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
 
 
+def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
+    """Refuse a directory where files cannot be created, by creating (and removing) one."""
+    probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+    except OSError as exc:
+        raise OSError(
+            f"cannot write into {directory} ({exc.strerror or exc}); choose another {option}"
+        ) from None
+    probe.unlink(missing_ok=True)
+
+
+def _staging_name(target: Path, output_id: str) -> str:
+    return f"{STAGING_PREFIX}{target.name}-{output_id}"
+
+
+def check_target(target: Path, *, overwrite: bool) -> None:
+    """Refuse, before any work, an output location that cannot be used."""
+    target = Path(target)
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"--out {target} is a file; give a directory path")
+    if target.is_dir() and not overwrite and any(target.iterdir()):
+        raise FileExistsError(
+            f"--out {target} already exists and is not empty; choose another --out or pass "
+            "--overwrite"
+        )
+    parent = target.parent
+    if parent.exists() and not parent.is_dir():
+        raise NotADirectoryError(f"--out {target}: {parent} is a file, not a directory")
+
+
+class StagedOutput:
+    """A set of output files for ``target``, made visible all at once by :meth:`commit`.
+
+    The staging directory is created at construction, so an unusable location (a file,
+    no permission, a read-only or virtual file system) is found before any work is done.
+    """
+
+    def __init__(self, target: Path, *, overwrite: bool = False,
+                 pending: dict[str, Any] | None = None) -> None:
+        self.target = Path(target)
+        self.overwrite = overwrite
+        check_target(self.target, overwrite=overwrite)
+        parent = self.target.parent
+        self.output_id = uuid.uuid4().hex
+        self.staging = parent / _staging_name(self.target, self.output_id)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(self.staging)  # mode 0o777 & ~umask
+        except OSError as exc:
+            raise OSError(
+                f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
+            ) from None
+        self.names: list[str] = []
+        try:
+            self._write(_PENDING, lambda fh: json.dump(
+                {"output_id": self.output_id, "target": self.target.name, "pid": os.getpid(),
+                 "host": socket.gethostname(), **(pending or {})}, fh))
+        except BaseException:
+            self.discard()
+            raise
+
+    def _write(self, name: str, write: Callable[[Any], None], *, binary: bool = False) -> Path:
+        path = self.staging / name
+        _write_file(path, write, binary=binary)
+        return path
+
+    def json(self, name: str, data: Any) -> None:
+        self._write(name, lambda fh: json.dump(data, fh, indent=2))
+        self.names.append(name)
+
+    def npy(self, name: str, array: Any) -> None:
+        import numpy as np
+
+        self._write(name, lambda fh: np.save(fh, np.asarray(array)), binary=True)
+        self.names.append(name)
+
+    def text(self, name: str, text: str) -> None:
+        self._write(name, lambda fh: fh.write(text))
+        self.names.append(name)
+
+    @property
+    def written(self) -> list[Path]:
+        return [self.target / name for name in self.names]
+
+    def commit(self) -> None:
+        """Rename the staging directory onto the target (one rename; see the module docs)."""
+        _fsync_dir(self.staging)
+        (self.staging / _PENDING).unlink()
+        _deliver(self.staging, self.target, overwrite=self.overwrite)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _deliver(staging: Path, target: Path, *, overwrite: bool) -> None:
+    old = None
+    if target.is_dir():
+        if any(target.iterdir()) and not overwrite:
+            raise FileExistsError(f"--out {target} appeared meanwhile; nothing was replaced")
+        old = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}-old"
+        os.rename(target, old)
+    os.rename(staging, target)
+    _fsync_dir(target.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_pending(parent: Path, *, report: Callable[[str], None] = print) -> list[Path]:
+    """Clean up after interrupted runs in ``parent``: finish deliveries that were paid for,
+    remove everything else. Returns the targets delivered."""
+    parent = Path(parent)
+    delivered: list[Path] = []
+    if not parent.is_dir():
+        return delivered
+    for entry in sorted(parent.iterdir()):
+        if not entry.name.startswith(STAGING_PREFIX):
+            continue
+        if entry.is_file() or entry.name.endswith("-old"):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            continue
+        try:
+            pending = json.loads((entry / _PENDING).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            # Just created by a running process that has not written its record yet?
+            if _age(entry) < 60:
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            continue
+        if _running(pending):
+            continue
+        record = _paid_spend(pending)
+        target = parent / str(pending.get("target", ""))
+        if record is None or not pending.get("target"):
+            shutil.rmtree(entry, ignore_errors=True)
+            report(f"removed the unfinished output of an interrupted run ({entry.name}); "
+                   "nothing had been charged for it")
+            continue
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            shutil.rmtree(entry, ignore_errors=True)
+            report(f"an interrupted run was charged (ledger spend #{record.sequence}) but "
+                   f"{target} now holds other files; its output was discarded")
+            continue
+        _write_file(entry / "ledger.json", lambda fh, r=record, p=pending: json.dump(
+            _ledger_record(p["ledger"], p["dataset"], r.sequence, p["output_id"]), fh, indent=2),
+            binary=False)
+        (entry / _PENDING).unlink()
+        _deliver(entry, target, overwrite=True)
+        delivered.append(target)
+        report(f"finished the output of an interrupted run into {target} (it had been charged "
+               f"as ledger spend #{record.sequence}; nothing new was charged)")
+    return delivered
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _running(pending: dict[str, Any]) -> bool:
+    """Whether the run that owns a staging directory is still alive (on this host)."""
+    pid = pending.get("pid")
+    if pending.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _paid_spend(pending: dict[str, Any]) -> Any:
+    if not pending.get("ledger"):
+        return None
+    from dpggm.privacy.ledger import Ledger
+
+    try:
+        book = Ledger(pending["ledger"], create=False)
+        for record in reversed(book.history(pending["dataset"])):
+            if record.details.get("output_id") == pending.get("output_id"):
+                return record
+    except Exception:
+        # An unreadable ledger proves no payment: the output is not delivered.
+        return None
+    return None
+
+
+def _ledger_record(ledger: str, dataset: str, sequence: int, output_id: str) -> dict[str, Any]:
+    return {"ledger": ledger, "dataset": dataset, "spend": sequence, "output_id": output_id}
+
+
 class OutputDir:
-    """An output directory that refuses to overwrite existing files unless told to."""
+    """An output directory that refuses to overwrite existing files unless told to
+    (single files written atomically; used where a library call writes its own set)."""
 
     def __init__(self, path: Path, *, overwrite: bool = False) -> None:
         self.path = Path(path)
@@ -43,6 +289,8 @@ class OutputDir:
 
     def check(self, names: list[str]) -> None:
         """Refuse before any work is done if a file would be overwritten."""
+        if self.path.exists() and not self.path.is_dir():
+            raise FileExistsError(f"--out {self.path} is a file; give a directory path")
         if self.overwrite:
             return
         existing = [n for n in names if (self.path / n).exists()]
@@ -52,24 +300,11 @@ class OutputDir:
                 "--overwrite"
             )
 
-    def _target(self, name: str) -> Path:
+    def json(self, name: str, data: Any) -> Path:
         target = self.path / name
         if target.exists() and not self.overwrite:
             raise FileExistsError(f"{target} exists; pass --overwrite to replace it")
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, lambda fh: json.dump(data, fh, indent=2))
         self.written.append(target)
-        return target
-
-    def json(self, name: str, data: Any) -> Path:
-        target = self._target(name)
-        write_atomic(target, lambda fh: json.dump(data, fh, indent=2, sort_keys=False))
-        return target
-
-    def npy(self, name: str, array: np.ndarray) -> Path:
-        target = self._target(name)
-        write_atomic(target, lambda fh: np.save(fh, np.asarray(array)), binary=True)
-        return target
-
-    def text(self, name: str, text: str) -> Path:
-        target = self._target(name)
-        write_atomic(target, lambda fh: fh.write(text))
         return target

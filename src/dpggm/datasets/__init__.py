@@ -1,21 +1,46 @@
 """Synthetic generators of the source papers' models and loaders of bundled real data."""
 
-from dpggm.datasets.real import (
-    RealData,
-    load_breast_cancer,
-    load_diabetes,
-    load_wine,
-    rescale_to_unit_box,
-)
-from dpggm.datasets.synthetic import (
-    SyntheticData,
-    make_chain,
-    make_seed000_model,
-    make_seed001_uut,
-    make_sparse_covariance,
-    make_sparse_precision,
-    sample_gaussian,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dpggm._lazy import lazy_exports
+
+# Name -> module; imported on first use (see dpggm._lazy) so that start-up stays fast.
+_EXPORTS = {
+    "RealData": "dpggm.datasets.real",
+    "load_breast_cancer": "dpggm.datasets.real",
+    "load_diabetes": "dpggm.datasets.real",
+    "load_wine": "dpggm.datasets.real",
+    "rescale_to_unit_box": "dpggm.datasets.real",
+    "SyntheticData": "dpggm.datasets.synthetic",
+    "make_chain": "dpggm.datasets.synthetic",
+    "make_seed000_model": "dpggm.datasets.synthetic",
+    "make_seed001_uut": "dpggm.datasets.synthetic",
+    "make_sparse_covariance": "dpggm.datasets.synthetic",
+    "make_sparse_precision": "dpggm.datasets.synthetic",
+    "sample_gaussian": "dpggm.datasets.synthetic",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.datasets.real import (
+        RealData,
+        load_breast_cancer,
+        load_diabetes,
+        load_wine,
+        rescale_to_unit_box,
+    )
+    from dpggm.datasets.synthetic import (
+        SyntheticData,
+        make_chain,
+        make_seed000_model,
+        make_seed001_uut,
+        make_sparse_covariance,
+        make_sparse_precision,
+        sample_gaussian,
+    )
 
 __all__ = [
     "RealData",

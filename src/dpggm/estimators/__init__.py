@@ -1,23 +1,66 @@
 """scikit-learn style private estimators."""
 
-from dpggm.estimators.baselines import (
-    AdaptiveCovariance,
-    DiagonalCovariance,
-    SeparateCovariance,
-    SSPCovariance,
-)
-from dpggm.estimators.covariance import PrivateCovariance
-from dpggm.estimators.graph_baselines import SCIO, NeighborhoodSelection
-from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
-from dpggm.estimators.pace import PACECovariance
-from dpggm.estimators.precision import (
-    GraphicalLasso,
-    OutputPerturbationPrecision,
-    RidgePrecision,
-    ThresholdedCovariance,
-)
-from dpggm.estimators.registry import make_estimator
-from dpggm.estimators.regression import AdaSSP, PrivateLinearRegression
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dpggm._lazy import lazy_exports
+
+# Name -> module; imported on first use (see dpggm._lazy) so that start-up stays fast.
+_EXPORTS = {
+    "AdaptiveCovariance": "dpggm.estimators.baselines",
+    "DiagonalCovariance": "dpggm.estimators.baselines",
+    "SeparateCovariance": "dpggm.estimators.baselines",
+    "SSPCovariance": "dpggm.estimators.baselines",
+    "PrivateCovariance": "dpggm.estimators.covariance",
+    "SCIO": "dpggm.estimators.graph_baselines",
+    "NeighborhoodSelection": "dpggm.estimators.graph_baselines",
+    "NoisyGraphicalLasso": "dpggm.estimators.noisy_glasso",
+    "PACECovariance": "dpggm.estimators.pace",
+    "GraphicalLasso": "dpggm.estimators.precision",
+    "OutputPerturbationPrecision": "dpggm.estimators.precision",
+    "RidgePrecision": "dpggm.estimators.precision",
+    "ThresholdedCovariance": "dpggm.estimators.precision",
+    "make_estimator": "dpggm.estimators.registry",
+    "AdaSSP": "dpggm.estimators.regression",
+    "PrivateLinearRegression": "dpggm.estimators.regression",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.estimators.baselines import (
+        AdaptiveCovariance,
+        DiagonalCovariance,
+        SeparateCovariance,
+        SSPCovariance,
+    )
+    from dpggm.estimators.covariance import (
+        PrivateCovariance,
+    )
+    from dpggm.estimators.graph_baselines import (
+        SCIO,
+        NeighborhoodSelection,
+    )
+    from dpggm.estimators.noisy_glasso import (
+        NoisyGraphicalLasso,
+    )
+    from dpggm.estimators.pace import (
+        PACECovariance,
+    )
+    from dpggm.estimators.precision import (
+        GraphicalLasso,
+        OutputPerturbationPrecision,
+        RidgePrecision,
+        ThresholdedCovariance,
+    )
+    from dpggm.estimators.registry import (
+        make_estimator,
+    )
+    from dpggm.estimators.regression import (
+        AdaSSP,
+        PrivateLinearRegression,
+    )
 
 __all__ = [
     "SCIO",

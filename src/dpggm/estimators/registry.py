@@ -2,69 +2,57 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from dpggm.estimators.baselines import (
-    AdaptiveCovariance,
-    DiagonalCovariance,
-    SeparateCovariance,
-    SSPCovariance,
-)
-from dpggm.estimators.covariance import PrivateCovariance
-from dpggm.estimators.pace import PACECovariance
-from dpggm.estimators.precision import (
-    GraphicalLasso,
-    OutputPerturbationPrecision,
-    RidgePrecision,
-    ThresholdedCovariance,
-)
-
 __all__ = ["METHODS", "make_estimator", "register_method"]
 
-_FACTORIES: dict[str, tuple[Callable[..., Any], dict[str, Any], frozenset[str]]] = {}
+_FACTORIES: dict[str, tuple[Callable[..., Any] | str, dict[str, Any], frozenset[str]]] = {}
 
 
 def register_method(
-    name: str, factory: Callable[..., Any], *, fixed: dict[str, Any] | None = None,
+    name: str, factory: Callable[..., Any] | str, *, fixed: dict[str, Any] | None = None,
     options: tuple[str, ...] = (),
 ) -> None:
     """Make ``factory`` available as method ``name``; ``fixed`` parameters are preset and
-    ``options`` lists the method-specific parameters it accepts."""
+    ``options`` lists the method-specific parameters it accepts. ``factory`` may be given
+    as ``"module:attribute"``, imported only when the method is built (so that listing the
+    methods, e.g. in ``dpggm --help``, imports no estimator)."""
     _FACTORIES[name] = (factory, dict(fixed or {}), frozenset(options))
 
 
 _COMMON = ("budget", "bounds", "neighbors", "random_state")
 
-register_method("ssp", PrivateCovariance, fixed={"mechanism": "gaussian"})
-register_method("laplace", PrivateCovariance, fixed={"mechanism": "laplace"})
-register_method("sulq", PrivateCovariance, fixed={"mechanism": "sulq"})
-register_method("wishart", PrivateCovariance, fixed={"mechanism": "wishart"})
+register_method("ssp", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "gaussian"})
+register_method("laplace", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "laplace"})
+register_method("sulq", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "sulq"})
+register_method("wishart", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "wishart"})
 register_method(
-    "wishart-pure", PrivateCovariance, fixed={"mechanism": "wishart-pure"},
+    "wishart-pure", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "wishart-pure"},
     options=("allow_invalid",),
 )
 
 _PERTURBATION_OPTIONS = ("mechanism", "calibration", "center", "allow_invalid")
-register_method("ridge", RidgePrecision, options=("ridge",) + _PERTURBATION_OPTIONS)
+register_method("ridge", "dpggm.estimators.precision:RidgePrecision", options=("ridge",) + _PERTURBATION_OPTIONS)
 register_method(
-    "glasso", GraphicalLasso,
+    "glasso", "dpggm.estimators.precision:GraphicalLasso",
     options=("alpha", "solver", "penalize_diagonal") + _PERTURBATION_OPTIONS,
 )
-register_method("threshold", ThresholdedCovariance, options=("gamma",) + _PERTURBATION_OPTIONS)
+register_method("threshold", "dpggm.estimators.precision:ThresholdedCovariance", options=("gamma",) + _PERTURBATION_OPTIONS)
 register_method(
-    "output-perturbation", OutputPerturbationPrecision,
+    "output-perturbation", "dpggm.estimators.precision:OutputPerturbationPrecision",
     options=("alpha", "solver", "allow_invalid"),
 )
-register_method("pace", PACECovariance, options=(
+register_method("pace", "dpggm.estimators.pace:PACECovariance", options=(
     "diag_fraction", "select_fraction", "max_rounds", "reconstruction", "progress",
     "entry_sensitivity",
 ))
 
-register_method("ssp-zcdp", SSPCovariance, options=("center", "psd"))
-register_method("diagonal", DiagonalCovariance, options=("center",))
-register_method("separate", SeparateCovariance, options=("center", "eigenvector_fraction"))
-register_method("adaptive", AdaptiveCovariance, options=(
+register_method("ssp-zcdp", "dpggm.estimators.baselines:SSPCovariance", options=("center", "psd"))
+register_method("diagonal", "dpggm.estimators.baselines:DiagonalCovariance", options=("center",))
+register_method("separate", "dpggm.estimators.baselines:SeparateCovariance", options=("center", "eigenvector_fraction"))
+register_method("adaptive", "dpggm.estimators.baselines:AdaptiveCovariance", options=(
     "center", "trace_fraction", "radius_fraction", "failure_probability", "n_radii",
 ))
 
@@ -82,6 +70,9 @@ def make_estimator(method: str, **params: Any) -> Any:
     if method not in _FACTORIES:
         raise ValueError(f"method must be one of {sorted(_FACTORIES)}; got {method!r}")
     factory, fixed, options = _FACTORIES[method]
+    if isinstance(factory, str):
+        module, _, attribute = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attribute)
     unexpected = sorted(set(params) - set(_COMMON) - options)
     if unexpected:
         raise ValueError(

@@ -45,6 +45,7 @@ __all__ = [
     "mean_and_standard_error",
     "no_solution",
     "repetition_rng",
+    "report_progress",
     "write_csv",
     "write_figure",
 ]
@@ -81,6 +82,25 @@ def _key_to_int(key: Any) -> int:
     return zlib.crc32(repr(key).encode("utf-8"))
 
 
+_PROGRESS: list[Callable[[], None]] = []
+
+
+class report_progress:
+    """Within ``with report_progress(callback):``, ``callback()`` is called at every
+    :func:`repetition_rng` draw -- once per repetition of a cell and stream -- so that a
+    caller (the command line) can show that a long experiment is advancing."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+
+    def __enter__(self) -> report_progress:
+        _PROGRESS.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _PROGRESS.remove(self._callback)
+
+
 def repetition_rng(random_state: int, *keys: Any) -> np.random.Generator:
     """The generator of one repetition of one experimental cell.
 
@@ -98,6 +118,8 @@ def repetition_rng(random_state: int, *keys: Any) -> np.random.Generator:
     numpy.random.Generator
     """
     seed = check_random_seed(random_state)
+    for callback in _PROGRESS:
+        callback()
     sequence = np.random.SeedSequence(entropy=seed, spawn_key=tuple(_key_to_int(k) for k in keys))
     return np.random.Generator(np.random.PCG64(sequence))
 

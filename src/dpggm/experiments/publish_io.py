@@ -49,6 +49,10 @@ def _write_text_atomic(path: Path, text: str, *, overwrite: bool) -> Path:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
+        # mkstemp makes the file owner-only; a release gets the ordinary (umask) mode.
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):

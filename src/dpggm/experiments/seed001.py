@@ -69,6 +69,7 @@ from dpggm.experiments._common import (
     no_solution,
     repetition_rng,
     write_csv,
+    write_figure,
 )
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.metrics.matrix import relative_error
@@ -103,6 +104,7 @@ _OUTPUT_NAMES = (
     "seed001_table1_pure_dp.csv",
     "seed001_table2_approx_dp.csv",
     "seed001_ordering.csv",
+    "seed001_errors.png",
 )
 
 
@@ -428,4 +430,28 @@ def run_seed001(
             ("errors", "table1_pure_dp", "table2_approx_dp", "ordering"), _OUTPUT_NAMES
         ):
             write_csv(result[key], directory / name, overwrite=overwrite)
+        write_figure(_figure(errors), directory / "seed001_errors.png", overwrite=overwrite)
     return result
+
+
+def _figure(errors: pd.DataFrame) -> Any:
+    """Relative Frobenius error against epsilon, one panel per privacy family, one line per
+    method and post-processing (averaged over the other settings)."""
+    # A bare Figure renders with Agg when saved and leaves pyplot's global state alone.
+    from matplotlib.figure import Figure
+
+    families = list(dict.fromkeys(errors["family"]))
+    figure = Figure(figsize=(6 * max(len(families), 1), 4.5))
+    axes = figure.subplots(1, max(len(families), 1), squeeze=False)[0]
+    for axis, family in zip(axes, families):
+        subset = errors[(errors["family"] == family) & np.isfinite(errors["rel_fro_mean"])]
+        for (method, post), group in subset.groupby(["method", "postprocessing"], sort=False):
+            line = group.groupby("epsilon")["rel_fro_mean"].mean().sort_index()
+            axis.plot(line.index, line.to_numpy(), marker="o", label=f"{method} ({post})")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("epsilon")
+        axis.set_ylabel("relative Frobenius error")
+        axis.set_title(str(family))
+        axis.legend(fontsize=7)
+    return figure

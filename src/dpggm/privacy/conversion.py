@@ -20,7 +20,12 @@ import functools
 import math
 
 import numpy as np
-from scipy import optimize, special
+
+from dpggm._lazy import LazyModule
+
+# SciPy is imported on first use: the command line's budget commands need no root finding.
+optimize = LazyModule("scipy.optimize")
+special = LazyModule("scipy.special")
 
 __all__ = [
     "gdp_delta",

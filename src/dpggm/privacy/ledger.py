@@ -19,7 +19,23 @@ Exactness
 Reported values
     :meth:`Ledger.remaining` is rounded *down* to floats (spending exactly ``remaining``
     always succeeds) and :meth:`Ledger.spent` is rounded *up* (the reported loss is never
-    understated); the exact values are available from :meth:`Ledger.exact_spent`.
+    understated); the exact values are available from :meth:`Ledger.exact_spent`. The
+    check, the exact sum and the rounding are those of
+    :class:`~dpggm.privacy.accountant.PrivacyAccountant` (one core,
+    :func:`~dpggm.privacy.accountant.charge`).
+
+What is charged
+    A release is charged at ``privacy_.budget`` -- what it guarantees, which may be a zCDP
+    budget even when a pure-DP or GDP total was asked for -- and only when its validity is
+    ``"valid"``: ``Ledger.spend(dataset, estimator.privacy_)``. Every dataset stores the
+    neighbouring relation its total is declared for (``"replace"`` by default), and a
+    spend under the other relation is refused: the two are not comparable units.
+
+Schema versions
+    Version 2 added the neighbouring relation. A version-1 file is refused with a message
+    until it is migrated explicitly (:meth:`Ledger.migrate`, ``dpggm budget migrate``):
+    the user states under which relation the old spends were made, and the migration is
+    recorded in the file's notes. Nothing is assumed silently.
 
 Concurrency
     Every spend runs in a ``BEGIN IMMEDIATE`` transaction: the write lock is taken before
@@ -68,7 +84,14 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any, NoReturn, TypeVar
 
-from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError
+from dpggm.exceptions import IncompatibleBudgetError
+from dpggm.privacy.accountant import (
+    charge,
+    check_neighbors,
+    guarantee_budget,
+    reported_remaining,
+    reported_spent,
+)
 from dpggm.privacy.budgets import (
     GDP,
     ZCDP,
@@ -76,20 +99,21 @@ from dpggm.privacy.budgets import (
     Budget,
     NonPrivate,
     PureDP,
-    budget_from_cost,
     exact_cost,
 )
+from dpggm.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "Ledger",
     "LedgerFormatError",
+    "LedgerSink",
     "LedgerIntegrityError",
     "SpendRecord",
     "UnknownDatasetError",
 ]
 
 APPLICATION = "dpggm-privacy-ledger"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Stored in the SQLite header (bytes 68-71) so that tools such as `file` can recognise
 # the format: ASCII "DPGL".
 APPLICATION_ID = 0x4450474C
@@ -112,7 +136,12 @@ CREATE TABLE datasets (
     spent_cost TEXT NOT NULL,
     spend_count INTEGER NOT NULL CHECK (spend_count >= 0),
     description TEXT NOT NULL,
-    declared_utc TEXT NOT NULL
+    declared_utc TEXT NOT NULL,
+    neighbors TEXT NOT NULL DEFAULT 'replace' CHECK (neighbors IN ('replace', 'add-remove'))
+);
+CREATE TABLE ledger_notes (
+    time_utc TEXT NOT NULL,
+    note TEXT NOT NULL
 );
 CREATE TABLE spends (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -133,7 +162,8 @@ CREATE TRIGGER spends_no_delete BEFORE DELETE ON spends
 BEGIN SELECT RAISE(ABORT, 'the spends of a privacy ledger are append-only'); END;
 CREATE TRIGGER datasets_no_delete BEFORE DELETE ON datasets
 BEGIN SELECT RAISE(ABORT, 'a declared dataset cannot be removed from a privacy ledger'); END;
-CREATE TRIGGER datasets_total_fixed BEFORE UPDATE OF name, notion, total_json ON datasets
+CREATE TRIGGER datasets_total_fixed BEFORE UPDATE OF name, notion, total_json, neighbors
+ON datasets
 BEGIN SELECT RAISE(ABORT, 'the total of a declared dataset cannot be changed'); END;
 PRAGMA application_id = {APPLICATION_ID};
 """
@@ -199,6 +229,7 @@ class SpendRecord:
 class _DatasetState:
     name: str
     total: Budget
+    neighbors: str
     limit: tuple[Fraction, ...]
     spent: tuple[Fraction, ...]
     count: int
@@ -549,6 +580,13 @@ class Ledger:
                 f"{self._path!r} is not a dpggm privacy ledger (ledger_schema holds {rows!r})"
             )
         version = rows[0][1]
+        if version == 1:
+            raise LedgerFormatError(
+                f"the ledger {self._path!r} has schema version 1, which does not record the "
+                "neighbouring relation of each total; migrate it once with `dpggm budget "
+                "migrate LEDGER --neighbors replace` (or add-remove: the relation its spends "
+                "were made under), or Ledger.migrate(path, neighbors=...)"
+            )
         if version != SCHEMA_VERSION:
             raise LedgerFormatError(
                 f"the ledger {self._path!r} has schema version {version!r}; this version of "
@@ -559,6 +597,14 @@ class Ledger:
         exists = os.path.exists(self._path)
         if not exists and not create:
             raise FileNotFoundError(f"no ledger file at {self._path!r} (and create=False)")
+        if exists and os.path.isfile(self._path) and os.path.getsize(self._path) > 0:
+            # SQLite treats a file shorter than its header as an empty database and would
+            # write a ledger over it: check the magic string first.
+            with open(self._path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    raise LedgerFormatError(
+                        f"{self._path!r} is not a dpggm privacy ledger (not an SQLite database)"
+                    )
 
         def table_names(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -598,12 +644,12 @@ class Ledger:
 
     def _state(self, conn: sqlite3.Connection, dataset: str) -> _DatasetState:
         row = conn.execute(
-            "SELECT total_json, spent_cost, spend_count FROM datasets WHERE name = ?",
+            "SELECT total_json, spent_cost, spend_count, neighbors FROM datasets WHERE name = ?",
             (dataset,),
         ).fetchone()
         if row is None:
             raise self._unknown(conn, dataset)
-        total_json, spent_text, count = row
+        total_json, spent_text, count, neighbors = row
         try:
             total = _budget_from_json(total_json)
         except (ValueError, TypeError, KeyError) as exc:
@@ -638,11 +684,18 @@ class Ledger:
             raise LedgerIntegrityError(
                 f"dataset {dataset!r} has spent more than its declared total {total}"
             )
-        return _DatasetState(dataset, total, limit, spent, count, spent_text)
+        return _DatasetState(dataset, total, neighbors, limit, spent, count, spent_text)
 
     # ------------------------------------------------------------------ public API
 
-    def declare(self, dataset: str, total: Budget, *, description: str = "") -> bool:
+    def declare(
+        self,
+        dataset: str,
+        total: Budget,
+        *,
+        description: str = "",
+        neighbors: str = "replace",
+    ) -> bool:
         """Declare the total privacy budget of ``dataset``.
 
         Parameters
@@ -654,19 +707,23 @@ class Ledger:
             Spends of other notions are converted into this notion where that is sound.
         description : str, default ""
             Free text stored with the declaration.
+        neighbors : {"replace", "add-remove"}, default "replace"
+            The neighbouring relation the total is stated for; spends under the other
+            relation are refused.
 
         Returns
         -------
         bool
             True if the dataset was declared now; False if it already had exactly this
-            total (re-declaring is then a no-op and ``description`` is not changed, so
-            every process of a job may declare before spending).
+            total and relation (re-declaring is then a no-op and ``description`` is not
+            changed, so every process of a job may declare before spending).
 
         Raises
         ------
         ValueError
-            The dataset was already declared with a different total: a declared total is
-            permanent, since raising it would invalidate the guarantee of past releases.
+            The dataset was already declared with a different total or relation: a
+            declared total is permanent, since raising it would invalidate the guarantee
+            of past releases.
 
         Notes
         -----
@@ -674,52 +731,86 @@ class Ledger:
         """
         name = _check_dataset(dataset)
         total = _check_budget(total, name="total")
+        relation = check_neighbors(neighbors)
         if not isinstance(description, str):
             raise TypeError(f"description must be a string; got {type(description).__name__}")
         total_json = _budget_to_json(total)
         zero = _encode_cost(tuple(Fraction(0) for _ in exact_cost(total, type(total))))
 
         def work(conn: sqlite3.Connection) -> bool:
-            row = conn.execute("SELECT total_json FROM datasets WHERE name = ?", (name,)).fetchone()
+            row = conn.execute(
+                "SELECT total_json, neighbors FROM datasets WHERE name = ?", (name,)
+            ).fetchone()
             if row is not None:
                 existing = _budget_from_json(row[0])
-                if type(existing) is type(total) and existing == total:
+                if type(existing) is type(total) and existing == total and row[1] == relation:
                     return False
                 raise ValueError(
-                    f"dataset {name!r} is already declared with total {existing}; it cannot "
-                    f"be re-declared with total {total}"
+                    f"dataset {name!r} is already declared with total {existing} for "
+                    f"{row[1]!r} neighbours; it cannot be re-declared with total {total} for "
+                    f"{relation!r} neighbours"
                 )
             conn.execute(
                 "INSERT INTO datasets (name, notion, total_json, spent_cost, spend_count, "
-                "description, declared_utc) VALUES (?, ?, ?, ?, 0, ?, ?)",
-                (name, total.notion, total_json, zero, description, _utc_now()),
+                "description, declared_utc, neighbors) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+                (name, total.notion, total_json, zero, description, _utc_now(), relation),
             )
             return True
 
         return self._transact(work, write=True)
 
+    def _amount(
+        self, dataset: str, spend: Budget | PrivacyGuarantee, neighbors: str | None
+    ) -> tuple[Budget, str | None]:
+        """The budget to charge and the relation it is stated under (None: unstated)."""
+        if isinstance(spend, PrivacyGuarantee):
+            if neighbors is not None and neighbors != spend.neighbors:
+                raise ValueError(
+                    f"neighbors={neighbors!r} contradicts the guarantee's {spend.neighbors!r}"
+                )
+            # The relation is checked against the stored one inside the transaction.
+            budget = guarantee_budget(spend, neighbors=None, what=f"dataset {dataset!r}")
+            return budget, spend.neighbors
+        budget = _check_budget(spend, name="budget", dataset=dataset)
+        return budget, None if neighbors is None else check_neighbors(neighbors)
+
+    @staticmethod
+    def _check_relation(state: _DatasetState, relation: str | None) -> None:
+        if relation is not None and relation != state.neighbors:
+            raise IncompatibleBudgetError(
+                f"dataset {state.name!r}: its total is declared for {state.neighbors!r} "
+                f"neighbours; a spend under {relation!r} neighbours cannot be added to it"
+            )
+
     def spend(
         self,
         dataset: str,
-        budget: Budget,
+        budget: Budget | PrivacyGuarantee,
         *,
-        mechanism: str,
+        mechanism: str | None = None,
         details: dict[str, Any] | None = None,
+        neighbors: str | None = None,
     ) -> SpendRecord:
-        """Charge ``budget`` to ``dataset`` if it fits, atomically across processes.
+        """Charge a spend to ``dataset`` if it fits, atomically across processes.
 
         Parameters
         ----------
         dataset : str
             A declared dataset.
-        budget : Budget
-            What the mechanism costs. It is converted exactly into the notion of the
+        budget : PrivacyGuarantee or Budget
+            Preferably the release's guarantee (``estimator.privacy_``): it is charged at
+            its ``budget``, refused unless its validity is ``"valid"``, and refused if its
+            relation differs from the dataset's. A bare budget is what a mechanism costs;
+            it is taken as stated under ``neighbors`` (default: the dataset's relation --
+            the caller vouches for it). Either is converted exactly into the notion of the
             dataset's total (pure ``epsilon``-DP counts ``epsilon**2 / 2`` against a zCDP
             total; ``mu``-GDP counts ``mu**2 / 2``).
-        mechanism : str
-            Name of what runs.
+        mechanism : str, optional
+            Name of what ran; required with a bare budget, defaults to the guarantee's.
         details : dict, optional
             JSON-serialisable details stored with the record.
+        neighbors : {"replace", "add-remove"}, optional
+            The relation of a bare budget.
 
         Returns
         -------
@@ -732,8 +823,11 @@ class Ledger:
             The exact sum of the spends would exceed the exact total; nothing is recorded.
             A spend that brings the sum exactly to the total succeeds.
         IncompatibleBudgetError
-            ``budget`` cannot be soundly accounted in the total's notion, or is
-            :class:`~dpggm.privacy.budgets.NonPrivate`; nothing is recorded.
+            The spend cannot be soundly accounted in the total's notion, is under another
+            neighbouring relation, or is :class:`~dpggm.privacy.budgets.NonPrivate`;
+            nothing is recorded.
+        InvalidGuaranteeError
+            The guarantee's validity is not ``"valid"``; nothing is recorded.
         UnknownDatasetError
             ``dataset`` has not been declared.
         TimeoutError
@@ -741,34 +835,29 @@ class Ledger:
 
         Notes
         -----
-        Privacy: this is the budget filter. Call it *before* running the mechanism and
-        run the mechanism only if it returns; a refused spend must not run.
+        Privacy: this is the budget filter. Either spend *before* running the mechanism
+        and run it only if this returns, or (as the command line does) :meth:`check`
+        first, compute the release in memory, spend its guarantee here and make the
+        release visible only if this returns.
         """
         name = _check_dataset(dataset)
-        budget = _check_budget(budget, name="budget", dataset=name)
+        amount, relation = self._amount(name, budget, neighbors)
+        if mechanism is None and isinstance(budget, PrivacyGuarantee):
+            mechanism = budget.mechanism
         if not isinstance(mechanism, str) or not mechanism.strip():
             raise TypeError(f"mechanism must be a non-empty string; got {mechanism!r}")
         details_json = _encode_details(details)
-        budget_json = _budget_to_json(budget)
+        budget_json = _budget_to_json(amount)
         pid = os.getpid()
         host = socket.gethostname()
 
         def work(conn: sqlite3.Connection) -> SpendRecord:
             state = self._state(conn, name)
-            notion = type(state.total)
-            try:
-                cost = exact_cost(budget, notion)
-            except IncompatibleBudgetError as exc:
-                raise IncompatibleBudgetError(f"dataset {name!r}: {exc}") from exc
-            new_spent = tuple(s + c for s, c in zip(state.spent, cost))
-            if any(n > lim for n, lim in zip(new_spent, state.limit)):
-                remaining = budget_from_cost(
-                    notion, tuple(lim - s for lim, s in zip(state.limit, state.spent))
-                )
-                raise BudgetExceededError(
-                    f"spending {budget} on dataset {name!r} for {mechanism!r} would exceed "
-                    f"its total {state.total}: {remaining} remains"
-                )
+            self._check_relation(state, relation)
+            cost, new_spent = charge(
+                state.limit, state.spent, amount, type(state.total),
+                what=f"dataset {name!r} ({mechanism!r})",
+            )
             sequence = state.count + 1
             stamp = _utc_now()
             cost_text = _encode_cost(cost)
@@ -790,7 +879,7 @@ class Ledger:
                 dataset=name,
                 sequence=sequence,
                 mechanism=mechanism,
-                budget=budget,
+                budget=amount,
                 cost=cost,
                 time=datetime.fromisoformat(stamp),
                 details=json.loads(details_json),
@@ -799,6 +888,28 @@ class Ledger:
             )
 
         return self._transact(work, write=True)
+
+    def check(self, dataset: str, budget: Budget, *, neighbors: str | None = None) -> None:
+        """Raise unless ``budget`` (under ``neighbors``, if given) could be charged to
+        ``dataset`` right now; records nothing.
+
+        Advisory, like :meth:`can_spend`: another process may spend in between, so the
+        final :meth:`spend` checks again. Use it to refuse a run before computing anything.
+
+        Raises
+        ------
+        BudgetExceededError, IncompatibleBudgetError, UnknownDatasetError
+            As :meth:`spend` would.
+        """
+        name = _check_dataset(dataset)
+        amount, relation = self._amount(name, budget, neighbors)
+
+        def work(conn: sqlite3.Connection) -> None:
+            state = self._state(conn, name)
+            self._check_relation(state, relation)
+            charge(state.limit, state.spent, amount, type(state.total), what=f"dataset {name!r}")
+
+        self._transact(work, write=False)
 
     def can_spend(self, dataset: str, budget: Budget) -> bool:
         """Whether ``budget`` fits in what ``dataset`` has left right now.
@@ -813,15 +924,85 @@ class Ledger:
         UnknownDatasetError
             ``dataset`` has not been declared.
         """
+        from dpggm.exceptions import BudgetExceededError
+
+        try:
+            self.check(dataset, budget)
+        except BudgetExceededError:
+            return False
+        return True
+
+    def sink(self, dataset: str, *, mechanism: str | None = None,
+             details: dict[str, Any] | None = None) -> LedgerSink:
+        """This ledger bound to ``dataset``, as a :class:`~dpggm.privacy.accountant.SpendSink`."""
+        return LedgerSink(self, _check_dataset(dataset), mechanism, details)
+
+    def neighbors(self, dataset: str) -> str:
+        """The neighbouring relation the total of ``dataset`` is declared for."""
         name = _check_dataset(dataset)
-        budget = _check_budget(budget, name="budget", dataset=name)
+        return self._transact(lambda conn: self._state(conn, name).neighbors, write=False)
+
+    @classmethod
+    def migrate(cls, path: str | os.PathLike[str], *, neighbors: str) -> bool:
+        """Upgrade a schema-version-1 ledger to the current version in place.
+
+        Version 1 did not record the neighbouring relation. The caller states the relation
+        every existing total and spend was made under; it is stored for every dataset and
+        the migration is written to the file's notes. Returns False if the file is already
+        current. The upgrade is one transaction: it happens entirely or not at all.
+
+        Raises
+        ------
+        FileNotFoundError, LedgerFormatError
+            No file, or not a dpggm ledger of version 1 or 2.
+        """
+        relation = check_neighbors(neighbors)
+        raw = os.fspath(path)
+        if not os.path.isfile(raw):
+            raise FileNotFoundError(f"no ledger file at {raw!r}")
+        ledger = cls.__new__(cls)
+        ledger._path = os.path.abspath(raw)
+        ledger._timeout = 30.0
+        ledger._closed = False
 
         def work(conn: sqlite3.Connection) -> bool:
-            state = self._state(conn, name)
-            cost = exact_cost(budget, type(state.total))
-            return all(s + c <= lim for s, c, lim in zip(state.spent, cost, state.limit))
+            try:
+                rows = conn.execute("SELECT application, version FROM ledger_schema").fetchall()
+            except sqlite3.OperationalError as exc:
+                raise LedgerFormatError(f"{raw!r} is not a dpggm privacy ledger") from exc
+            if len(rows) != 1 or rows[0][0] != APPLICATION:
+                raise LedgerFormatError(f"{raw!r} is not a dpggm privacy ledger")
+            if rows[0][1] == SCHEMA_VERSION:
+                return False
+            if rows[0][1] != 1:
+                raise LedgerFormatError(
+                    f"{raw!r} has schema version {rows[0][1]!r}; only version 1 can be migrated"
+                )
+            conn.execute(
+                "ALTER TABLE datasets ADD COLUMN neighbors TEXT NOT NULL DEFAULT 'replace' "
+                "CHECK (neighbors IN ('replace', 'add-remove'))"
+            )
+            conn.execute("UPDATE datasets SET neighbors = ?", (relation,))
+            conn.execute("DROP TRIGGER datasets_total_fixed")
+            for statement in _split_sql(_SCHEMA):
+                if "datasets_total_fixed" in statement or "CREATE TABLE ledger_notes" in statement:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO ledger_notes (time_utc, note) VALUES (?, ?)",
+                (_utc_now(), f"migrated from schema version 1 to {SCHEMA_VERSION}; every "
+                 f"existing total and spend stated by the user as under {relation!r} neighbours"),
+            )
+            conn.execute("UPDATE ledger_schema SET version = ?", (SCHEMA_VERSION,))
+            return True
 
-        return self._transact(work, write=False)
+        return ledger._transact(work, write=True, check_schema=False)
+
+    def notes(self) -> list[tuple[str, str]]:
+        """The file's notes (e.g. migrations), as ``(time_utc, text)``, oldest first."""
+        return self._transact(
+            lambda conn: list(conn.execute("SELECT time_utc, note FROM ledger_notes ORDER BY rowid")),
+            write=False,
+        )
 
     def total(self, dataset: str) -> Budget:
         """The declared total of ``dataset``."""
@@ -841,7 +1022,7 @@ class Ledger:
 
         def work(conn: sqlite3.Connection) -> Budget:
             state = self._state(conn, name)
-            return budget_from_cost(type(state.total), state.spent, rounding="up")
+            return reported_spent(type(state.total), state.spent)
 
         return self._transact(work, write=False)
 
@@ -852,9 +1033,7 @@ class Ledger:
 
         def work(conn: sqlite3.Connection) -> Budget:
             state = self._state(conn, name)
-            return budget_from_cost(
-                type(state.total), tuple(lim - s for lim, s in zip(state.limit, state.spent))
-            )
+            return reported_remaining(type(state.total), state.limit, state.spent)
 
         return self._transact(work, write=False)
 
@@ -928,6 +1107,30 @@ class Ledger:
                 self._state(conn, name)
 
         self._transact(work, write=False)
+
+
+class LedgerSink:
+    """A :class:`Ledger` bound to one dataset: a :class:`~dpggm.privacy.accountant.SpendSink`."""
+
+    def __init__(self, ledger: Ledger, dataset: str, mechanism: str | None,
+                 details: dict[str, Any] | None) -> None:
+        self.ledger = ledger
+        self.dataset = dataset
+        self.mechanism = mechanism
+        self.details = details
+
+    def check(self, budget: Budget, *, neighbors: str | None = None) -> None:
+        """Raise unless ``budget`` could be charged now (records nothing)."""
+        self.ledger.check(self.dataset, budget, neighbors=neighbors)
+
+    def spend(self, guarantee: PrivacyGuarantee) -> SpendRecord:
+        """Charge what ``guarantee`` states, atomically, or raise and record nothing."""
+        return self.ledger.spend(
+            self.dataset, guarantee, mechanism=self.mechanism, details=self.details
+        )
+
+    def __repr__(self) -> str:
+        return f"LedgerSink({self.ledger!r}, {self.dataset!r})"
 
 
 def _split_sql(script: str) -> list[str]:

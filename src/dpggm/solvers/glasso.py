@@ -55,7 +55,7 @@ without bound, and meeting one raises :class:`~dpggm.exceptions.NumericalError` 
 solution").
 
 Dense linear algebra runs with single-threaded BLAS for ``p >= 64`` (see
-``_single_threaded_blas``).
+``dpggm.solvers.toolkit.single_threaded_blas``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ import numpy as np
 from scipy import linalg
 
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
-from dpggm.solvers._glasso_kernels import cd_sweep
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import (
     check_penalty,
@@ -90,6 +89,15 @@ _INNER_TOL_FRACTION = 0.1
 _MAX_INNER_PASSES = 100_000
 # Sweeps allowed between two duality-gap evaluations (each costs two Cholesky factorisations).
 _MAX_SWEEPS_BETWEEN_GAPS = 10
+
+
+def _cd_sweep():
+    # numba is imported (and its kernels loaded from cache or compiled) on the first
+    # coordinate-descent solve, not when dpggm is imported: ADMM and every caller that
+    # never solves pay nothing.
+    from dpggm.solvers._glasso_kernels import cd_sweep
+
+    return cd_sweep
 
 
 @dataclass
@@ -280,7 +288,7 @@ def _cd_block(
     iterations = iterations_done
     best: _BlockState | None = None
     while True:
-        change, failed_at, _ = cd_sweep(S, W, B, alpha, inner_tol, _MAX_INNER_PASSES)
+        change, failed_at, _ = _cd_sweep()(S, W, B, alpha, inner_tol, _MAX_INNER_PASSES)
         iterations += 1
         sweeps_since_check += 1
         if failed_at >= 0 or not math.isfinite(change):

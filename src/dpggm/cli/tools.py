@@ -1,0 +1,255 @@
+"""``dpggm solve | demo | publish | recover | example-data``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dpggm.cli._common import (
+    DeltaOpt,
+    EpsilonOpt,
+    MuOpt,
+    UserError,
+    console,
+    guard,
+    load_bounds,
+    parse_seed,
+    summarised_warnings,
+)
+
+__all__ = ["demo", "example_data", "publish", "recover", "solve"]
+
+
+def _input_file(path: Path, what: str) -> None:
+    if path.is_dir():
+        raise UserError(f"{path} is a directory; give the {what}")
+    if not path.exists():
+        raise UserError(f"no such file: {path}")
+
+
+@guard
+def solve(
+    matrix: Annotated[Path, typer.Argument(help="covariance matrix as .npy (or .csv without header)")],
+    alpha: Annotated[float, typer.Option(help="graphical-lasso penalty")],
+    solver: Annotated[str, typer.Option(help="auto, cd or admm")] = "auto",
+    penalize_diagonal: Annotated[bool, typer.Option(
+        "--penalize-diagonal", help="penalise the diagonal too")] = False,
+    tol: Annotated[float, typer.Option(help="duality-gap tolerance")] = 1e-8,
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-solve"),
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace an existing output directory")] = False,
+) -> None:
+    """Run the graphical lasso on a matrix (non-private post-processing: no budget)."""
+    import numpy as np
+
+    from dpggm.cli.estimate import edge_list_csv
+    from dpggm.cli.output import StagedOutput
+    from dpggm.solvers.glasso import graphical_lasso
+
+    _input_file(matrix, "matrix file (.npy, or .csv without header)")
+    S = np.load(matrix) if matrix.suffix == ".npy" else np.loadtxt(matrix, delimiter=",", ndmin=2)
+    staged = StagedOutput(out, overwrite=overwrite)
+    try:
+        with summarised_warnings():
+            result = graphical_lasso(S, alpha, method=solver,
+                                     penalize_diagonal=penalize_diagonal, tol=tol)
+        names = [f"x{j}" for j in range(S.shape[0])]
+        staged.npy("precision.npy", result.estimate)
+        staged.npy("covariance.npy", result.covariance)
+        staged.text("edges.csv", edge_list_csv(result.estimate, names))
+        staged.json("result.json", {
+            "alpha": alpha, "method": result.extra.get("method"),
+            "iterations": result.iterations, "converged": result.converged,
+            "objective": result.objective, "duality_gap": result.extra.get("duality_gap"),
+            "privacy": "post-processing of the input matrix; no budget spent",
+        })
+        staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
+    console.print(f"graphical lasso ({result.extra.get('method')}): {result.iterations} "
+                  f"iterations, objective {result.objective:.10g}, duality gap "
+                  f"{result.extra.get('duality_gap'):.3g}", markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+
+
+@guard
+def demo(seed: Annotated[int, typer.Option(help="random seed")] = 0) -> None:
+    """Run a short demonstration on built-in data (breast-cancer features)."""
+    from dpggm.experiments.demo import run_demo
+
+    with summarised_warnings():
+        run_demo(console=console, random_state=seed)
+
+
+def _check_out_file(out: Path, overwrite: bool) -> None:
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory; give the name of the CSV file to write")
+    for path in (out, out.with_suffix(".json")):
+        if path.exists() and not overwrite:
+            raise UserError(f"{path} exists; choose another --out or pass --overwrite")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"--out {out}: directory {parent} does not exist")
+    from dpggm.cli.output import check_writable_dir
+
+    check_writable_dir(parent)
+
+
+@guard
+def publish(
+    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    out: Annotated[Path, typer.Option(
+        help="where to write the noisy CSV (metadata goes beside it as .json)")],
+    bound: Annotated[str, typer.Option(
+        help="declared bound: l2:B (row norm), box:B, or box:per-column with --bound-file")] = "",
+    bound_file: Annotated[Path | None, typer.Option(help="CSV of per-column box bounds")] = None,
+    sigma: Annotated[float | None, typer.Option(help="noise standard deviation")] = None,
+    mu: MuOpt = None,
+    epsilon: EpsilonOpt = None,
+    delta: DeltaOpt = None,
+    snr_db: Annotated[float | None, typer.Option(
+        help="signal-to-noise ratio in dB (uses the data's power: data-dependent)")] = None,
+    discrete: Annotated[bool, typer.Option(
+        "--discrete", help="exact discrete Gaussian noise for integer data")] = False,
+    grid: Annotated[float | None, typer.Option(
+        help="with --discrete: noise on the lattice grid*Z")] = None,
+    neighbors: Annotated[str, typer.Option(help="replace or add-remove")] = "replace",
+    seed: Annotated[str | None, typer.Option(
+        help="random seed (integer: an experiment, not a release) or 'secure'")] = "secure",
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace existing output files")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the guarantee as JSON")] = False,
+) -> None:
+    """Publish a noisy copy of DATA once (seed 002); data users recover graphs from it."""
+    from dpggm.experiments.publish_io import publish_csv
+
+    bounds = load_bounds(bound, bound_file)
+    random_state: Any = parse_seed(seed)
+    _input_file(data, "CSV file of records")
+    _check_out_file(out, overwrite)
+    release = publish_csv(
+        data, out, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
+        snr_db=snr_db, discrete=discrete, grid=grid, neighbors=neighbors,
+        random_state=random_state, overwrite=overwrite,
+    )
+    if as_json:
+        console.print_json(release.privacy_.to_json())
+    else:
+        console.print(release.privacy_.summary(), markup=False)
+        console.print(f"wrote {out} and {out.with_suffix('.json')}", markup=False)
+
+
+@guard
+def recover(
+    noisy: Annotated[Path, typer.Argument(help="a noisy CSV written by 'dpggm publish'")],
+    sigma: Annotated[float | None, typer.Option(
+        help="the release's noise sigma (read from its metadata when present)")] = None,
+    metadata: Annotated[Path | None, typer.Option(
+        help="release metadata JSON (default: NOISY with .json)")] = None,
+    alpha: Annotated[str, typer.Option(help="penalty, or 'cv' for cross-validation")] = "cv",
+    selection: Annotated[str, typer.Option(help="cv rule: drop or min-mse")] = "drop",
+    solver: Annotated[str, typer.Option(help="auto, cd or admm")] = "auto",
+    penalize_diagonal: Annotated[bool, typer.Option(
+        "--penalize-diagonal",
+        help="penalise the diagonal too (needed when the noise swamps a column)")] = False,
+    truth: Annotated[Path | None, typer.Option(
+        help="CSV of true edges (source,target) for an AUC")] = None,
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-recover"),
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace existing output files")] = False,
+) -> None:
+    """Recover the Gaussian graphical model from a noisy release (post-processing)."""
+    import numpy as np
+
+    from dpggm.cli.output import OutputDir
+    from dpggm.experiments.publish_io import (
+        RECOVERY_OUTPUT_NAMES,
+        default_metadata_path,
+        recover_from_csv,
+    )
+
+    if alpha == "cv":
+        alpha_value: Any = "cv"
+    else:
+        try:
+            alpha_value = float(alpha)
+        except ValueError:
+            raise UserError(f"--alpha must be a number or 'cv'; got {alpha!r}") from None
+    _input_file(noisy, "noisy CSV written by 'dpggm publish'")
+    if truth is not None:
+        _input_file(truth, "CSV of true edges (source,target)")
+    meta = metadata if metadata is not None else default_metadata_path(noisy)
+    outdir = OutputDir(out, overwrite=overwrite)
+    outdir.check([*RECOVERY_OUTPUT_NAMES, "auc.json"])
+    with summarised_warnings():
+        estimator = recover_from_csv(
+            noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
+            alpha=alpha_value, selection=selection, solver=solver,
+            penalize_diagonal=penalize_diagonal, out_dir=out,
+            overwrite=overwrite,
+        )
+    auc = None
+    if truth is not None:
+        auc = _truth_auc(estimator, truth)
+        outdir.json("auc.json", {"auc": auc, "truth": str(truth)})
+    edges = int((np.triu(estimator.precision_, 1) != 0).sum())
+    console.print(f"alpha = {estimator.alpha_:.4g}; {edges} edges", markup=False)
+    if auc is not None:
+        console.print(f"edge-recovery AUC against {truth}: {auc:.4f}", markup=False)
+    console.print(f"wrote {out}", markup=False)
+
+
+def _truth_auc(estimator: Any, truth: Path) -> float:
+    """AUC of |precision| as edge scores against an edge list with column names."""
+    import numpy as np
+    import pandas as pd
+
+    from dpggm.metrics.graph import edge_auc
+
+    names = [str(c) for c in estimator.feature_names_in_]
+    index = {name: i for i, name in enumerate(names)}
+    edges = pd.read_csv(truth)
+    if edges.shape[1] < 2:
+        raise UserError(f"{truth} must have two columns (source,target)")
+    adjacency = np.zeros((len(names), len(names)), dtype=bool)
+    for a, b in edges.iloc[:, :2].astype(str).itertuples(index=False):
+        if a not in index or b not in index:
+            raise UserError(f"edge ({a}, {b}) in {truth} names a column not in the data")
+        adjacency[index[a], index[b]] = adjacency[index[b], index[a]] = True
+    return float(edge_auc(np.abs(estimator.precision_), adjacency))
+
+
+@guard
+def example_data(
+    path: Annotated[Path, typer.Argument(help="CSV file to write")],
+    rows: Annotated[int, typer.Option(help="number of records")] = 2000,
+    seed: Annotated[int, typer.Option(help="random seed of the synthetic records")] = 0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace the file")] = False,
+) -> None:
+    """Write a synthetic example data set (a CSV with a header) to try the commands on.
+
+    The records are made up: six clinical-style measurements (age, systolic and diastolic
+    blood pressure, cholesterol, BMI, glucose) drawn from a Gaussian graphical model with
+    a chain of dependencies, standardised by public reference values and clipped to
+    ``|x| <= 1`` per column, so ``--bound box:1`` (or ``l2:2.5``) is a true declared bound.
+    Also writes ``<name>-edges.csv``, the true graph, for ``dpggm recover --truth``.
+    """
+    from dpggm.cli.output import write_atomic
+    from dpggm.datasets.example import example_records
+
+    if isinstance(rows, bool) or rows < 2:
+        raise UserError(f"--rows must be an integer >= 2; got {rows}")
+    edges_path = path.with_name(path.stem + "-edges.csv")
+    for target in (path, edges_path):
+        if target.is_dir():
+            raise UserError(f"{target} is a directory; give a file name")
+        if target.exists() and not overwrite:
+            raise UserError(f"{target} exists; choose another name or pass --overwrite")
+    frame, edges = example_records(rows, random_state=seed)
+    write_atomic(path, lambda fh: frame.to_csv(fh, index=False, float_format="%.4f"))
+    write_atomic(edges_path, lambda fh: edges.to_csv(fh, index=False))
+    console.print(f"wrote {path} ({rows} records, columns {', '.join(frame.columns)}) and "
+                  f"{edges_path} (the true graph)", markup=False)

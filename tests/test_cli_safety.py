@@ -1,0 +1,378 @@
+"""The command line spends only for what it delivers, takes options as typed, and answers
+every user error with one line (issues 8 and 10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpggm.cli.main import app
+from dpggm.cli.output import STAGING_PREFIX, recover_pending
+from dpggm.privacy.ledger import Ledger
+
+runner = CliRunner()
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def invoke(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    # An exception that escaped the command would be a traceback for a user.
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{args}: {result.exception!r}\n{result.output}")
+    assert "Traceback" not in result.output
+    return result
+
+
+@pytest.fixture
+def csv(tmp_path):
+    X = np.random.default_rng(0).uniform(-1, 1, size=(300, 4)) / 2
+    path = tmp_path / "data.csv"
+    pd.DataFrame(X, columns=["a", "b", "c", "d"]).to_csv(path, index=False)
+    return path
+
+
+def _ledger(tmp_path, *budget, neighbors="replace"):
+    path = tmp_path / "ledger.db"
+    result = invoke("budget", "init", path, "--dataset", "d", *budget, "--neighbors", neighbors)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def _spends(path):
+    return Ledger(path, create=False).history("d")
+
+
+# ------------------------------------------------------------------ issue 8, acceptance 1
+
+
+def test_pure_dp_ledger_refuses_pace_whose_release_is_zcdp(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--epsilon", "5")
+    result = invoke("estimate", csv, "--method", "pace", "--epsilon", "1", "--bound", "box:1",
+                    "--out", tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 2
+    assert "ZCDP" in result.output and "PureDP" in result.output
+    assert _spends(ledger) == []
+    assert not (tmp_path / "o").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+
+
+def test_invalid_method_is_never_booked(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "5")
+    result = invoke("estimate", csv, "--method", "wishart-pure", "--allow-invalid",
+                    "--epsilon", "1", "--bound", "l2:1", "--out", tmp_path / "o",
+                    "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 2 and "never booked" in result.output
+    assert _spends(ledger) == [] and not (tmp_path / "o").exists()
+
+
+def test_zcdp_ledger_books_pace_at_exactly_what_it_guarantees(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    result = invoke("estimate", csv, "--method", "pace", "--rho", "0.25", "--bound", "box:1",
+                    "--out", tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 0, result.output
+    (spend,) = _spends(ledger)
+    assert spend.budget.to_dict() == {"notion": "zcdp", "rho": 0.25}
+    assert spend.cost == (Fraction(1, 4),)
+    record = json.loads((tmp_path / "o" / "ledger.json").read_text())
+    assert record["spend"] == 1 and record["output_id"] == spend.details["output_id"]
+
+
+def test_pure_dp_request_is_booked_as_the_zcdp_it_delivers(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    result = invoke("estimate", csv, "--method", "ssp-zcdp", "--epsilon", "1", "--bound", "box:1",
+                    "--out", tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 0, result.output
+    (spend,) = _spends(ledger)
+    delivered = json.loads((tmp_path / "o" / "result.json").read_text())["privacy"]["budget"]
+    assert spend.budget.to_dict() == delivered and delivered["notion"] == "zcdp"
+
+
+@pytest.mark.parametrize("declared, used", [("replace", "add-remove"), ("add-remove", "replace")])
+def test_spends_under_another_relation_are_refused(csv, tmp_path, declared, used):
+    ledger = _ledger(tmp_path, "--rho", "1", neighbors=declared)
+    result = invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:1", "--neighbors", used,
+                    "--out", tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 2 and "neighbours" in result.output
+    assert _spends(ledger) == []
+
+
+def test_seeded_run_is_an_experiment_and_never_booked(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    result = invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:1", "--seed", "3",
+                    "--out", tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == 2 and "experiment" in result.output
+    assert _spends(ledger) == []
+
+
+# ------------------------------------------------------------------ issue 10: budget & output
+
+
+def test_mistyped_ledger_path_creates_nothing(csv, tmp_path):
+    missing = tmp_path / "ledgr.db"
+    for args in (("estimate", csv, "--rho", "0.1", "--bound", "l2:1", "--out", tmp_path / "o",
+                  "--ledger", missing, "--dataset", "d"),
+                 ("budget", "show", missing), ("budget", "history", missing, "--dataset", "d")):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "budget init" in result.output
+        assert not missing.exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "proc", "unwritable"])
+def test_unusable_out_is_refused_before_fit_and_spend(csv, tmp_path, kind):
+    if kind == "unwritable" and os.geteuid() == 0:
+        # root writes anywhere; a path whose parent is a file is unusable for everyone.
+        kind = "parent-is-file"
+    out = {"file": tmp_path / "taken", "proc": Path("/proc/dpggm-out"),
+           "unwritable": tmp_path / "locked" / "o",
+           "parent-is-file": tmp_path / "taken" / "o"}[kind]
+    (tmp_path / "taken").write_text("x")
+    (tmp_path / "locked").mkdir()
+    os.chmod(tmp_path / "locked", 0o500)
+    ledger = _ledger(tmp_path, "--rho", "1")
+    try:
+        result = invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:1", "--out", out,
+                        "--ledger", ledger, "--dataset", "d")
+    finally:
+        os.chmod(tmp_path / "locked", 0o700)
+    assert result.exit_code == 2
+    assert _spends(ledger) == []
+
+
+def test_outputs_honour_the_umask(csv, tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:1",
+                      "--out", tmp_path / "o").exit_code == 0
+        assert invoke("example-data", tmp_path / "x.csv").exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "o").stat().st_mode) == 0o755
+    for path in [*(tmp_path / "o").iterdir(), tmp_path / "x.csv"]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+
+
+@pytest.mark.parametrize("method, option, name", [
+    ("glasso", "--alpha", "alpha"), ("threshold", "--gamma", "gamma"),
+    ("pace", "--diag-fraction", "diag_fraction"), ("pace", "--max-rounds", "max_rounds"),
+])
+def test_zero_is_passed_as_typed(csv, tmp_path, monkeypatch, method, option, name):
+    import dpggm.estimators.registry as registry
+
+    seen = {}
+    real = registry.make_estimator
+
+    def spy(method, **params):
+        seen.update(params)
+        return real(method, **params)
+
+    monkeypatch.setattr(registry, "make_estimator", spy)
+    bound = "box:1" if method == "pace" else "l2:1"
+    result = invoke("estimate", csv, "--method", method, "--rho", "0.5", "--bound", bound,
+                    option, "0", "--out", tmp_path / "o")
+    assert seen[name] == 0 and seen[name] is not None
+    if result.exit_code == 0:
+        record = json.loads((tmp_path / "o" / "result.json").read_text())
+        assert record["parameters"][name] == 0
+    else:
+        assert result.exit_code == 2 and name in result.output
+
+
+def test_bound_file_conflicts_are_refused(csv, tmp_path):
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("1,1,1,1\n")
+    conflict = invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:3", "--bound-file", bounds,
+                      "--out", tmp_path / "o")
+    assert conflict.exit_code == 2 and "--bound-file" in conflict.output
+    other = invoke("estimate", csv, "--rho", "0.1", "--bound", "box:anything", "--bound-file",
+                   bounds, "--out", tmp_path / "o")
+    assert other.exit_code == 2 and "box:per-column" in other.output
+    ok = invoke("estimate", csv, "--rho", "0.1", "--bound", "box:per-column", "--bound-file",
+                bounds, "--out", tmp_path / "o")
+    assert ok.exit_code == 0, ok.output
+    record = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert "1.0" in json.dumps(record["privacy"]["bounds"])
+
+
+# ------------------------------------------------------------------ no tracebacks
+
+
+def _bad_inputs(tmp_path, csv):
+    indefinite = tmp_path / "indefinite.npy"
+    np.save(indefinite, np.array([[1.0, 2.0], [2.0, 1.0]]))
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    ledger = tmp_path / "l.db"
+    return [
+        ("budget", "init", ledger, "--dataset", "d", "--rho", "-1"),
+        ("budget", "init", ledger, "--dataset", "d", "--epsilon", "1", "--delta", "1"),
+        ("budget", "init", ledger, "--dataset", "d", "--epsilon", "nan"),
+        ("budget", "init", folder, "--dataset", "d", "--rho", "1"),
+        ("budget", "init", afile, "--dataset", "d", "--rho", "1"),
+        ("budget", "show", afile),
+        ("budget", "show", folder),
+        ("budget", "history", afile, "--dataset", "d"),
+        ("budget", "migrate", afile, "--neighbors", "replace"),
+        ("solve", indefinite, "--alpha", "0.1", "--out", tmp_path / "s"),
+        ("solve", folder, "--alpha", "0.1", "--out", tmp_path / "s"),
+        ("solve", afile, "--alpha", "0.1", "--out", tmp_path / "s"),
+        ("solve", indefinite, "--alpha", "-1", "--out", tmp_path / "s"),
+        ("estimate", folder, "--rho", "1", "--bound", "l2:1"),
+        ("estimate", tmp_path / "missing.csv", "--rho", "1", "--bound", "l2:1"),
+        ("estimate", afile, "--rho", "1", "--bound", "l2:1", "--out", tmp_path / "e"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--out", afile),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--out", "/proc/x"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--seed", "abc"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--seed", "-4"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:abc"),
+        ("estimate", csv, "--rho", "1", "--bound", "cube:1"),
+        ("estimate", csv, "--rho", "-1", "--bound", "l2:1"),
+        ("estimate", csv, "--epsilon", "1", "--delta", "1", "--bound", "l2:1"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--method", "nope"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--neighbors", "swap"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--alpha", "abc", "--method", "glasso"),
+        ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--ledger", afile, "--dataset", "d"),
+        ("estimate", csv, "--rho", "1", "--bound", "box:per-column", "--bound-file", folder),
+        ("estimate", csv, "--rho", "1", "--bound", "box:per-column", "--bound-file", afile),
+        ("estimate", csv, "--rho", "1", "--bound", "box:per-column"),
+        ("publish", csv, "--bound", "l2:1", "--mu", "1", "--out", "/proc/noisy.csv"),
+        ("publish", csv, "--bound", "l2:1", "--mu", "1", "--out", afile / "noisy.csv"),
+        ("publish", csv, "--bound", "l2:1", "--mu", "1", "--out", folder),
+        ("publish", folder, "--bound", "l2:1", "--mu", "1", "--out", tmp_path / "n.csv"),
+        ("publish", csv, "--bound", "l2:1", "--mu", "1", "--seed", "abc", "--out", tmp_path / "n.csv"),
+        ("recover", csv, "--alpha", "abc"),
+        ("recover", folder),
+        ("recover", tmp_path / "missing.csv"),
+        ("experiment", "seed999"),
+        ("experiment", "seed001", "--out", afile),
+        ("experiment", "seed001", "--repetitions", "0"),
+        ("example-data", folder),
+        ("example-data", tmp_path / "x.csv", "--rows", "1"),
+    ]
+
+
+def test_no_command_answers_bad_input_with_a_traceback(tmp_path, csv):
+    for args in _bad_inputs(tmp_path, csv):
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert any(line.startswith("error:") for line in lines), (args, result.output)
+        assert "internal error" not in result.output, (args, result.output)
+
+
+def test_bad_input_through_the_real_entry_point_has_no_traceback(tmp_path, csv):
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "100"}
+    for args in [("budget", "init", tmp_path / "l.db", "--dataset", "d", "--rho", "-1"),
+                 ("estimate", tmp_path, "--rho", "1", "--bound", "l2:1"),
+                 ("estimate", csv, "--rho", "1", "--bound", "l2:1", "--seed", "abc")]:
+        done = subprocess.run([sys.executable, "-m", "dpggm", *map(str, args)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2
+        assert "Traceback" not in done.stderr + done.stdout
+        assert done.stderr.strip().startswith("error:")
+
+
+# ------------------------------------------------------------------ crashes
+
+
+def _estimate_command(csv, out, ledger):
+    return [sys.executable, "-m", "dpggm", "estimate", str(csv), "--rho", "0.01",
+            "--bound", "l2:1", "--out", str(out), "--ledger", str(ledger), "--dataset", "d"]
+
+
+def _check_consistent(parent, ledger, outs):
+    """Every output complete or absent, no debris, and the ledger's spends are exactly the
+    delivered outputs."""
+    recover_pending(parent, report=lambda line: None)
+    assert not [p for p in parent.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    delivered = set()
+    for out in outs:
+        if out.exists():
+            names = {p.name for p in out.iterdir()}
+            assert {"result.json", "covariance.npy", "noisy_covariance.npy",
+                    "ledger.json"} <= names, names
+            assert not [n for n in names if n.startswith(".")]
+            delivered.add(json.loads((out / "ledger.json").read_text())["output_id"])
+    spent = {r.details["output_id"] for r in Ledger(ledger, create=False).history("d")}
+    assert spent == delivered
+
+
+def test_killed_between_spend_and_rename_is_finished_not_charged_twice(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    out = tmp_path / "o"
+    script = (
+        "import os, signal, sys\n"
+        "import dpggm.cli.output as o\n"
+        "def die(self):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "o.StagedOutput.commit = die\n"
+        "from dpggm.cli.main import app\n"
+        "sys.argv = ['dpggm'] + sys.argv[1:]\n"
+        "app()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", script, *_estimate_command(csv, out, ledger)[3:]],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL
+    assert not out.exists() and len(_spends(ledger)) == 1
+    # The re-run finishes the paid-for output and then refuses to overwrite it.
+    again = invoke(*_estimate_command(csv, out, ledger)[3:])
+    assert "finished the output of an interrupted run" in again.output
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert len(_spends(ledger)) == 1
+    _check_consistent(tmp_path, ledger, [out])
+
+
+def test_kill_at_random_moments_leaves_complete_or_absent_outputs(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "100")
+    env = {**os.environ, "PYTHONPATH": SRC}
+    chooser = random.Random(20261122)
+    # One complete run measures how long a run takes here, so that the kills fall across
+    # the whole of a run (start-up, fit, staging, charge, rename), whatever the machine.
+    outs = [tmp_path / "complete"]
+    started = time.monotonic()
+    subprocess.run(_estimate_command(csv, outs[0], ledger), env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    duration = time.monotonic() - started
+    for trial in range(8):
+        out = tmp_path / f"o{trial}"
+        outs.append(out)
+        process = subprocess.Popen(_estimate_command(csv, out, ledger), env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(chooser.uniform(0.3, 1.1) * duration)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    _check_consistent(tmp_path, ledger, outs)
+
+
+def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
+    import socket
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        staging = tmp_path / f"{STAGING_PREFIX}o-abc"
+        staging.mkdir()
+        (staging / ".pending.json").write_text(json.dumps(
+            {"output_id": "abc", "target": "o", "pid": sleeper.pid,
+             "host": socket.gethostname()}))
+        recover_pending(tmp_path, report=lambda line: None)
+        assert staging.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not staging.exists()

@@ -1,0 +1,74 @@
+"""`import dpggm` and the command line's start-up import only what they use (issue 10).
+
+Timings are in benchmarks/bench_startup.py; here the imported modules are checked, which
+is what decides the start-up time and does not depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+HEAVY = ("sklearn", "numba", "matplotlib", "scipy", "pandas")
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": SRC},
+                          capture_output=True, text=True, check=True, timeout=120)
+    return {name.split(".")[0] for name in json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+@pytest.mark.parametrize("code", [
+    "import dpggm",
+    "from dpggm import ZCDP, PureDP, Ledger, PrivacyAccountant, PrivacyGuarantee",
+    "from dpggm.cli.main import app",
+    "from dpggm.cli.main import app\nfrom typer.testing import CliRunner\n"
+    "CliRunner().invoke(app, ['--help'])",
+])
+def test_light_entry_points_import_no_heavy_library(code):
+    loaded = _modules_after(code)
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_budget_commands_import_no_heavy_library(tmp_path):
+    code = (
+        f"import os\nos.chdir({str(tmp_path)!r})\nfrom dpggm.cli.main import app\n"
+        "from typer.testing import CliRunner\nr = CliRunner()\n"
+        "assert r.invoke(app, ['budget', 'init', 'l.db', '--dataset', 'd', '--rho', '1'])"
+        ".exit_code == 0\n"
+        "assert r.invoke(app, ['budget', 'show', 'l.db']).exit_code == 0\n"
+        "assert r.invoke(app, ['budget', 'history', 'l.db', '--dataset', 'd']).exit_code == 0\n"
+    )
+    loaded = _modules_after(code)
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_lazy_exports_resolve_to_the_real_objects():
+    import dpggm
+    from dpggm.estimators.precision import GraphicalLasso
+    from dpggm.mechanisms.publish import publish
+
+    assert dpggm.GraphicalLasso is GraphicalLasso
+    assert dpggm.publish is publish and callable(dpggm.mechanisms.publish)
+    assert set(dpggm.__all__) <= set(dir(dpggm))
+    for name in dpggm.__all__:
+        assert getattr(dpggm, name) is not None
+    with pytest.raises(AttributeError):
+        dpggm.no_such_name  # noqa: B018
+
+
+def test_version_option():
+    from typer.testing import CliRunner
+
+    import dpggm
+    from dpggm.cli.main import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"dpggm {dpggm.__version__}"
