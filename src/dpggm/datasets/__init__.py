@@ -10,6 +10,7 @@ from dpggm.datasets.real import (
 from dpggm.datasets.synthetic import (
     SyntheticData,
     make_chain,
+    make_raw_chain,
     make_seed000_model,
     make_seed001_uut,
     make_sparse_covariance,
@@ -24,6 +25,7 @@ __all__ = [
     "load_diabetes",
     "load_wine",
     "make_chain",
+    "make_raw_chain",
     "make_seed000_model",
     "make_seed001_uut",
     "make_sparse_covariance",

@@ -7,6 +7,7 @@ from dpggm.estimators.baselines import (
     SSPCovariance,
 )
 from dpggm.estimators.covariance import PrivateCovariance
+from dpggm.estimators.graph import PrivateGraph
 from dpggm.estimators.graph_baselines import SCIO, NeighborhoodSelection
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.estimators.pace import PACECovariance
@@ -30,6 +31,7 @@ __all__ = [
     "OutputPerturbationPrecision",
     "PACECovariance",
     "PrivateCovariance",
+    "PrivateGraph",
     "PrivateLinearRegression",
     "RidgePrecision",
     "SSPCovariance",
