@@ -500,6 +500,13 @@ def budget_history(
     console.print(table)
 
 
+from dpggm.cli.graph import graph as _graph  # noqa: E402
+from dpggm.cli.report import report as _report  # noqa: E402
+
+app.command("graph")(_graph)
+app.command("report")(_report)
+
+
 def main() -> None:  # pragma: no cover
     app()
 

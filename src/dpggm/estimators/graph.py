@@ -48,7 +48,14 @@ from dpggm.privacy.budgets import (
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
-__all__ = ["GRAPH_METHODS", "PrivateGraph", "edge_table", "partial_correlation"]
+__all__ = [
+    "GRAPH_METHODS",
+    "PrivateGraph",
+    "edge_table",
+    "edges_csv_text",
+    "edges_from_precision",
+    "partial_correlation",
+]
 
 #: Graph methods :class:`PrivateGraph` can finish with.
 GRAPH_METHODS = ("glasso", "pace")
@@ -421,3 +428,19 @@ def edge_table(adjacency: np.ndarray, names: list[str], *, weight: np.ndarray | 
     })
     order = np.argsort(-np.abs(frame["partial_correlation"].fillna(0).to_numpy()), kind="stable")
     return frame.iloc[order].reset_index(drop=True)
+
+
+def edges_from_precision(
+    precision: np.ndarray, names: list[str], *, adjacency: np.ndarray | None = None
+) -> pd.DataFrame:
+    """:func:`edge_table` of a precision matrix: every non-zero off-diagonal entry is an
+    edge (or the given ``adjacency``), with its partial correlation."""
+    precision = np.asarray(precision, dtype=float)
+    if adjacency is None:
+        adjacency = precision != 0
+    return edge_table(adjacency, names, weight=precision, partial=partial_correlation(precision))
+
+
+def edges_csv_text(edges: pd.DataFrame) -> str:
+    """The CSV text of an edge table (header ``source,target,weight,partial_correlation``)."""
+    return edges.to_csv(index=False, float_format="%.10g", lineterminator="\n")
