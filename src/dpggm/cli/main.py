@@ -171,10 +171,10 @@ def estimate(
     if getattr(estimator, "precision_", None) is not None:
         outdir.text("edges.csv", edge_list_csv(estimator.precision_, estimator.feature_names_in_))
     elif getattr(estimator, "adjacency_", None) is not None:
-        names = estimator.feature_names_in_
-        pairs = np.argwhere(np.triu(estimator.adjacency_, 1))
-        outdir.text("edges.csv", "source,target\n" + "".join(
-            f"{names[i]},{names[j]}\n" for i, j in pairs))
+        from dpggm.estimators.graph import edge_table, edges_csv_text
+
+        outdir.text("edges.csv", edges_csv_text(edge_table(
+            estimator.adjacency_, estimator.feature_names_in_, weight=None, partial=None)))
     if as_json:
         console.print_json(json.dumps(record))
     else:
@@ -218,18 +218,34 @@ def result_record(method: str, estimator: Any) -> dict[str, Any]:
 
 
 def edge_list_csv(precision: np.ndarray, names: list[str], *, tol: float = 0.0) -> str:
-    """Edges ``(i, j)`` with a non-zero partial correlation, strongest first."""
-    p = precision.shape[0]
-    d = np.sqrt(np.abs(np.diag(precision)))
-    rows = []
-    for i in range(p):
-        for j in range(i + 1, p):
-            if abs(precision[i, j]) > tol:
-                rows.append((names[i], names[j], precision[i, j], -precision[i, j] / (d[i] * d[j])))
-    rows.sort(key=lambda r: -abs(r[3]))
-    lines = ["source,target,precision,partial_correlation"]
-    lines += [f"{a},{b},{w:.10g},{pc:.10g}" for a, b, w, pc in rows]
-    return "\n".join(lines) + "\n"
+    """Edges ``(i, j)`` with a non-zero partial correlation, strongest first, in the one
+    edge format ``source,target,weight,partial_correlation``."""
+    from dpggm.estimators.graph import edges_csv_text, edges_from_precision
+
+    return edges_csv_text(edges_from_precision(precision, names, adjacency=np.abs(precision) > tol))
+
+
+def _load_matrix(matrix: Path) -> tuple[np.ndarray, list[str], str]:
+    """The matrix, its variable names and where they came from: a CSV header row (or a
+    ``features`` list in a ``result.json`` beside a ``.npy``) keeps them; otherwise they
+    are ``x0 .. x{p-1}`` and the record says why."""
+    if matrix.suffix == ".npy":
+        S = np.load(matrix)
+        beside = matrix.parent / "result.json"
+        if beside.exists():
+            features = json.loads(beside.read_text(encoding="utf-8")).get("features")
+            if isinstance(features, list) and len(features) == S.shape[0]:
+                return S, [str(f) for f in features], f"features of {beside}"
+        return S, [f"x{j}" for j in range(S.shape[0])], "x0..: a .npy matrix carries no names"
+    import pandas as pd
+
+    frame = pd.read_csv(matrix, header=None)
+    first = frame.iloc[0]
+    if pd.to_numeric(first, errors="coerce").isna().any():
+        values = frame.iloc[1:].apply(pd.to_numeric).to_numpy(dtype=float)
+        return values, [str(v) for v in first], f"header row of {matrix}"
+    return frame.to_numpy(dtype=float), [f"x{j}" for j in range(frame.shape[1])], (
+        "x0..: the CSV has no header row")
 
 
 @app.command()
@@ -248,13 +264,12 @@ def solve(
     try:
         if not matrix.exists():
             raise FileNotFoundError(f"no such file: {matrix}")
-        S = np.load(matrix) if matrix.suffix == ".npy" else np.loadtxt(matrix, delimiter=",")
+        S, names, names_from = _load_matrix(matrix)
         outdir = OutputDir(out, overwrite=overwrite)
         outdir.check(["precision.npy", "covariance.npy", "edges.csv", "result.json"])
         result = graphical_lasso(S, alpha, method=solver, penalize_diagonal=penalize_diagonal, tol=tol)
     except _USER_ERRORS as exc:
         fail(str(exc))
-    names = [f"x{j}" for j in range(S.shape[0])]
     outdir.npy("precision.npy", result.estimate)
     outdir.npy("covariance.npy", result.extra["covariance"])
     outdir.text("edges.csv", edge_list_csv(result.estimate, names))
@@ -263,6 +278,7 @@ def solve(
         "converged": result.converged, "objective": result.objective,
         "duality_gap": result.extra.get("duality_gap"),
         "privacy": "post-processing of the input matrix; no budget spent",
+        "features": names, "feature_names": names_from,
     })
     console.print(f"graphical lasso ({result.extra.get('method')}): {result.iterations} iterations, "
                   f"objective {result.objective:.10g}, duality gap {result.extra.get('duality_gap'):.3g}")

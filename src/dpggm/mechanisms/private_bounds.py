@@ -37,12 +37,11 @@ __all__ = [
     "candidate_grid",
     "private_quantile",
     "private_ranges",
+    "quantile_scores",
     "tail_quantile",
 ]
 
-#: Sensitivity of the quantile score ``-|#{x < r} - q n|``: changing (or adding or
-#: removing) one record moves the count by at most one and ``q n`` by at most ``q``, in
-#: the same direction when both move, so the score moves by at most ``max(q, 1 - q) <= 1``.
+#: Sensitivity of the quantile score of :func:`quantile_scores`.
 QUANTILE_SCORE_SENSITIVITY = 1.0
 
 
@@ -70,6 +69,20 @@ def candidate_grid(
     return np.concatenate([-positive[::-1], [0.0], positive])
 
 
+def quantile_scores(sorted_values: np.ndarray, q: float, *, candidates: np.ndarray) -> np.ndarray:
+    """``-| #{i : x_i < r} - round(q n) |`` for every candidate ``r``.
+
+    The target rank is rounded to an integer so that every score is an exact integer:
+    a float ``q n`` would let rounding push a neighbour's score change past 1. Changing
+    one record moves the count by at most 1; adding or removing one moves the count and
+    the target rank each by at most 1, in the same direction, so the score moves by at
+    most 1 (:data:`QUANTILE_SCORE_SENSITIVITY`) under either relation.
+    """
+    target = int(round(q * sorted_values.shape[0]))
+    below = np.searchsorted(sorted_values, candidates, side="left")
+    return -np.abs(below - target).astype(float)
+
+
 def private_quantile(
     sorted_values: np.ndarray, q: float, *, candidates: np.ndarray, epsilon: float,
     rng: np.random.Generator,
@@ -82,9 +95,7 @@ def private_quantile(
     :data:`QUANTILE_SCORE_SENSITIVITY`): ``epsilon``-DP and ``epsilon**2 / 8``-zCDP under
     either neighbouring relation. Only the chosen candidate is released.
     """
-    n = sorted_values.shape[0]
-    below = np.searchsorted(sorted_values, candidates, side="left")
-    scores = -np.abs(below - q * n)
+    scores = quantile_scores(sorted_values, q, candidates=candidates)
     index = exponential_mechanism(
         scores, sensitivity=QUANTILE_SCORE_SENSITIVITY, epsilon=epsilon, rng=rng
     )
