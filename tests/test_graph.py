@@ -62,7 +62,7 @@ def test_quantile_score_sensitivity_holds_for_neighbours():
         y = x.copy()
         y[rng.integers(30)] = rng.normal() * 10
         z = np.append(x, rng.normal() * 10)
-        def score(v):
+        def score(v, q=q):
             return quantile_scores(np.sort(v), q, candidates=grid)
         assert np.max(np.abs(score(x) - score(y))) <= QUANTILE_SCORE_SENSITIVITY
         assert np.max(np.abs(score(x) - score(z))) <= QUANTILE_SCORE_SENSITIVITY
