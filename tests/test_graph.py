@@ -253,3 +253,12 @@ def test_cli_graph_errors(tmp_path):
                               "--out", str(tmp_path / "o")])
     assert bad.exit_code == 2 and "public mean" in bad.output
     assert not (tmp_path / "o").exists()
+
+
+def test_demo_shows_a_graph():
+    from dpggm.experiments.demo import demo_graph
+
+    result = demo_graph(random_state=0)
+    assert result["f1"] >= 0.8
+    assert result["n_true_edges"] == 9
+    assert len(result["graph"].edges_) >= 1
