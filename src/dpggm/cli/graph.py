@@ -166,9 +166,14 @@ def curator_diagnostics(estimator: PrivateGraph) -> list[str]:
     lines = [f"rows changed by clipping: {estimator.n_clipped_rows_} of {n} "
              f"({100 * estimator.n_clipped_rows_ / n:.1f}%)"]
     share = estimator.n_clipped_rows_ / n
-    if share > 0.5:
+    if share > 0.5 and estimator.ranges_ is None:
         lines.append("most rows were clipped: the graph describes the clipped data; try "
                      "--bound auto (or a larger declared bound)")
+    elif share > 0.5:
+        lines.append("most rows have some value outside its private range (each column "
+                     "clips its tails; with many columns most rows touch one): the graph "
+                     "describes the clipped data. A larger budget or more records gives "
+                     "ranges closer to the data's own tails.")
     elif share == 0 and estimator.ranges_ is None:
         lines.append("no row was clipped: a smaller declared bound would mean less noise")
     if n_edges == 0:

@@ -67,11 +67,14 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "") ->
     nx.draw_networkx_nodes(graph, position, ax=ax, node_size=300, node_color="#f0f0f0",
                            edgecolors="#333333")
     font = 9 if p <= 15 else 7
-    labels = {n: n if len(n) <= 18 else n[:17] + "…" for n in graph.nodes}
-    label_position = {n: xy * 1.12 for n, xy in position.items()}
-    nx.draw_networkx_labels(graph, label_position, labels=labels, ax=ax, font_size=font)
+    for node, (x, y) in position.items():
+        # Labels sit outside the circle, aligned away from it, so they never cover it.
+        label = node if len(node) <= 18 else node[:17] + "…"
+        ax.text(1.08 * x, 1.08 * y, label, fontsize=font,
+                ha="left" if x > 0.05 else "right" if x < -0.05 else "center",
+                va="bottom" if y > 0.05 else "top" if y < -0.05 else "center")
     ax.set_axis_off()
-    ax.set_xlim(-1.45, 1.45)
+    ax.set_xlim(-1.7, 1.7)
     ax.set_ylim(-1.3, 1.3)
     n_edges = graph.number_of_edges()
     heading = f"{title}\n" if title else ""
