@@ -262,3 +262,19 @@ def test_demo_shows_a_graph():
     assert result["f1"] >= 0.8
     assert result["n_true_edges"] == 9
     assert len(result["graph"].edges_) >= 1
+
+
+def test_cli_estimate_takes_center(tmp_path, raw_chain):
+    frame, _ = raw_chain
+    data = tmp_path / "raw.csv"
+    (frame.iloc[:2000] - frame.mean()).to_csv(data, index=False)
+    mean = tmp_path / "mean.csv"
+    mean.write_text(",".join(["0"] * frame.shape[1]) + "\n")
+    for center in ("private", str(mean)):
+        out = tmp_path / f"e{len(center)}"
+        result = runner.invoke(app, ["estimate", str(data), "--method", "glasso", "--rho", "1",
+                                     "--bound", "box:60", "--center", center, "--seed", "0",
+                                     "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        notes = json.loads((out / "result.json").read_text())["privacy"]["notes"]
+        assert ("private mean" in notes["centering"]) == (center == "private")

@@ -77,6 +77,14 @@ RhoOpt = Annotated[float | None, typer.Option("--rho", help="rho for rho-zCDP")]
 MuOpt = Annotated[float | None, typer.Option("--mu", help="mu for mu-Gaussian DP")]
 
 
+def _center_option(value: str) -> Any:
+    from dpggm.cli.graph import _center
+
+    # A list, not an array: the estimators compare center with "private".
+    center = _center(value)
+    return center if isinstance(center, str) else [float(v) for v in center]
+
+
 def _load_bounds(bound: str, bound_file: Path | None):
     per_column = None
     if bound_file is not None:
@@ -104,6 +112,7 @@ def estimate(
     select_fraction: Annotated[float | None, typer.Option(help="PACE: share of each round for selection")] = None,
     max_rounds: Annotated[int | None, typer.Option(help="PACE: the round budget divisor T")] = None,
     allow_invalid: Annotated[bool, typer.Option("--allow-invalid", help="run a method whose published guarantee is known to be invalid")] = False,
+    center: Annotated[str | None, typer.Option(help="private, none, or a CSV file of a public mean")] = None,
     seed: Annotated[str | None, typer.Option(help="random seed (integer) or 'secure'")] = "secure",
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-out"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing output files")] = False,
@@ -124,6 +133,7 @@ def estimate(
             "alpha": alpha, "ridge": ridge, "gamma": gamma, "solver": solver,
             "allow_invalid": allow_invalid, "diag_fraction": diag_fraction,
             "select_fraction": select_fraction, "max_rounds": max_rounds,
+            "center": None if center is None else _center_option(center),
         }
         if alpha is not None and alpha not in ("auto", "cv-nonprivate"):
             try:
@@ -132,7 +142,7 @@ def estimate(
                 fail(f"--alpha must be a number, 'auto' or 'cv-nonprivate'; got {alpha!r}")
         estimator = make_estimator(
             method, budget=budget, bounds=bounds, neighbors=neighbors,
-            random_state=random_state, **{k: v for k, v in options.items() if v not in (None, False)},
+            random_state=random_state, **{k: v for k, v in options.items() if v is not None and v is not False},
         )
         outdir = OutputDir(out, overwrite=overwrite)
         names = ["result.json", "covariance.npy", "noisy_covariance.npy"]

@@ -401,8 +401,6 @@ class PrivateGraph(BaseEstimator):
         total = exact_cost(budget, type(budget))
         notes["spent_exactly_total"] = all(s == t for s, t in zip(spent, total))
         validity, reason = inner.privacy_.validity, inner.privacy_.reason
-        if validity == "none":  # pragma: no cover - only NonPrivate gives "none"
-            validity, reason = "valid", ""
         return PrivacyGuarantee(
             budget=budget, mechanism=mechanism, bounds=bounds_record,
             noise={"breakdown": breakdown}, validity=validity, reason=reason,
