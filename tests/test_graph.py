@@ -278,3 +278,14 @@ def test_cli_estimate_takes_center(tmp_path, raw_chain):
         assert result.exit_code == 0, result.output
         notes = json.loads((out / "result.json").read_text())["privacy"]["notes"]
         assert ("private mean" in notes["centering"]) == (center == "private")
+
+
+def test_private_graph_with_public_centre(raw_chain):
+    frame, truth = raw_chain
+    # A public mean (here the generator's own means, known without looking at the data).
+    centre = np.geomspace(3.0, 300.0, frame.shape[1])
+    graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
+    assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == ["bounds", "graph"]
+    assert graph.privacy_.notes["centering"] == "public mean"
+    np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
+    assert support_f1(graph.adjacency_, truth) >= 0.8

@@ -382,8 +382,9 @@ class PrivateGraph(BaseEstimator):
             else {"kind": "auto", "ranges": ranges.to_dict(),
                   "rescaled_box": inner_bounds.to_dict()}
         )
+        private_mean = isinstance(self.center, str) and self.center == "private"
         mechanism = (f"PrivateGraph: {'private ranges + ' if declared is None else ''}"
-                     f"{'private mean + ' if self.center == 'private' else ''}"
+                     f"{'private mean + ' if private_mean else ''}"
                      f"{inner.privacy_.mechanism}")
         notes: dict[str, Any] = {"centering": self.center if isinstance(self.center, str)
                                  else "public mean", "method": self.method}
