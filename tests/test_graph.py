@@ -179,6 +179,7 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
     ({"bound_fraction": 0.6, "center_fraction": 0.5}, "must be < 1"),
     ({"alpha": "cv"}, "alpha must be a number"),
     ({"min_partial_correlation": 1.0}, "min_partial_correlation must be"),
+    ({"min_partial_correlation": "high"}, "min_partial_correlation must be"),
     ({"center": [0.0, 1.0]}, "public mean vector of length 10"),
     ({"budget": None}, "budget is required"),
 ])

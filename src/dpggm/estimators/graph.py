@@ -110,12 +110,15 @@ class PrivateGraph(BaseEstimator):
         Tail share clipped on each side of each column by ``bounds="auto"``.
     alpha : float or "auto", default="auto"
         Graphical-lasso penalty (``method="glasso"``), on the rescaled data.
-    min_partial_correlation : float in [0, 1), default=0.05
+    min_partial_correlation : float in [0, 1) or "auto", default="auto"
         An edge of ``adjacency_`` / ``edges_`` needs ``|partial correlation|`` at least
         this (post-processing; ``precision_`` is left as solved). At the noise-calibrated
         penalty the graphical lasso leaves small non-zero entries off the true graph
-        (shrinkage artefacts, typically ``|rho| < 0.04`` in our measurements); they are
-        not dependencies worth drawing. ``0`` keeps every non-zero entry.
+        (shrinkage artefacts, typically ``|rho| < 0.04`` in our measurements), and a
+        sample partial correlation of an absent edge is of the order ``1 / sqrt(n)``.
+        ``"auto"`` is ``max(0.05, sqrt(2 ln(p (p - 1) / 2) / n))``: the larger of the
+        artefact level and the universal threshold of the sampling error (public
+        quantities only). ``0`` keeps every non-zero entry.
     report_delta : float, default=1e-6
     random_state : None, int, Generator or "secure"
         A seed makes a reproducible experiment, not a release: use ``"secure"`` (or
@@ -131,6 +134,8 @@ class PrivateGraph(BaseEstimator):
     edges_ : DataFrame
         Columns ``source, target, weight, partial_correlation``; ``weight`` is the
         precision entry in raw units; strongest partial correlation first.
+    min_partial_correlation_ : float
+        The edge threshold used.
     ranges_ : PrivateRanges or None
         The private clipping ranges (``bounds="auto"``); released.
     mean_ : ndarray of shape (p,) or None
@@ -176,7 +181,7 @@ class PrivateGraph(BaseEstimator):
         center_fraction: float = 0.0625,
         quantile: float = 0.01,
         alpha: Any = "auto",
-        min_partial_correlation: float = 0.05,
+        min_partial_correlation: Any = "auto",
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
     ) -> None:
@@ -229,8 +234,12 @@ class PrivateGraph(BaseEstimator):
         if self.method == "pace" and isinstance(bounds, RowNorm):
             raise ValueError("method 'pace' needs a box bound: pass bounds='auto' or 'box:B'")
         mpc = self.min_partial_correlation
-        if isinstance(mpc, bool) or not isinstance(mpc, numbers.Real) or not 0 <= mpc < 1:
-            raise ValueError(f"min_partial_correlation must be a number in [0, 1); got {mpc!r}")
+        if not (isinstance(mpc, str) and mpc == "auto") and (
+            isinstance(mpc, bool) or not isinstance(mpc, numbers.Real) or not 0 <= mpc < 1
+        ):
+            raise ValueError(
+                f"min_partial_correlation must be a number in [0, 1) or 'auto'; got {mpc!r}"
+            )
         if isinstance(self.alpha, str):
             if self.alpha != "auto":
                 raise ValueError(f"alpha must be a number >= 0 or 'auto'; got {self.alpha!r}")
@@ -346,6 +355,12 @@ class PrivateGraph(BaseEstimator):
                               report_delta=self.report_delta, random_state=rng)
 
     def _finish(self, inner, values, columns, scale, shift, mean_z, ranges, clipped) -> None:
+        n, p = values.shape
+        self.min_partial_correlation_ = (
+            max(0.05, math.sqrt(2 * math.log(max(p * (p - 1) / 2, 2)) / n))
+            if isinstance(self.min_partial_correlation, str)
+            else float(self.min_partial_correlation)
+        )
         D_inv = np.diag(1.0 / scale)
         precision_z = getattr(inner, "precision_", None)
         covariance_z = inner.covariance_
@@ -354,7 +369,7 @@ class PrivateGraph(BaseEstimator):
             self.precision_ = D_inv @ precision_z @ D_inv
             self.partial_correlation_ = partial_correlation(precision_z)
             off = (np.abs(precision_z) > 0) & (
-                np.abs(self.partial_correlation_) >= self.min_partial_correlation
+                np.abs(self.partial_correlation_) >= self.min_partial_correlation_
             )
         else:
             self.precision_ = None
