@@ -290,3 +290,22 @@ def test_private_graph_with_public_centre(raw_chain):
     assert graph.privacy_.notes["centering"] == "public mean"
     np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
     assert support_f1(graph.adjacency_, truth) >= 0.8
+
+
+def test_cli_solve_keeps_names(tmp_path):
+    covariance = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    with_header = tmp_path / "named.csv"
+    with_header.write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in covariance))
+    result = runner.invoke(app, ["solve", str(with_header), "--alpha", "0.01",
+                                 "--out", str(tmp_path / "s1")])
+    assert result.exit_code == 0, result.output
+    edges = pd.read_csv(tmp_path / "s1" / "edges.csv")
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert set(edges["source"]) | set(edges["target"]) <= {"a", "b", "c"}
+    assert json.loads((tmp_path / "s1" / "result.json").read_text())["features"] == ["a", "b", "c"]
+    np.save(tmp_path / "m.npy", covariance)
+    result = runner.invoke(app, ["solve", str(tmp_path / "m.npy"), "--alpha", "0.01",
+                                 "--out", str(tmp_path / "s2")])
+    record = json.loads((tmp_path / "s2" / "result.json").read_text())
+    assert record["features"] == ["x0", "x1", "x2"]
+    assert "carries no names" in record["feature_names"]

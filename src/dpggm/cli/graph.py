@@ -178,7 +178,8 @@ def curator_diagnostics(estimator: PrivateGraph) -> list[str]:
         lines.append("no row was clipped: a smaller declared bound would mean less noise")
     if n_edges == 0:
         lines.append("the graph is EMPTY: the noise hides every dependence at this budget. "
-                     "Try a larger budget, more records, fewer columns, or --method pace.")
+                     "Try a larger budget, more records or fewer columns (what matters is "
+                     "n * sqrt(rho) / p).")
     elif n_edges == p * (p - 1) // 2:
         lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
                      "Check the bounds and centring (--center private).")
