@@ -424,7 +424,7 @@ def test_publish_csv_and_recover_from_csv(tmp_path):
     assert est.privacy_.budget == release.privacy_.budget
     assert edge_auc(est.edge_scores(), truth.adjacency) > 0.99
     edges = pd.read_csv(tmp_path / "graph" / "edges.csv")
-    assert set(edges.columns) == {"source", "target", "weight"}
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
     assert json.loads((tmp_path / "graph" / "recovery.json").read_text())["alpha"] == 0.05
     with pytest.raises(ValueError, match="does not match the release's noise sigma"):
         recover_from_csv(noisy, noise_sigma=0.5, alpha=0.05)

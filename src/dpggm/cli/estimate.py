@@ -123,6 +123,8 @@ def estimate(
     allow_invalid: Annotated[bool, typer.Option(
         "--allow-invalid",
         help="run a method whose published guarantee is known to be invalid")] = False,
+    center: Annotated[str | None, typer.Option(
+        help="private, none, or a CSV file of a public mean")] = None,
     seed: Annotated[str | None, typer.Option(
         help="random seed (integer: an experiment, not a release) or 'secure'")] = "secure",
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-out"),
@@ -154,6 +156,7 @@ def estimate(
         "alpha": _parse_alpha(alpha), "ridge": ridge, "gamma": gamma, "solver": solver,
         "diag_fraction": diag_fraction, "select_fraction": select_fraction,
         "max_rounds": max_rounds, "allow_invalid": True if allow_invalid else None,
+        "center": None if center is None else _center_option(center),
     }
     options = {k: v for k, v in given.items() if v is not None}
     estimator = make_estimator(method, budget=budget, bounds=bounds, neighbors=neighbors,
@@ -214,8 +217,14 @@ def estimate(
 estimate = guard(estimate)
 
 
+def _center_option(value: str) -> Any:
+    from dpggm.cli.graph import _center
+
+    center = _center(value)
+    return center if isinstance(center, str) else [float(v) for v in center]
+
+
 def _stage_outputs(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
-    import numpy as np
 
     staged.json("result.json", record)
     for attr, name in (("covariance_", "covariance.npy"),
@@ -227,9 +236,10 @@ def _stage_outputs(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
     if getattr(estimator, "precision_", None) is not None:
         staged.text("edges.csv", edge_list_csv(estimator.precision_, names))
     elif getattr(estimator, "adjacency_", None) is not None:
-        pairs = np.argwhere(np.triu(estimator.adjacency_, 1))
-        staged.text("edges.csv", "source,target\n" + "".join(
-            f"{names[i]},{names[j]}\n" for i, j in pairs))
+        from dpggm.estimators.graph import edge_table, edges_csv_text
+
+        staged.text("edges.csv", edges_csv_text(edge_table(
+            estimator.adjacency_, names, weight=None, partial=None)))
 
 
 class _budget_progress:
@@ -271,18 +281,10 @@ def result_record(method: str, estimator: Any) -> dict[str, Any]:
 
 
 def edge_list_csv(precision: Any, names: list[str], *, tol: float = 0.0) -> str:
-    """Edges ``(i, j)`` with a non-zero partial correlation, strongest first."""
+    """Edges ``(i, j)`` with a non-zero partial correlation, strongest first, in the one
+    edge format ``source,target,weight,partial_correlation``."""
     import numpy as np
 
-    p = precision.shape[0]
-    d = np.sqrt(np.abs(np.diag(precision)))
-    rows = []
-    for i in range(p):
-        for j in range(i + 1, p):
-            if abs(precision[i, j]) > tol:
-                rows.append((names[i], names[j], precision[i, j],
-                             -precision[i, j] / (d[i] * d[j])))
-    rows.sort(key=lambda r: -abs(r[3]))
-    lines = ["source,target,precision,partial_correlation"]
-    lines += [f"{a},{b},{w:.10g},{pc:.10g}" for a, b, w, pc in rows]
-    return "\n".join(lines) + "\n"
+    from dpggm.estimators.graph import edges_csv_text, edges_from_precision
+
+    return edges_csv_text(edges_from_precision(precision, names, adjacency=np.abs(precision) > tol))

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from dpggm.cli import budget, estimate, experiment, tools
+from dpggm.cli import budget, estimate, experiment, graph, report, tools
 from dpggm.cli._common import console
 
 app = typer.Typer(
@@ -49,6 +49,8 @@ app.command()(tools.publish)
 app.command()(tools.recover)
 app.command()(experiment.experiment)
 app.command("example-data")(tools.example_data)
+app.command("graph")(graph.graph)
+app.command("report")(report.report)
 
 
 def main() -> None:  # pragma: no cover

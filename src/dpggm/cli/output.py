@@ -159,6 +159,10 @@ class StagedOutput:
         self._write(name, lambda fh: fh.write(text))
         self.names.append(name)
 
+    def bytes(self, name: str, content: bytes) -> None:
+        self._write(name, lambda fh: fh.write(content), binary=True)
+        self.names.append(name)
+
     @property
     def written(self) -> list[Path]:
         return [self.target / name for name in self.names]

@@ -29,6 +29,36 @@ def _input_file(path: Path, what: str) -> None:
         raise UserError(f"no such file: {path}")
 
 
+def _load_matrix(matrix: Path) -> tuple[Any, list[str], str]:
+    """The matrix, its variable names and where they came from: a CSV header row (or a
+    ``features`` list in a ``result.json`` beside a ``.npy``) keeps them; otherwise they
+    are ``x0 .. x{p-1}`` and the record says why."""
+    import json
+
+    import numpy as np
+
+    if matrix.suffix == ".npy":
+        S = np.load(matrix)
+        beside = matrix.parent / "result.json"
+        if beside.exists():
+            features = json.loads(beside.read_text(encoding="utf-8")).get("features")
+            if isinstance(features, list) and len(features) == S.shape[0]:
+                return S, [str(f) for f in features], f"features of {beside}"
+        return S, [f"x{j}" for j in range(S.shape[0])], "x0..: a .npy matrix carries no names"
+    import pandas as pd
+
+    frame = pd.read_csv(matrix, header=None)
+    first = frame.iloc[0]
+    if pd.to_numeric(first, errors="coerce").isna().any():
+        try:
+            values = frame.iloc[1:].apply(pd.to_numeric).to_numpy(dtype=float)
+        except ValueError:
+            raise UserError(f"{matrix}: every row after the header must be numbers") from None
+        return values, [str(v) for v in first], f"header row of {matrix}"
+    return frame.to_numpy(dtype=float), [f"x{j}" for j in range(frame.shape[1])], (
+        "x0..: the CSV has no header row")
+
+
 @guard
 def solve(
     matrix: Annotated[Path, typer.Argument(help="covariance matrix as .npy (or .csv without header)")],
@@ -42,20 +72,18 @@ def solve(
         "--overwrite", help="replace an existing output directory")] = False,
 ) -> None:
     """Run the graphical lasso on a matrix (non-private post-processing: no budget)."""
-    import numpy as np
 
     from dpggm.cli.estimate import edge_list_csv
     from dpggm.cli.output import StagedOutput
     from dpggm.solvers.glasso import graphical_lasso
 
-    _input_file(matrix, "matrix file (.npy, or .csv without header)")
-    S = np.load(matrix) if matrix.suffix == ".npy" else np.loadtxt(matrix, delimiter=",", ndmin=2)
+    _input_file(matrix, "matrix file (.npy, or .csv with or without a header row)")
+    S, names, names_from = _load_matrix(matrix)
     staged = StagedOutput(out, overwrite=overwrite)
     try:
         with summarised_warnings():
             result = graphical_lasso(S, alpha, method=solver,
                                      penalize_diagonal=penalize_diagonal, tol=tol)
-        names = [f"x{j}" for j in range(S.shape[0])]
         staged.npy("precision.npy", result.estimate)
         staged.npy("covariance.npy", result.covariance)
         staged.text("edges.csv", edge_list_csv(result.estimate, names))
@@ -64,6 +92,7 @@ def solve(
             "iterations": result.iterations, "converged": result.converged,
             "objective": result.objective, "duality_gap": result.extra.get("duality_gap"),
             "privacy": "post-processing of the input matrix; no budget spent",
+            "features": names, "feature_names": names_from,
         })
         staged.commit()
     except BaseException:

@@ -23,6 +23,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.linalg
 
 from dpggm.exceptions import NumericalError
@@ -31,6 +32,7 @@ from dpggm.mechanisms.random import check_random_state
 __all__ = [
     "SyntheticData",
     "make_chain",
+    "make_raw_chain",
     "make_seed000_model",
     "make_seed001_uut",
     "make_sparse_covariance",
@@ -719,3 +721,34 @@ def make_sparse_covariance(
             f"{entries} non-zeros on {p} variables"
         ),
     )
+
+
+def make_raw_chain(
+    *, n_samples: int = 20000, n_features: int = 10, random_state=None
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """A chain graph (:func:`make_chain`) in raw, uncentred units of different sizes.
+
+    Column ``j`` has mean ``geomspace(3, 300)[j]`` and scale ``geomspace(0.5, 20)[j]``
+    (alternated, so large means meet small scales), as raw measurements would: grams next
+    to milligrams. Rescaling columns leaves the graph unchanged.
+
+    Returns
+    -------
+    frame : DataFrame
+        ``n_samples`` rows, columns ``x0 .. x{p-1}``.
+    adjacency : ndarray of bool, shape (p, p)
+        The true chain.
+
+    Notes
+    -----
+    Privacy: synthetic public data; consumes no budget.
+    """
+    base = make_chain(n_samples=n_samples, n_features=n_features, random_state=random_state)
+    p = base.X.shape[1]
+    means = np.geomspace(3.0, 300.0, p)
+    scales = np.geomspace(0.5, 20.0, p)
+    # Reverse every other scale so that the largest mean is not always the largest scale.
+    scales[1::2] = scales[1::2][::-1]
+    standardised = base.X / np.sqrt(np.diag(base.covariance))
+    frame = pd.DataFrame(means + scales * standardised, columns=[f"x{j}" for j in range(p)])
+    return frame, np.asarray(base.adjacency, dtype=bool)

@@ -17,6 +17,7 @@ _EXPORTS = {
     "NeighborhoodSelection": "dpggm.estimators.graph_baselines",
     "NoisyGraphicalLasso": "dpggm.estimators.noisy_glasso",
     "PACECovariance": "dpggm.estimators.pace",
+    "PrivateGraph": "dpggm.estimators.graph",
     "GraphicalLasso": "dpggm.estimators.precision",
     "OutputPerturbationPrecision": "dpggm.estimators.precision",
     "RidgePrecision": "dpggm.estimators.precision",
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
+    from dpggm.estimators.graph import PrivateGraph
     from dpggm.estimators.graph_baselines import (
         SCIO,
         NeighborhoodSelection,
@@ -72,6 +74,7 @@ __all__ = [
     "NoisyGraphicalLasso",
     "OutputPerturbationPrecision",
     "PACECovariance",
+    "PrivateGraph",
     "PrivateCovariance",
     "PrivateLinearRegression",
     "RidgePrecision",

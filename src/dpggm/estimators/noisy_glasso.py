@@ -71,7 +71,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold
 
 from dpggm.estimators.data import as_matrix
-from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
+from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
 from dpggm.solvers.glasso import graphical_lasso
@@ -606,8 +606,6 @@ class NoisyGraphicalLasso(BaseEstimator):
     def _floor_diagonal(self, S: np.ndarray, variance: float) -> tuple[np.ndarray, int]:
         """Raise corrected variances below their floor to it (an honest release's noise
         variance can exceed a column's own variance). Returns how many were raised."""
-        if self.penalize_diagonal:
-            return S, 0
         floor = self._diagonal_floor(S, variance)
         low = np.diagonal(S) < floor
         if not low.any():
@@ -615,6 +613,18 @@ class NoisyGraphicalLasso(BaseEstimator):
         S = S.copy()
         S[np.diag_indices_from(S)] = np.maximum(np.diagonal(S), floor)
         return S, int(low.sum())
+
+    def _repair(self, S: np.ndarray, variance: float) -> tuple[np.ndarray, int, bool]:
+        """Floor the corrected variances, and project a result that is not positive
+        definite onto ``{eigenvalues >= the smallest floor}``: at an honest per-row guarantee the noise
+        variance often exceeds a column's own, and the corrected covariance has no
+        graphical-lasso solution without it. Post-processing of the release only.
+        Returns the matrix, how many variances were floored and whether it was projected."""
+        S, floored = self._floor_diagonal(S, variance)
+        floor = float(np.min(self._diagonal_floor(S, variance)))
+        if np.linalg.eigvalsh(S)[0] > 0:
+            return S, floored, False
+        return project_psd(S, min_eigenvalue=floor).estimate, floored, True
 
     def _corrected(self, X: np.ndarray, variance: float) -> np.ndarray:
         return bias_corrected_covariance(
@@ -653,8 +663,8 @@ class NoisyGraphicalLasso(BaseEstimator):
         if p < 2:
             raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
         variance = noise_variance(sigma, discrete=discrete, grid=grid)
-        S = self._corrected(values, variance)
-        S, self.diagonal_floored_ = self._floor_diagonal(S, variance)
+        corrected = self._corrected(values, variance)
+        S, self.diagonal_floored_, self.projected_ = self._repair(corrected, variance)
         options = self._solver_options()
 
         if isinstance(self.alpha, str):
@@ -662,19 +672,11 @@ class NoisyGraphicalLasso(BaseEstimator):
             self.cv_results_ = cv_results
         else:
             alpha = float(self.alpha)
-        self.projected_ = False
-        try:
-            result = graphical_lasso(S, alpha, **options)
-        except NoSolutionError:
-            # The corrected covariance is too far from positive definite for this alpha:
-            # project it onto {eigenvalues >= the smallest diagonal floor} (post-processing).
-            floor = float(np.min(self._diagonal_floor(S, variance)))
-            S = project_psd(S, min_eigenvalue=floor).estimate
-            self.projected_ = True
-            result = graphical_lasso(S, alpha, **options)
+        result = graphical_lasso(S, alpha, **options)
         self.precision_ = np.asarray(result.estimate)
         self.covariance_ = np.asarray(result.covariance)
-        self.corrected_covariance_ = S
+        self.corrected_covariance_ = corrected
+        self.solver_covariance_ = S
         self.noise_variance_ = variance
         self.noise_sigma_ = sigma
         self.alpha_ = alpha
@@ -724,7 +726,7 @@ class NoisyGraphicalLasso(BaseEstimator):
         fold_mse = np.full((folds, alphas_desc.size), np.inf)
         not_converged = 0
         for k, (train, test) in enumerate(KFold(n_splits=folds).split(X)):
-            S_train = self._corrected(X[train], variance)
+            S_train, _, _ = self._repair(self._corrected(X[train], variance), variance)
             S_test = self._corrected(X[test], variance)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ConvergenceWarning)

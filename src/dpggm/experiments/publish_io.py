@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
 from dpggm.mechanisms.publish import NoisyRelease, publish
@@ -266,16 +267,7 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
     precision = pd.DataFrame(estimator.precision_, columns=names)
     precision.insert(0, "variable", names)
     write_csv(precision, directory / "precision.csv", overwrite=overwrite)
-    upper_i, upper_j = np.triu_indices(len(names), k=1)
-    weights = estimator.precision_[upper_i, upper_j]
-    keep = weights != 0
-    edges = pd.DataFrame(
-        {
-            "source": [names[i] for i in upper_i[keep]],
-            "target": [names[j] for j in upper_j[keep]],
-            "weight": weights[keep],
-        }
-    )
+    edges = edges_from_precision(estimator.precision_, names)
     write_csv(edges, directory / "edges.csv", overwrite=overwrite)
     summary: dict[str, Any] = {
         "alpha": estimator.alpha_,
@@ -283,7 +275,7 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
         "noise_variance_subtracted": estimator.noise_variance_,
         "n_samples": estimator.n_samples_,
         "n_features": estimator.n_features_in_,
-        "n_edges": int(keep.sum()),
+        "n_edges": len(edges),
         "solver": {
             "method": estimator.solver_result_.extra.get("method"),
             "converged": bool(estimator.solver_result_.converged),

@@ -717,6 +717,17 @@ def _publish_continuous(
     return released, mechanism.sigma, mechanism.delivered, record, note, mechanism.sigma**2, clipped
 
 
+def _sampler_scale_at_least(units: Fraction) -> Fraction:
+    """``units`` rounded up to a dyadic rational the exact sampler takes (numerator and
+    denominator below 2**57): rounding up only adds noise, so the guarantee computed from
+    the scale actually used still holds."""
+    limit = 1 << 57
+    if units.numerator < limit and units.denominator < limit:
+        return units
+    bits = 56 - max(units.numerator.bit_length() - units.denominator.bit_length() + 1, 0)
+    return Fraction(-((-units.numerator << bits) // units.denominator), 1 << bits)
+
+
 def _publish_discrete(
     values: np.ndarray, *, bounds: Bounds, grid: float | None, sensitivity: float, kind: str,
     request: dict[str, float], ctx: ReleaseContext, integer_storage: bool,
@@ -740,13 +751,17 @@ def _publish_discrete(
             )
         scale = math.sqrt(power / 10.0 ** (request["snr_db"] / 10.0))
     step = Fraction(1) if grid is None else Fraction(grid)
+    units = _sampler_scale_at_least(Fraction(scale) / step)
+    # The noise actually drawn has scale units * step (never below the scale asked for).
+    scale = float(units * step)
+    if Fraction(scale) < units * step:
+        scale = math.nextafter(scale, math.inf)
     noise_steps = sample_discrete_gaussian(
-        Fraction(scale) / step, size=lattice.shape,
-        random_state="secure" if ctx.secure else ctx.rng,
+        units, size=lattice.shape, random_state="secure" if ctx.secure else ctx.rng,
     )
     total = lattice + noise_steps
-    variance = discrete_gaussian_variance(scale, grid=grid)
-    rho_cost = Fraction(sensitivity) ** 2 / (2 * Fraction(scale) ** 2)
+    variance = discrete_gaussian_variance(units * step, grid=grid)
+    rho_cost = Fraction(sensitivity) ** 2 / (2 * (units * step) ** 2)
     budget = budget_from_cost(ZCDP, (rho_cost,), rounding="up")
     if (grid is None or float(grid).is_integer()) and integer_storage:
         released = total if grid is None else total * int(grid)

@@ -76,6 +76,7 @@ __all__ = [
     "INVALID_MECHANISMS",
     "SecondMomentRelease",
     "release_count",
+    "release_mean",
     "release_second_moment",
     "release_value",
 ]
@@ -450,6 +451,25 @@ class _Part:
     entry_std: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
     caveats: tuple[str, ...] = ()
+
+
+def release_mean(
+    total: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
+    calibration: str = "analytic",
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The private mean ``total / n`` of records clipped to ``bounds`` (replace-one: ``n``
+    public), with the Gaussian mechanism (Laplace for ``PureDP``), exact by default.
+    Returns the noisy mean and its public noise record (``mean_*`` keys)."""
+    if ctx.neighbors != "replace":
+        raise UnsupportedNeighborsError(
+            "a mean divides by n, which is private under add/remove neighbours; release the "
+            "column sums with a noisy count (release_second_moment with mean_fraction)"
+        )
+    part = _release_sums(
+        np.asarray(total, dtype=float) / n, n=n, bounds=bounds, budget=budget, ctx=ctx,
+        calibration=calibration,
+    )
+    return part.values, part.noise
 
 
 def _release_matrix(

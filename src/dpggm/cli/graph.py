@@ -1,0 +1,226 @@
+"""``dpggm graph``: the private graph of a CSV, with pictures and a report, in one command.
+
+Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no seed),
+``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png`` and ``report.html``.
+They are written into a staging directory beside ``--out`` and renamed into place once
+(see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
+
+Curator diagnostics -- how many rows were clipped, whether the graph is empty or complete,
+what to try -- are computed from the private data. They are printed to standard error
+only (never written into ``--out``): the curator reads them, nobody else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dpggm.cli._common import (
+    DeltaOpt,
+    EpsilonOpt,
+    MuOpt,
+    RhoOpt,
+    UserError,
+    budget_from_options,
+    console,
+    err_console,
+    guard,
+    parse_seed,
+    summarised_warnings,
+)
+
+__all__ = ["curator_diagnostics", "graph", "graph_result_record", "stage_graph_outputs"]
+
+#: Kept in sync with dpggm.estimators.graph.GRAPH_METHODS (not imported: start-up speed).
+GRAPH_METHODS = ("glasso", "pace")
+
+
+def _center(value: str) -> Any:
+    if value in ("private", "none"):
+        return value
+    path = Path(value)
+    if not path.exists():
+        raise UserError(
+            f"--center must be 'private', 'none' or a CSV file of a public mean; no file {value!r}"
+        )
+    import numpy as np
+
+    try:
+        return np.loadtxt(path, delimiter=",", ndmin=1).ravel()
+    except ValueError as exc:
+        raise UserError(f"--center {value}: a public mean must be one line of numbers ({exc})") from None
+
+
+def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
+    """The public record of a fitted ``PrivateGraph`` (no seed, nothing computed from the
+    private data beyond the release)."""
+    privacy = estimator.privacy_.to_dict()
+    params = {k: v for k, v in estimator.get_params().items()
+              if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
+    params["budget"] = estimator.budget.to_dict()
+    inner = estimator.graph_estimator_
+    p = estimator.n_features_in_
+    n_edges = int(estimator.adjacency_.sum() // 2)
+    diagnostics: dict[str, Any] = {
+        "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
+    }
+    if hasattr(inner, "alpha_"):
+        diagnostics["graphical-lasso penalty (rescaled data)"] = float(inner.alpha_)
+        diagnostics["solver converged"] = bool(inner.converged_)
+        diagnostics["release repaired to positive definite"] = bool(inner.repaired_)
+    return {
+        "command": "graph",
+        "title": f"dpggm graph of {data_name}",
+        "method": estimator.method,
+        "n_samples": int(estimator.n_samples_),
+        "n_features": int(p),
+        "features": list(estimator.feature_names_in_),
+        "n_edges": n_edges,
+        "privacy": privacy,
+        "parameters": params,
+        "diagnostics": diagnostics,
+    }
+
+
+def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
+    """Write every released file of a fitted ``PrivateGraph`` into ``staged``."""
+    from dpggm.estimators.graph import edges_csv_text
+    from dpggm.report import build_report, draw_graph, precision_heatmap
+
+    record = graph_result_record(estimator, data_name=data_name)
+    names = list(estimator.feature_names_in_)
+    staged.json("result.json", record)
+    staged.text("edges.csv", edges_csv_text(estimator.edges_))
+    if estimator.precision_ is not None:
+        staged.npy("precision.npy", estimator.precision_)
+        staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
+    staged.bytes("graph.png", draw_graph(estimator.edges_, names, title=record["title"]))
+    staged.text("report.html", build_report(staged.staging, name=name))
+
+
+def curator_diagnostics(estimator: Any) -> list[str]:
+    """Advice for the curator, computed from the private data: **never release it**."""
+    n, p = estimator.n_samples_, estimator.n_features_in_
+    n_edges = int(estimator.adjacency_.sum() // 2)
+    lines = [f"rows changed by clipping: {estimator.n_clipped_rows_} of {n} "
+             f"({100 * estimator.n_clipped_rows_ / n:.1f}%)"]
+    share = estimator.n_clipped_rows_ / n
+    if share > 0.5 and estimator.ranges_ is None:
+        lines.append("most rows were clipped: the graph describes the clipped data; try "
+                     "--bound auto (or a larger declared bound)")
+    elif share > 0.5:
+        lines.append("most rows have some value outside its private range (each column "
+                     "clips its tails; with many columns most rows touch one): the graph "
+                     "describes the clipped data. A larger budget or more records gives "
+                     "ranges closer to the data's own tails.")
+    elif share == 0 and estimator.ranges_ is None:
+        lines.append("no row was clipped: a smaller declared bound would mean less noise")
+    if n_edges == 0:
+        lines.append("the graph is EMPTY: the noise hides every dependence at this budget. "
+                     "Try a larger budget, more records or fewer columns (what matters is "
+                     "n * sqrt(rho) / p).")
+    elif n_edges == p * (p - 1) // 2:
+        lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
+                     "Check the bounds and centring (--center private).")
+    return lines
+
+
+@guard
+def graph(
+    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    rho: RhoOpt = None,
+    epsilon: EpsilonOpt = None,
+    delta: DeltaOpt = None,
+    mu: MuOpt = None,
+    bound: Annotated[str, typer.Option(
+        help="auto (private per-column ranges), l2:B or box:B")] = "auto",
+    center: Annotated[str, typer.Option(
+        help="private, none, or a CSV file of a public mean")] = "private",
+    method: Annotated[str, typer.Option(help=f"one of: {', '.join(GRAPH_METHODS)}")] = "glasso",
+    bound_fraction: Annotated[float, typer.Option(
+        help="share of the budget for --bound auto")] = 0.125,
+    center_fraction: Annotated[float, typer.Option(
+        help="share of the budget for --center private")] = 0.0625,
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace an existing --out")] = False,
+    ledger: Annotated[Path | None, typer.Option(help="budget ledger file to spend from")] = None,
+    dataset: Annotated[str | None, typer.Option(help="dataset name in the ledger")] = None,
+    seed: Annotated[str | None, typer.Option(
+        help="'secure' (a release) or an integer (an experiment, never booked)")] = "secure",
+    as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
+) -> None:
+    """The private conditional-dependence graph of DATA, with pictures and a report."""
+    from dpggm.cli.output import StagedOutput, recover_pending
+    from dpggm.estimators.graph import PrivateGraph
+
+    budget = budget_from_options(epsilon, delta, rho, mu)
+    if (ledger is None) != (dataset is None):
+        raise UserError("--ledger and --dataset go together")
+    if method not in GRAPH_METHODS:
+        raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
+    random_state = parse_seed(seed)
+    if data.is_dir():
+        raise UserError(f"{data} is a directory; give the CSV file of records")
+    if not data.exists():
+        raise UserError(f"no such file: {data}")
+    estimator = PrivateGraph(
+        budget=budget, bounds=bound, center=_center(center), method=method,
+        bound_fraction=bound_fraction, center_fraction=center_fraction,
+        random_state=random_state,
+    )
+    recover_pending(Path(out).parent if str(out.parent) else Path("."),
+                    report=lambda line: err_console.print(line, markup=False, highlight=False))
+    book = None
+    if ledger is not None:
+        book = _precheck_ledger(ledger, dataset, budget=budget, random_state=random_state)
+    pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
+               if ledger is not None else {})
+    staged = StagedOutput(out, overwrite=overwrite, pending=pending)
+    try:
+        with summarised_warnings():
+            estimator.fit(str(data))
+        stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
+        if book is not None:
+            spend = book.spend(
+                dataset, estimator.privacy_, mechanism="dpggm graph",
+                details={"data": str(data), "out": str(out), "output_id": staged.output_id},
+            )
+            staged.json("ledger.json", {"ledger": pending["ledger"], "dataset": dataset,
+                                        "spend": spend.sequence,
+                                        "output_id": staged.output_id})
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    for line in curator_diagnostics(estimator):
+        err_console.print(f"curator only (do not publish): {line}", markup=False)
+    if as_json:
+        console.print_json((out / "result.json").read_text(encoding="utf-8"))
+        return
+    n_edges = int(estimator.adjacency_.sum() // 2)
+    console.print(estimator.privacy_.summary(), markup=False)
+    console.print(f"{n_edges} edges among {estimator.n_features_in_} variables; validity "
+                  f"{estimator.privacy_.validity}", markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+
+
+def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, random_state: Any) -> Any:
+    from dpggm.privacy.budgets import GDP
+    from dpggm.privacy.ledger import Ledger
+
+    if random_state != "secure":
+        raise UserError(
+            "a seeded run is an experiment, not a release (whoever holds the seed can "
+            "regenerate the noise), so it is never booked against a ledger; drop --seed or "
+            "--ledger")
+    if not ledger.exists():
+        raise UserError(f"no ledger at {ledger}; create it with `dpggm budget init {ledger} "
+                        f"--dataset {dataset} ...` (a mistyped path never creates one)")
+    book = Ledger(ledger, create=False)
+    # A GDP request is delivered (and booked) as mu^2/2-zCDP.
+    book.check(dataset, budget.to_zcdp() if isinstance(budget, GDP) else budget,
+               neighbors="replace")
+    return book

@@ -1,0 +1,311 @@
+"""PrivateGraph, private clipping ranges and ``dpggm graph``."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpggm import PrivateGraph
+from dpggm.cli.main import app
+from dpggm.datasets import make_raw_chain
+from dpggm.mechanisms.private_bounds import (
+    QUANTILE_SCORE_SENSITIVITY,
+    candidate_grid,
+    private_ranges,
+    quantile_scores,
+    tail_quantile,
+)
+from dpggm.metrics.graph import support_f1
+from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, PureDP, exact_cost
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def raw_chain():
+    return make_raw_chain(n_samples=20000, n_features=10, random_state=3)
+
+
+def _edges_adjacency(edges: pd.DataFrame, names: list[str]) -> np.ndarray:
+    index = {n: i for i, n in enumerate(names)}
+    adjacency = np.zeros((len(names), len(names)), dtype=bool)
+    for a, b in zip(edges["source"], edges["target"]):
+        adjacency[index[a], index[b]] = adjacency[index[b], index[a]] = True
+    return adjacency
+
+
+# -- private ranges ---------------------------------------------------------------------
+
+
+def test_candidate_grid_is_public_sorted_and_symmetric():
+    grid = candidate_grid(low_exponent=-2, high_exponent=3, per_octave=4)
+    assert np.all(np.diff(grid) > 0)
+    np.testing.assert_array_equal(grid, -grid[::-1])
+    assert grid[grid > 0].min() == 0.25 and grid.max() == 8.0
+    with pytest.raises(ValueError, match="low_exponent must be < high_exponent"):
+        candidate_grid(low_exponent=3, high_exponent=3)
+
+
+def test_quantile_score_sensitivity_holds_for_neighbours():
+    # Score -|#{x < r} - q n| for every candidate, before and after replacing one record
+    # (and adding one): it never moves by more than the stated sensitivity.
+    rng = np.random.default_rng(0)
+    grid = candidate_grid(low_exponent=-3, high_exponent=4, per_octave=8)
+    for _ in range(50):
+        x = rng.normal(size=30) * 3
+        q = float(rng.uniform(0.01, 0.99))
+        y = x.copy()
+        y[rng.integers(30)] = rng.normal() * 10
+        z = np.append(x, rng.normal() * 10)
+        def score(v, q=q):
+            return quantile_scores(np.sort(v), q, candidates=grid)
+        assert np.max(np.abs(score(x) - score(y))) <= QUANTILE_SCORE_SENSITIVITY
+        assert np.max(np.abs(score(x) - score(z))) <= QUANTILE_SCORE_SENSITIVITY
+
+
+def test_private_ranges_follow_each_column_scale(raw_chain):
+    frame, _ = raw_chain
+    X = frame.to_numpy()
+    ranges = private_ranges(X, budget=ZCDP(0.125), rng=np.random.default_rng(1))
+    lo, hi = np.quantile(X, [0.001, 0.999], axis=0)
+    spread = X.std(axis=0)
+    # The range covers the bulk of every column and is not much wider than it, although
+    # the columns' means run from 3 to 300 and their scales from 0.5 to 20.
+    assert np.all(ranges.lower < np.quantile(X, 0.05, axis=0))
+    assert np.all(ranges.upper > np.quantile(X, 0.95, axis=0))
+    assert np.all((ranges.upper - ranges.lower) < 2 * (hi - lo))
+    assert np.all(ranges.half_width > spread)
+    z, clipped = ranges.transform(X)
+    assert np.all(np.abs(z) <= 1)
+    assert 0 < clipped < X.shape[0] // 2
+
+
+def test_private_ranges_epsilons_fit_the_budget():
+    X = np.random.default_rng(0).normal(size=(500, 4))
+    rho = ZCDP(0.3)
+    ranges = private_ranges(X, budget=rho, rng=np.random.default_rng(0))
+    spent = (Fraction(ranges.epsilon_per_median) ** 2 / 8 * 4
+             + Fraction(ranges.epsilon_per_quantile) ** 2 / 8 * 8)
+    assert spent <= Fraction(0.3)
+    assert spent > Fraction(0.3) * Fraction(999, 1000)
+    pure = private_ranges(X, budget=PureDP(1.2), rng=np.random.default_rng(0))
+    assert Fraction(pure.epsilon_per_median) * 4 + Fraction(pure.epsilon_per_quantile) * 8 <= (
+        Fraction(1.2))
+    with pytest.raises(ValueError, match="quantile must be a number in"):
+        private_ranges(X, budget=rho, quantile=0.5, rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="ZCDP, PureDP or ApproxDP"):
+        private_ranges(X, budget=GDP(1.0), rng=np.random.default_rng(0))
+
+
+def test_tail_quantile_grows_for_small_samples():
+    assert tail_quantile(n=20000, epsilon=0.2, n_candidates=7681) == 0.01
+    small = tail_quantile(n=500, epsilon=0.2, n_candidates=7681)
+    assert 0.01 < small <= 0.25
+
+
+# -- PrivateGraph -------------------------------------------------------------------------
+
+
+def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
+    frame, truth = raw_chain
+    graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
+    assert support_f1(graph.adjacency_, truth) >= 0.8
+    assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert graph.feature_names_in_ == list(frame.columns)
+    assert graph.n_features_in_ == 10
+    # The chain's partial correlations are -0.5; the estimate keeps their sign.
+    assert (graph.edges_["partial_correlation"] < 0).all()
+    steps = graph.privacy_.noise["breakdown"]
+    assert [s["step"] for s in steps] == ["bounds", "centring", "graph"]
+    total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
+    assert total == Fraction(1)
+    assert graph.privacy_.budget == ZCDP(1.0)
+    assert graph.privacy_.notes["spent_exactly_total"] is True
+    np.testing.assert_allclose(graph.precision_, graph.precision_.T)
+
+
+def test_unseeded_private_graph_is_valid(raw_chain):
+    frame, _ = raw_chain
+    graph = PrivateGraph(budget=ZCDP(1.0), random_state="secure").fit(frame.iloc[:3000])
+    assert graph.privacy_.validity == "valid"
+    assert graph.privacy_.budget == ZCDP(1.0)
+
+
+def test_graph_does_not_depend_on_column_units(raw_chain):
+    # Grams next to milligrams: rescaling columns by factors from 1e-3 to 1e3 leaves the
+    # graph to recover, and the partial correlations, the same.
+    frame, truth = raw_chain
+    rescaled = frame * np.geomspace(1e-3, 1e3, frame.shape[1])
+    a = PrivateGraph(budget=ZCDP(1.0), random_state=7).fit(frame)
+    b = PrivateGraph(budget=ZCDP(1.0), random_state=7).fit(rescaled)
+    assert support_f1(a.adjacency_, truth) >= 0.8
+    assert support_f1(b.adjacency_, truth) >= 0.8
+    np.testing.assert_allclose(a.partial_correlation_, b.partial_correlation_, atol=0.05)
+
+
+@pytest.mark.parametrize("budget, notion", [
+    (ApproxDP(4.0, 1e-6), ApproxDP), (PureDP(4.0), PureDP), (GDP(1.2), ZCDP),
+])
+def test_private_graph_other_budgets(raw_chain, budget, notion):
+    frame, _ = raw_chain
+    graph = PrivateGraph(budget=budget, random_state=0).fit(frame.iloc[:4000])
+    assert isinstance(graph.privacy_.budget, notion)
+    steps = graph.privacy_.noise["breakdown"]
+    assert isinstance(steps[0]["budget"], PureDP if notion is not ZCDP else ZCDP)
+    if isinstance(budget, GDP):
+        assert graph.privacy_.notes["requested_budget"] == {"notion": "gdp", "mu": 1.2}
+
+
+def test_private_graph_with_pace_and_declared_bounds(raw_chain):
+    frame, truth = raw_chain
+    graph = PrivateGraph(budget=ZCDP(1.0), method="pace", random_state=0).fit(frame)
+    assert support_f1(graph.adjacency_, truth) >= 0.8
+    centred = (frame - frame.mean()) / frame.std()
+    declared = PrivateGraph(budget=ZCDP(1.0), bounds="box:3", center="none",
+                            random_state=0).fit(centred)
+    assert declared.privacy_.bounds == {"kind": "box", "bound": 3.0, "data_derived": False}
+    assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["graph"]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"method": "ridge"}, "method must be one of"),
+    ({"center": "mean"}, "center must be 'private', 'none'"),
+    ({"bound_fraction": 0.0}, "bound_fraction must be a number in"),
+    ({"bound_fraction": 0.6, "center_fraction": 0.5}, "must be < 1"),
+    ({"alpha": "cv"}, "alpha must be a number"),
+    ({"min_partial_correlation": 1.0}, "min_partial_correlation must be"),
+    ({"min_partial_correlation": "high"}, "min_partial_correlation must be"),
+    ({"center": [0.0, 1.0]}, "public mean vector of length 10"),
+    ({"budget": None}, "budget is required"),
+])
+def test_private_graph_validation(raw_chain, params, message):
+    frame, _ = raw_chain
+    with pytest.raises(ValueError, match=message):
+        PrivateGraph(**{"budget": ZCDP(1.0), **params}).fit(frame.iloc[:100])
+
+
+# -- dpggm graph ------------------------------------------------------------------------
+
+
+def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
+    frame, truth = raw_chain
+    data = tmp_path / "raw.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "g"
+    result = runner.invoke(app, ["graph", str(data), "--rho", "1", "--bound", "auto",
+                                 "--out", str(out), "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "edges.csv", "graph.png", "precision.npy", "precision.png", "report.html",
+        "result.json"]
+    record = json.loads((out / "result.json").read_text())
+    privacy = record["privacy"]
+    assert privacy["budget"] == {"notion": "zcdp", "rho": 1.0}
+    steps = privacy["noise"]["breakdown"]
+    assert sum(Fraction(s["budget"]["rho"]) for s in steps) == 1
+    assert "5" not in privacy["random_state"] and "seed" not in json.dumps(record["parameters"])
+    edges = pd.read_csv(out / "edges.csv")
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert support_f1(_edges_adjacency(edges, list(frame.columns)), truth) >= 0.8
+    assert (out / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 2
+    assert "http://" not in html and "https://" not in html
+    # Curator diagnostics go to stderr only, never into the released files.
+    for path in out.iterdir():
+        if path.suffix in (".json", ".csv", ".html"):
+            assert "clipping" not in path.read_text()
+    assert not list(tmp_path.glob(".g.*"))
+    again = runner.invoke(app, ["graph", str(data), "--rho", "1", "--out", str(out)])
+    assert again.exit_code == 2 and "exists" in again.output
+
+
+def test_cli_graph_unseeded_is_valid_and_charges_ledger(tmp_path, raw_chain):
+    frame, _ = raw_chain
+    data = tmp_path / "raw.csv"
+    frame.iloc[:3000].to_csv(data, index=False)
+    ledger = tmp_path / "ledger.db"
+    assert runner.invoke(app, ["budget", "init", str(ledger), "--dataset", "d",
+                               "--rho", "1.5"]).exit_code == 0
+    result = runner.invoke(app, ["graph", str(data), "--rho", "1", "--out",
+                                 str(tmp_path / "g"), "--ledger", str(ledger),
+                                 "--dataset", "d", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "g" / "result.json").read_text())
+    assert record["privacy"]["validity"] == "valid"
+    refused = runner.invoke(app, ["graph", str(data), "--rho", "1", "--out",
+                                  str(tmp_path / "g2"), "--ledger", str(ledger),
+                                  "--dataset", "d"])
+    assert refused.exit_code == 2
+    assert not (tmp_path / "g2").exists()
+
+
+def test_cli_graph_errors(tmp_path):
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [2.0, 1.0, 0.0]}).to_csv(data, index=False)
+    none = runner.invoke(app, ["graph", str(data), "--out", str(tmp_path / "o")])
+    assert none.exit_code == 2 and "exactly one budget" in none.output
+    bad = runner.invoke(app, ["graph", str(data), "--rho", "1", "--center", "nofile.csv",
+                              "--out", str(tmp_path / "o")])
+    assert bad.exit_code == 2 and "public mean" in bad.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_demo_shows_a_graph():
+    from dpggm.experiments.demo import demo_graph
+
+    result = demo_graph(random_state=0)
+    assert result["f1"] >= 0.8
+    assert result["n_true_edges"] == 9
+    assert len(result["graph"].edges_) >= 1
+
+
+def test_cli_estimate_takes_center(tmp_path, raw_chain):
+    frame, _ = raw_chain
+    data = tmp_path / "raw.csv"
+    (frame.iloc[:2000] - frame.mean()).to_csv(data, index=False)
+    mean = tmp_path / "mean.csv"
+    mean.write_text(",".join(["0"] * frame.shape[1]) + "\n")
+    for center in ("private", str(mean)):
+        out = tmp_path / f"e{len(center)}"
+        result = runner.invoke(app, ["estimate", str(data), "--method", "glasso", "--rho", "1",
+                                     "--bound", "box:60", "--center", center, "--seed", "0",
+                                     "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        notes = json.loads((out / "result.json").read_text())["privacy"]["notes"]
+        assert ("private mean" in notes["centering"]) == (center == "private")
+
+
+def test_private_graph_with_public_centre(raw_chain):
+    frame, truth = raw_chain
+    # A public mean (here the generator's own means, known without looking at the data).
+    centre = np.geomspace(3.0, 300.0, frame.shape[1])
+    graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
+    assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == ["bounds", "graph"]
+    assert graph.privacy_.notes["centering"] == "public mean"
+    np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
+    assert support_f1(graph.adjacency_, truth) >= 0.8
+
+
+def test_cli_solve_keeps_names(tmp_path):
+    covariance = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    with_header = tmp_path / "named.csv"
+    with_header.write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in covariance))
+    result = runner.invoke(app, ["solve", str(with_header), "--alpha", "0.01",
+                                 "--out", str(tmp_path / "s1")])
+    assert result.exit_code == 0, result.output
+    edges = pd.read_csv(tmp_path / "s1" / "edges.csv")
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert set(edges["source"]) | set(edges["target"]) <= {"a", "b", "c"}
+    assert json.loads((tmp_path / "s1" / "result.json").read_text())["features"] == ["a", "b", "c"]
+    np.save(tmp_path / "m.npy", covariance)
+    result = runner.invoke(app, ["solve", str(tmp_path / "m.npy"), "--alpha", "0.01",
+                                 "--out", str(tmp_path / "s2")])
+    record = json.loads((tmp_path / "s2" / "result.json").read_text())
+    assert record["features"] == ["x0", "x1", "x2"]
+    assert "carries no names" in record["feature_names"]
