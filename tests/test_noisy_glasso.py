@@ -18,7 +18,6 @@ from dpggm.estimators.noisy_glasso import (
     noise_variance,
     select_alpha,
 )
-from dpggm.exceptions import NumericalError
 from dpggm.mechanisms.bounds import Box, RowNorm
 from dpggm.mechanisms.publish import publish
 from dpggm.metrics.graph import edge_auc
