@@ -493,7 +493,15 @@ def test_seeded_laplace_is_reproducible_and_advances_a_generator():
 
 
 def test_scale_must_be_a_ratio_of_kernel_sized_integers():
-    with pytest.raises(ValueError, match=r"ratio of integers below 2\*\*57"):
-        sample_discrete_gaussian(Fraction(1, 3 << 60), 3, random_state=0)
+    with pytest.raises(ValueError, match=r"ratio of integers below 2\*\*62"):
+        sample_discrete_gaussian(Fraction(1, 3 << 62), 3, random_state=0)
+    # Below 2**62 but so long that a sample could overflow int64 within a few scales.
+    long_expansion = Fraction((1 << 61) + 1, 1 << 14)
+    with pytest.raises(ValueError, match="sigma has too long a binary expansion"):
+        sample_discrete_gaussian(long_expansion, 3, random_state=0)
+    with pytest.raises(ValueError, match="scale has too long a binary expansion"):
+        sample_discrete_laplace(long_expansion, 3, random_state=0)
+    # Small floats stay exact: sigma = 1e-3 has denominator 2**60.
+    assert np.all(sample_discrete_gaussian(1e-3, 1_000, random_state=0) == 0)
     with pytest.raises(ValueError, match=r"scale must be <= 2\*\*48"):
         sample_discrete_laplace(2.0**49, 3, random_state=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import mpmath
@@ -172,3 +173,50 @@ def test_invalid_arguments(kwargs, message):
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=message):
         exponential_mechanism(**arguments)
+
+
+# ------------------------------------------------------------- exact AboveThreshold
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+@pytest.mark.parametrize(("sensitivity", "epsilon"), [(1.0, 0.8), (0.37, 0.05), (3e-7, 2.5)])
+def test_above_threshold_noise_is_discrete_laplace_calibrated_on_the_grid(
+    monkeypatch, sensitivity, epsilon, monotonic
+):
+    from dpggm.mechanisms import noise
+
+    scales = []
+    real_sampler = noise.sample_discrete_laplace
+
+    def recording(scale, size=None, *, random_state=None):
+        scales.append(Fraction(scale))
+        return real_sampler(scale, size, random_state=random_state)
+
+    monkeypatch.setattr(noise, "sample_discrete_laplace", recording)
+    queries = np.array([-1.0, 0.2, 5.0]) * sensitivity
+    noise.above_threshold(
+        queries,
+        threshold=0.0,
+        sensitivity=sensitivity,
+        epsilon=epsilon,
+        rng=np.random.default_rng(0),
+        monotonic=monotonic,
+    )
+    step = Fraction(2) ** (math.frexp(sensitivity)[1] - 1 - 20)
+    assert step <= Fraction(sensitivity) * Fraction(1, 2**20) < 2 * step
+    # Rounded queries move by at most sensitivity/step + 1 grid steps.
+    grid_sensitivity = -(-Fraction(sensitivity) // step) + 1
+    threshold_scale, query_scale = scales
+    assert threshold_scale >= 2 * grid_sensitivity / Fraction(epsilon)
+    assert query_scale >= (2 if monotonic else 4) * grid_sensitivity / Fraction(epsilon)
+    # ... and exceed the continuous calibration by a relative 2**-18 at most.
+    assert float(threshold_scale * step * Fraction(epsilon) / (2 * Fraction(sensitivity))) < (
+        1 + 2**-18
+    )
+
+
+def test_above_threshold_rejects_non_finite_queries():
+    with pytest.raises(ValueError, match="queries must be"):
+        from dpggm.mechanisms.noise import above_threshold
+
+        above_threshold(np.array([0.0, np.inf]), threshold=0.0, sensitivity=1.0, epsilon=1.0, rng=0)

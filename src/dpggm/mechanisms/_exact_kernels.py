@@ -150,7 +150,7 @@ def gaussian_kernel(out, start, words, pos, a, b, m, m_bits, k_max):
     the second copy of zero, then accept with probability exp(-x(2k + x)/2) =
     exp(-x)^k exp(-x^2/2). The accepted n has Pr ∝ exp(-(k + x)^2/2) = exp(-n^2/(2 sigma^2)).
 
-    Requires a, b < 2**57 and (k_max + 2) a + 2 b < 2**63; returns (status, filled, pos).
+    Requires a, b < 2**62 and (k_max + 2) a + 2 b < 2**63; returns (status, filled, pos).
     """
     st = np.zeros(2, dtype=np.int64)
     st[0] = pos
@@ -203,7 +203,7 @@ def laplace_kernel(out, start, words, pos, t, s, t_bits, v_max):
     exp(-U/t), V geometric (failures of Bernoulli(exp(-1))), |y| = floor((U + t V)/s),
     a sign, and the second copy of zero rejected.
 
-    Requires t, s < 2**57 and t (v_max + 1) < 2**63; returns (status, filled, pos).
+    Requires t, s < 2**62 and t (v_max + 1) < 2**63; returns (status, filled, pos).
     """
     st = np.zeros(2, dtype=np.int64)
     st[0] = pos

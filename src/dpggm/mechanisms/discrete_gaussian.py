@@ -45,9 +45,13 @@ _INVERSE_THRESHOLDS = tuple(_WORD_SPAN // k if k else 0 for k in range(64))
 # products k*grid are correctly rounded and int64 never overflows.
 _MAX_INTEGER_SCALE_LOG2 = 48
 _MAX_INTEGER_SCALE = Fraction(1 << _MAX_INTEGER_SCALE_LOG2)
-# The kernels compare random bits with ratios of integers below 2**57 (twice the
-# denominator must fit in int64).
-_MAX_TERM_LOG2 = 57
+# The kernels compare random bits with ratios of integers whose numerator and
+# denominator are below 2**62 (twice the denominator must fit in int64).
+_MAX_TERM_LOG2 = 62
+# Smallest accepted multiple of the scale that a sample may reach before it would overflow
+# int64 (the kernels raise OverflowError beyond it): 40 scales for the discrete Gaussian
+# (probability below exp(-800)), 40 for the discrete Laplace (below exp(-40)).
+_MIN_REACH = 40
 _INT64_SPAN = 1 << 63
 
 WordSource = Callable[[], int]
@@ -110,9 +114,17 @@ def _kernel_scale(value: object, name: str, grid: object = None) -> Fraction:
     if scale.numerator >= limit or scale.denominator >= limit:
         raise ValueError(
             f"{what} must be a ratio of integers below 2**{_MAX_TERM_LOG2} (every float "
-            f"from 2**-4 to 2**48 is; pass a nearby Fraction otherwise); got {what}={scale!r}"
+            f"from 2**-9 to 2**48 is; pass a nearby Fraction otherwise); got {what}={scale!r}"
         )
     return scale
+
+
+def _too_fine(what: str, scale: Fraction) -> str:
+    return (
+        f"{what} has too long a binary expansion for exact 64-bit sampling (every float from "
+        f"2**-9 to 2**48 is fine; pass a nearby Fraction with a smaller denominator); "
+        f"got {what}={scale!r}"
+    )
 
 
 def _check_size(size: object) -> tuple[int, tuple[int, ...] | None]:
@@ -282,7 +294,7 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
         (``fractions.Fraction(sigma)``), not at its decimal repr: ``sigma = 0.1`` means
         ``0.1000000000000000055511151231257827...``. Pass a ``Fraction`` to use an exact
         decimal or rational scale. ``sigma`` (divided by ``grid``) must be at most
-        ``2**48`` and a ratio of integers below ``2**57``; every float from ``2**-4`` to
+        ``2**48`` and a ratio of integers below ``2**62``; every float from ``2**-9`` to
         ``2**48`` is.
     size : None, int or tuple of int, optional
         Output shape. ``None`` returns one Python ``int`` (or ``float`` with ``grid``).
@@ -310,12 +322,12 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
     ValueError
         If ``sigma`` or ``grid`` is not finite and > 0, if ``sigma`` (or
         ``sigma / grid``) exceeds ``2**48`` or is not a ratio of integers below
-        ``2**57``, or if ``size`` has a negative entry.
+        ``2**62``, or if ``size`` has a negative entry.
     TypeError
         If ``sigma``, ``grid`` or ``size`` has the wrong type.
     OverflowError
         If a sample would not fit in int64 (an event of probability below
-        ``exp(-1000)`` in the valid range: it needs ``|k| > 60 sigma``).
+        ``exp(-800)`` in the valid range: it needs ``|k| > 40 sigma``).
 
     Notes
     -----
@@ -334,6 +346,8 @@ def sample_discrete_gaussian(sigma, size=None, *, random_state=None, grid=None):
     m = -(-a // b)
     # k_max keeps (k + 2) a + 2 b, the largest intermediate of the kernel, below 2**63.
     k_max = (_INT64_SPAN - 1 - 2 * b) // a - 2
+    if k_max < _MIN_REACH:
+        raise ValueError(_too_fine("sigma" if grid is None else "sigma/grid", scale))
     m_bits = kernels.bit_length(m)
     # Measured: about 24 + 1.45 m_bits random bits per sample.
     bits = 36 + (3 * m_bits) // 2
@@ -356,7 +370,7 @@ def sample_discrete_laplace(scale, size=None, *, random_state=None):
     ----------
     scale : float, int, fractions.Fraction or decimal.Decimal
         Scale, finite and > 0; a float is used at its exact binary value. At most
-        ``2**48`` and a ratio of integers below ``2**57`` (every float from ``2**-4`` to
+        ``2**48`` and a ratio of integers below ``2**62`` (every float from ``2**-9`` to
         ``2**48`` is).
     size : None, int or tuple of int, optional
         Output shape; ``None`` returns one Python ``int``.
@@ -373,10 +387,10 @@ def sample_discrete_laplace(scale, size=None, *, random_state=None):
     ------
     ValueError
         If ``scale`` is not finite and > 0, exceeds ``2**48`` or is not a ratio of
-        integers below ``2**57``, or ``size`` is negative.
+        integers below ``2**62``, or ``size`` is negative.
     OverflowError
-        If a sample would not fit in int64 (probability below ``exp(-60)`` in the valid
-        range: it needs ``|k| > 60 scale``).
+        If a sample would not fit in int64 (probability below ``exp(-40)`` in the valid
+        range: it needs ``|k| > 40 scale``).
 
     Notes
     -----
@@ -389,6 +403,8 @@ def sample_discrete_laplace(scale, size=None, *, random_state=None):
     t, s = exact_scale.numerator, exact_scale.denominator
     # v_max keeps t (v + 1), the largest intermediate of the kernel, below 2**63.
     v_max = (_INT64_SPAN - 1) // t - 1
+    if v_max < _MIN_REACH:
+        raise ValueError(_too_fine("scale", exact_scale))
     t_bits = kernels.bit_length(t)
     # Measured: about 2 t_bits + 8 random bits per sample.
     bits = 16 + (9 * t_bits) // 4

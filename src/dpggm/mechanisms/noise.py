@@ -8,11 +8,13 @@ Every function takes an explicit :class:`numpy.random.Generator` (see
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
 
 from dpggm.mechanisms._exact_selection import exact_exponential_selection
+from dpggm.mechanisms.discrete_gaussian import sample_discrete_laplace
 
 __all__ = [
     "above_threshold",
@@ -127,6 +129,28 @@ def exponential_mechanism(
     )
 
 
+def _exact_scale_at_least(value: Fraction) -> Fraction:
+    """A dyadic rational >= value with a numerator below 2**51 (a slightly larger noise
+    scale only strengthens the guarantee; the exact samplers need short rationals)."""
+    shift = max(0, 50 - value.numerator.bit_length() + value.denominator.bit_length())
+    return Fraction(math.ceil(value * 2**shift), 2**shift)
+
+
+# The exact AboveThreshold works on the grid t Z with t the power of two at 2**-20 of the
+# sensitivity: rounding a query to the grid moves it by at most t/2, which adds at most
+# one step (a relative 2**-20) to the sensitivity in grid units.
+_THRESHOLD_GRID_BITS = 20
+_GRID_LIMIT = float(2**52)
+
+
+def _to_grid(values: np.ndarray, step: float) -> np.ndarray:
+    """round(values / step), clipped to +-2**52: monotone, and moves a difference of d by
+    at most d / step + 1 steps."""
+    with np.errstate(over="ignore"):
+        scaled = np.rint(np.asarray(values, dtype=float) / step)
+    return np.clip(scaled, -_GRID_LIMIT, _GRID_LIMIT).astype(np.int64)
+
+
 def above_threshold(
     queries: np.ndarray,
     *,
@@ -140,18 +164,42 @@ def above_threshold(
     the index of the first query whose noisy value reaches the noisy threshold, or
     ``len(queries)`` if none does.
 
+    The noise is exact: queries and threshold are rounded to the grid ``t Z`` (``t`` the
+    power of two at ``2**-20`` of ``sensitivity``'s binade), and integer discrete Laplace
+    noise (:func:`dpggm.mechanisms.discrete_gaussian.sample_discrete_laplace`) is added in
+    grid units; the comparison is between integers. ``rng`` is the source of random words
+    (a Generator, a seed, ``None`` or ``"secure"``, as for the samplers).
+
     Privacy
     -------
     ``epsilon``-DP (hence ``epsilon**2 / 2``-zCDP) when every query has sensitivity at most
-    ``sensitivity``, whatever the number of queries: the threshold gets
-    ``Laplace(2 sensitivity / epsilon)`` and every query ``Laplace(4 sensitivity /
-    epsilon)``. With ``monotonic=True`` the queries get ``Laplace(2 sensitivity /
-    epsilon)``, which is ``epsilon``-DP only for monotonic queries -- for every pair of
-    neighbours, all queries move in the same direction (Lyu, Su & Li 2017, section 4.2):
-    the caller must guarantee that. Only the index is released.
+    ``sensitivity``, whatever the number of queries. In grid units the rounded queries have
+    sensitivity at most ``D = ceil(sensitivity / t) + 1``; the threshold gets discrete
+    ``Laplace(b_T)`` noise and every query discrete ``Laplace(b_Q)``, with ``b_T >= 2 D /
+    epsilon`` and ``b_Q >= 4 D / epsilon`` (rounded up to short dyadic rationals). With
+    ``monotonic=True``, ``b_Q >= 2 D / epsilon``, which is ``epsilon``-DP only for monotonic
+    queries -- for every pair of neighbours, all queries move in the same direction (Lyu,
+    Su & Li 2017, section 4.2): the caller must guarantee that. The proofs hold verbatim
+    for integer queries with two-sided geometric noise (shifts by the integer ``D``). Only
+    the index is released.
     """
-    query_scale = (2.0 if monotonic else 4.0) * sensitivity / epsilon
-    noisy_threshold = threshold + rng.laplace(0.0, 2.0 * sensitivity / epsilon)
-    query_noise = rng.laplace(0.0, query_scale, size=len(queries))
-    above = np.flatnonzero(np.asarray(queries) + query_noise >= noisy_threshold)
+    sensitivity = _check_scale("sensitivity", sensitivity)
+    epsilon = _check_scale("epsilon", epsilon)
+    queries = np.asarray(queries, dtype=float)
+    if queries.ndim != 1 or not np.all(np.isfinite(queries)):
+        raise ValueError("queries must be a one-dimensional array of finite numbers")
+    if not math.isfinite(float(threshold)):
+        raise ValueError(f"threshold must be a finite number; got {threshold!r}")
+    step = math.ldexp(1.0, math.frexp(sensitivity)[1] - 1 - _THRESHOLD_GRID_BITS)
+    grid_sensitivity = math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
+    per_unit = Fraction(grid_sensitivity) / Fraction(epsilon)
+    threshold_scale = _exact_scale_at_least(2 * per_unit)
+    query_scale = _exact_scale_at_least((2 if monotonic else 4) * per_unit)
+    noisy_threshold = int(_to_grid(np.array([threshold]), step)[0]) + sample_discrete_laplace(
+        threshold_scale, random_state=rng
+    )
+    noisy_queries = _to_grid(queries, step) + sample_discrete_laplace(
+        query_scale, len(queries), random_state=rng
+    )
+    above = np.flatnonzero(noisy_queries >= noisy_threshold)
     return int(above[0]) if above.size else len(queries)
