@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dpggm.cli import data_options as dopt
 from dpggm.cli.output import OutputDir
 from dpggm.estimators.registry import METHODS, make_estimator
 from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError, InvalidGuaranteeError
@@ -86,7 +87,7 @@ def _load_bounds(bound: str, bound_file: Path | None):
 
 @app.command()
 def estimate(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    data: Annotated[Path, typer.Argument(help="CSV or Parquet file, one record per row (with --engine dask: a glob or URL)")],
     method: Annotated[str, typer.Option(help=f"one of: {', '.join(METHODS)}")] = "ssp",
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -110,9 +111,20 @@ def estimate(
     ledger: Annotated[Path | None, typer.Option(help="budget ledger file to spend from")] = None,
     dataset: Annotated[str | None, typer.Option(help="dataset name in the ledger")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
+    engine: dopt.EngineOpt = "memory",
+    scheduler: dopt.SchedulerOpt = None,
+    blocksize: dopt.BlocksizeOpt = None,
+    columns: dopt.ColumnsOpt = None,
+    delimiter: dopt.DelimiterOpt = ",",
+    decimal: dopt.DecimalOpt = ".",
+    no_header: dopt.NoHeaderOpt = False,
+    index_col: dopt.IndexColOpt = None,
+    encoding: dopt.EncodingOpt = "utf-8",
 ) -> None:
     """Estimate a private covariance or precision matrix from DATA."""
     try:
+        reading = dopt.data_options(engine, scheduler, blocksize, columns, delimiter, decimal,
+                                    no_header, index_col, encoding)
         budget = budget_from_options(epsilon, delta, rho, mu, non_private)
         if not bound:
             fail("--bound is required (l2:B or box:B): declare it from domain knowledge")
@@ -148,13 +160,14 @@ def estimate(
                 raise BudgetExceededError(
                     f"dataset {dataset!r} has {book.remaining(dataset)} left; {budget} was asked"
                 )
-        if method == "pace" and not as_json:
-            with _budget_progress() as advance:
-                estimator.set_params(progress=advance)
-                estimator.fit(str(data))
-            estimator.set_params(progress=None)
-        else:
-            estimator.fit(str(data))
+        with dopt.open_data(data, reading, progress=not as_json) as records:
+            if method == "pace" and not as_json:
+                with _budget_progress() as advance:
+                    estimator.set_params(progress=advance)
+                    estimator.fit(records)
+                estimator.set_params(progress=None)
+            else:
+                estimator.fit(records)
         if book is not None:
             # The spend is recorded before anything is written: if another process used
             # the budget meanwhile, the refused release is discarded unseen.

@@ -225,8 +225,9 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
     if _is_path(X):
         blocks = []
         columns: list[str] = []
-        for values, columns, _ in iter_chunks(X):
-            blocks.append(values)
+        for block, block_columns, _ in iter_chunks(X):
+            blocks.append(block)
+            columns = block_columns
         values = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
         values = np.ascontiguousarray(values)
     elif isinstance(X, pd.DataFrame):
