@@ -45,7 +45,7 @@ __all__ = [
 #: Rows per chunk when slicing arrays or reading Parquet row groups.
 DEFAULT_CHUNK_ROWS = 200_000
 #: Bytes per block when streaming a CSV file.
-DEFAULT_BLOCK_BYTES = 32 << 20
+DEFAULT_BLOCK_BYTES = 8 << 20
 
 DataLike = "np.ndarray | pd.DataFrame | str | os.PathLike | TableFile"
 
@@ -437,7 +437,33 @@ def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError
     return ValueError(f"{where} could not be read: {message.splitlines()[0]}")
 
 
+def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[bytes | memoryview]:
+    """The file from byte ``skip`` on, in blocks of about ``block_size`` bytes that end at a
+    line break (a record is never split between blocks)."""
+    with open(path, "rb") as handle:
+        handle.seek(skip)
+        carry = b""
+        while True:
+            buffer = handle.read(block_size)
+            if not buffer:
+                if carry.strip():
+                    yield carry if carry.endswith(b"\n") else carry + b"\n"
+                return
+            data = carry + buffer if carry else buffer
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # one line longer than a block: keep reading
+                carry = data
+                continue
+            yield memoryview(data)[:cut]
+            carry = data[cut:]
+
+
 def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
+    """Stream a CSV file: each block of whole lines is parsed by ``pyarrow.csv.read_csv``
+    (multi-threaded within the block), so memory is bounded by one block and its matrix.
+
+    Records may not contain line breaks inside quotes (a numeric file never does).
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -446,16 +472,14 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         raw = handle.read(1 << 20)
     layout = read_layout(source, raw=raw)
     where = source.where
+    skip = raw.index(b"\n") + 1 if source.header and b"\n" in raw else (
+        len(raw) if source.header else (3 if raw.startswith(b"\xef\xbb\xbf") else 0))
     internal = [f"c{j}" for j in range(len(layout.names))]
     selected = [internal[j] for j in layout.use]
     columns = [layout.names[j] for j in layout.use]
-    read_options = pacsv.ReadOptions(
-        block_size=source.block_size,
-        skip_rows=1 if source.header else 0,
-        column_names=internal,
-        encoding=source.encoding,
-    )
-    # Empty lines are kept (as missing values) so that block rows map to file lines.
+    read_options = pacsv.ReadOptions(column_names=internal, encoding=source.encoding,
+                                     block_size=1 << 20)
+    # Empty lines are kept (as missing values) so that rows map to file lines.
     parse_options = pacsv.ParseOptions(delimiter=source.delimiter, ignore_empty_lines=False)
     convert_options = pacsv.ConvertOptions(
         column_types={name: pa.float64() for name in selected},
@@ -463,20 +487,23 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         decimal_point=source.decimal,
     )
     first = 0
-    try:
-        reader = pacsv.open_csv(path, read_options=read_options, parse_options=parse_options,
-                                convert_options=convert_options)
-        for batch in reader:
-            rows = batch.num_rows
-            if rows == 0:
-                continue
-            values = _batch_to_matrix(batch, rows=rows, width=len(selected))
-            _check_array(values, columns=columns, where=where,
-                         row_offset=layout.data_line + first, unit="line")
-            yield values, columns, first
-            first += rows
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise _csv_error(source, layout, exc) from None
+    for block in _byte_blocks(path, block_size=source.block_size, skip=skip):
+        try:
+            table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)), read_options=read_options,
+                                   parse_options=parse_options,
+                                   convert_options=convert_options)
+        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+            raise _csv_error(source, layout, exc) from None
+        del block
+        rows = table.num_rows
+        if rows == 0:
+            continue
+        values = _batch_to_matrix(table, rows=rows, width=len(selected))
+        del table
+        _check_array(values, columns=columns, where=where,
+                     row_offset=layout.data_line + first, unit="line")
+        yield values, columns, first
+        first += rows
     if first == 0:
         raise ValueError(
             f"{where} has a header ({', '.join(layout.names[:8])}) but no records"
