@@ -59,6 +59,7 @@ show_progress: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 _FAN_IN = 8
+_SLICE_ROWS = 8192
 
 
 @dataclass
@@ -76,24 +77,47 @@ class PartitionStats:
 def _partition_stats(
     block: Any, index: int, bounds: Bounds, center: np.ndarray | None
 ) -> PartitionStats:
+    """Clipped sums of one partition, computed slice by slice: each slice is converted to a
+    float matrix, checked, clipped and multiplied out while it is in cache, and no copy of
+    the whole partition is made."""
     if isinstance(block, pd.DataFrame):
-        values = block.to_numpy(dtype=float)
+        frame = block
+
+        def piece_of(start: int, stop: int) -> np.ndarray:
+            return frame.iloc[start:stop].to_numpy(dtype=float)
     else:
         values = np.asarray(block, dtype=float)
-    if values.ndim == 1:
-        values = values[:, None]
-    rows = values.shape[0]
-    finite = np.isfinite(values)
-    if not finite.all():
-        row, col = np.argwhere(~finite)[0]
-        return PartitionStats(None, None, rows, 0, {index: rows}, (index, int(row), int(col)))
+        if values.ndim == 1:
+            values = values[:, None]
+
+        def piece_of(start: int, stop: int) -> np.ndarray:
+            return values[start:stop]
+    rows = len(block)
     if rows == 0:
         return PartitionStats(None, None, 0, 0, {index: 0}, None)
-    if center is not None:
-        values = values - center
-    clipped, changed = bounds.clip(values)
-    return PartitionStats(clipped.T @ clipped, clipped.sum(axis=0), rows, changed,
-                          {index: rows}, None)
+    gram = total = None
+    changed = 0
+    for start in range(0, rows, _SLICE_ROWS):
+        piece = piece_of(start, start + _SLICE_ROWS)
+        # Column sums propagate NaN and inf: a cheap test, with the exact search only on
+        # failure (an overflowing sum of finite values merely triggers the search).
+        if not np.isfinite(piece.sum(axis=0)).all():
+            finite = np.isfinite(piece)
+            if not finite.all():
+                row, col = np.argwhere(~finite)[0]
+                return PartitionStats(None, None, rows, 0, {index: rows},
+                                      (index, start + int(row), int(col)))
+        if center is not None:
+            piece = piece - center
+        clipped, count = bounds.clip(piece)
+        if gram is None:
+            gram = clipped.T @ clipped
+            total = clipped.sum(axis=0)
+        else:
+            gram += clipped.T @ clipped
+            total += clipped.sum(axis=0)
+        changed += count
+    return PartitionStats(gram, total, rows, changed, {index: rows}, None)
 
 
 def _combine(*parts: PartitionStats) -> PartitionStats:
