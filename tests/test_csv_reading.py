@@ -167,3 +167,18 @@ def test_cli_reading_options(tmp_path):
     assert done.exit_code == 0, done.output
     np.testing.assert_allclose(np.load(tmp_path / "o3" / "covariance.npy"),
                                expected.covariance_, rtol=1e-12)
+
+
+def test_cli_engine_options_checked_before_reading(tmp_path):
+    path = _write(tmp_path / "d.csv", "a,b\n" + _csv(DATA[:, :2]))
+    runner = CliRunner()
+    base = ["estimate", str(path), "--bound", "l2:10", "--non-private", "--out",
+            str(tmp_path / "o")]
+    for extra, message in ((["--engine", "spark"], "--engine must be 'memory' or 'dask'"),
+                           (["--scheduler", "tcp://x:1"], "--scheduler needs --engine dask"),
+                           (["--index-col", "0"], "--index-col numbers columns from 1"),
+                           (["--columns", "a,,b"], "--columns must be comma-separated")):
+        result = runner.invoke(app, base + extra)
+        assert result.exit_code == 2, (extra, result.output)
+        assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "o").exists()

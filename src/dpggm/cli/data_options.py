@@ -19,6 +19,7 @@ A command uses :func:`open_data` as a context manager around ``fit``::
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +134,10 @@ def open_data(
                     f"cannot reach the Dask scheduler at {options.scheduler!r}: {exc}"
                 ) from None
         else:
-            cluster = stack.enter_context(distributed.LocalCluster(dashboard_address=None))
+            # Worker shutdown chatter ("still alive after 4 s, killing") is not the user's
+            # concern; errors still show.
+            cluster = stack.enter_context(distributed.LocalCluster(
+                dashboard_address=None, silence_logs=logging.ERROR))
             client = distributed.Client(cluster)
         stack.enter_context(client)
         frame = _dask.read_dask(source, blocksize=options.blocksize)
