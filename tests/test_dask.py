@@ -260,3 +260,12 @@ def test_every_registered_method_on_dask_matches_memory(parts):
         assert compared, method
         assert remote.feature_names_in_ == local.feature_names_in_ or list(
             remote.feature_names_in_) == list(local.feature_names_in_)
+
+
+def test_csv_glob_with_different_headers_refused(tmp_path):
+    from dpggm.estimators._dask import read_dask
+
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n")
+    (tmp_path / "b.csv").write_text("y,x\n5,6\n7,8\n")
+    with pytest.raises(ValueError, match=r"header of .*b\.csv.* differs from that of .*a\.csv"):
+        read_dask(str(tmp_path / "*.csv"))

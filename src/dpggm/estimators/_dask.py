@@ -279,6 +279,19 @@ def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) ->
         raw = handle.read(1 << 20)
     layout = read_layout(TableFile(files[0].path, **_options(source)), raw=raw)
     names = layout.names
+    if source.header:
+        # Every file is read with the first file's names: a file with other columns (or
+        # another order) would be silently misaligned, so all headers must agree.
+        first_line = raw.split(b"\n", 1)[0].rstrip(b"\r")
+        for other in files[1:]:
+            with other as handle:
+                line = handle.readline().rstrip(b"\r\n")
+            if line != first_line:
+                raise ValueError(
+                    f"{where}: the header of {other.path!r} ({line[:80]!r}) differs from "
+                    f"that of {files[0].path!r} ({first_line[:80]!r}); all files must have "
+                    "the same columns in the same order"
+                )
     use = [names[j] for j in layout.use]
     try:
         frame = dd.read_csv(
