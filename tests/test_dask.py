@@ -120,13 +120,32 @@ def test_dask_errors_match_memory(parts):
             clipped_second_moment(text, bounds=RowNorm(1.0))
 
 
-def test_estimators_needing_records_refuse_dask(parts):
-    from dpggm.estimators.regression import AdaSSP
+def test_adassp_on_dask_matches_memory_and_record_estimators_refuse(parts):
+    import dask
+
+    from dpggm.estimators.regression import AdaSSP, PrivateLinearRegression
 
     _, frame = parts
-    lazy = dd.from_pandas(frame, npartitions=2)
-    with pytest.raises(TypeError, match="needs the individual records in memory"):
-        AdaSSP(budget=ZCDP(1.0), bounds=RowNorm(1.0), y_bound=1.0).fit(lazy, np.zeros(len(frame)))
+    frame = frame / 4
+    target = frame["v0"] - 0.5 * frame["v3"]
+    features = frame[["v1", "v2", "v3", "v4"]]
+    lazy = dd.from_pandas(frame.assign(t=target), npartitions=3)
+    params = {"budget": ZCDP(1.0), "bounds": RowNorm(1.0), "y_bound": 1.0, "random_state": 4}
+    local = AdaSSP(**params).fit(features, target)
+    with dask.config.set(scheduler="synchronous"):
+        remote = AdaSSP(**params).fit(lazy[["v1", "v2", "v3", "v4"]], lazy["t"])
+        np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-9)
+        assert remote.intercept_ == pytest.approx(local.intercept_, rel=1e-9, abs=1e-12)
+        broken = frame.assign(t=target)
+        broken.iloc[400, 2] = np.nan
+        lazy_broken = dd.from_pandas(broken, npartitions=3)
+        with pytest.raises(ValueError, match=r"first at row 400, column 'v2'"):
+            AdaSSP(**params).fit(lazy_broken[["v1", "v2"]], lazy_broken["t"])
+        with pytest.raises(ValueError, match="same partitions as X"):
+            AdaSSP(**params).fit(lazy[["v1"]], dd.from_pandas(target, npartitions=2))
+        with pytest.raises(TypeError, match="needs the individual records in memory"):
+            PrivateLinearRegression(covariance_estimator=PrivateCovariance(
+                budget=ZCDP(1.0), bounds=RowNorm(1.0))).fit(lazy[["v1"]], lazy["t"])
 
 
 def test_csv_glob_through_dask(tmp_path):

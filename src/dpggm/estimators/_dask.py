@@ -50,6 +50,7 @@ __all__ = [
     "clipped_second_moment",
     "read_dask",
     "reduce_partitions",
+    "regression_statistics",
     "show_progress",
 ]
 
@@ -246,6 +247,126 @@ def clipped_second_moment(
         raise ValueError(f"{name} needs at least 2 records (rows); got 0")
     return finish_second_moment(stats.gram, stats.total, stats.n, stats.n_clipped, columns,
                                 name=name)
+
+
+def _regression_partition(
+    block: Any, target: Any, index: int, bounds: Bounds, y_bound: float, fit_intercept: bool
+) -> dict[str, Any]:
+    values = block.to_numpy(dtype=float) if isinstance(block, pd.DataFrame) else (
+        np.asarray(block, dtype=float))
+    if values.ndim == 1:
+        values = values[:, None]
+    y = np.asarray(target.to_numpy(dtype=float) if hasattr(target, "to_numpy") else target,
+                   dtype=float).reshape(-1)
+    rows = values.shape[0]
+    result: dict[str, Any] = {"counts": {index: rows}, "bad": None, "bad_y": None,
+                              "lengths": {index: (rows, y.shape[0])}, "gram": None,
+                              "moment": None}
+    if y.shape[0] != rows:
+        return result
+    finite = np.isfinite(values)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        result["bad"] = (index, int(row), int(col))
+        return result
+    if not np.isfinite(y).all():
+        result["bad_y"] = (index, int(np.flatnonzero(~np.isfinite(y))[0]))
+        return result
+    features, _ = bounds.clip(values)
+    if fit_intercept:
+        features = np.hstack([features, np.ones((rows, 1))])
+    y = np.clip(y, -y_bound, y_bound)
+    result["gram"] = features.T @ features
+    result["moment"] = features.T @ y
+    return result
+
+
+def _regression_combine(*parts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"counts": {}, "bad": None, "bad_y": None, "lengths": {},
+                           "gram": None, "moment": None}
+    for part in parts:
+        out["counts"].update(part["counts"])
+        out["lengths"].update(part["lengths"])
+        for key in ("bad", "bad_y"):
+            if part[key] is not None and (out[key] is None or part[key] < out[key]):
+                out[key] = part[key]
+        if part["gram"] is not None:
+            out["gram"] = part["gram"] if out["gram"] is None else out["gram"] + part["gram"]
+            out["moment"] = (part["moment"] if out["moment"] is None
+                             else out["moment"] + part["moment"])
+    return out
+
+
+def regression_statistics(
+    X: Any, y: Any, *, bounds: Bounds, y_bound: float, fit_intercept: bool
+) -> tuple[np.ndarray, np.ndarray, int, list[str]]:
+    """Clipped ``[X, 1]^T [X, 1]`` and ``[X, 1]^T y`` of Dask ``X`` and ``y`` with the same
+    partitions (for example columns of one Dask DataFrame), tree-reduced.
+
+    Same checks and messages as in memory; returns ``(gram, moment, n, columns)``.
+    """
+    import dask.array as da
+    import dask.dataframe as dd
+
+    blocks, columns = _blocks(X, "X")
+    bounds.check_dimension(len(columns))
+    if isinstance(y, dd.DataFrame):
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one-dimensional; got {len(y.columns)} columns")
+        y = y[y.columns[0]]
+    if isinstance(y, dd.Series):
+        if not pd.api.types.is_numeric_dtype(y.dtype):
+            raise ValueError("y must be a one-dimensional array of numbers")
+        targets = list(y.to_delayed())
+    elif isinstance(y, da.Array):
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional; got an array of shape {y.shape}")
+        targets = list(y.to_delayed().ravel())
+    else:
+        raise TypeError(
+            "with Dask X, y must be a Dask Series or Array with the same partitions as X "
+            "(for example a column of the same Dask DataFrame)"
+        )
+    if len(targets) != len(blocks):
+        raise ValueError(
+            f"y must have the same partitions as X; X has {len(blocks)}, y has {len(targets)} "
+            "(take both from one Dask DataFrame, or rechunk)"
+        )
+    import dask
+
+    level = [dask.delayed(_regression_partition, pure=True)(block, target, k, bounds,
+                                                            float(y_bound), fit_intercept)
+             for k, (block, target) in enumerate(zip(blocks, targets))]
+    combine = dask.delayed(_regression_combine, pure=True)
+    while len(level) > 1:
+        level = [combine(*level[k:k + _FAN_IN]) for k in range(0, len(level), _FAN_IN)]
+    stats = _compute(level[0])
+    mismatched = {k: v for k, v in stats["lengths"].items() if v[0] != v[1]}
+    if mismatched:
+        k, (rows, values) = min(mismatched.items())
+        raise ValueError(
+            f"y must have one value per record of X; partition {k} has {rows} records and "
+            f"{values} values of y"
+        )
+
+    def before(part: int) -> int:
+        return sum(count for k, count in stats["counts"].items() if k < part)
+
+    if stats["bad"] is not None:
+        part, row, col = stats["bad"]
+        raise ValueError(
+            f"X contains NaN or infinite values (first at row {before(part) + row}, column "
+            f"{columns[col]!r}); remove or impute them before estimating"
+        )
+    if stats["bad_y"] is not None:
+        raise ValueError("y contains NaN or infinite values; remove or impute them before fitting")
+    n = sum(stats["counts"].values())
+    if stats["gram"] is None or n < 2:
+        raise ValueError(f"X needs at least 2 records (rows); got {n}")
+    gram = stats["gram"]
+    return (gram + gram.T) / 2, stats["moment"], n, columns
 
 
 def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) -> Any:

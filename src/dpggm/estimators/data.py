@@ -209,7 +209,8 @@ def _refuse_dask(X: Any, name: str) -> None:
             "memory (it makes several passes over them, or uses more than the clipped second "
             "moment). Dask input is accepted by the estimators built on the clipped second "
             "moment (PrivateCovariance and the precision / graph estimators on it, "
-            "SSPCovariance, DiagonalCovariance, SeparateCovariance, PACECovariance); "
+            "SSPCovariance, DiagonalCovariance, SeparateCovariance, PACECovariance) and by "
+            "AdaSSP; "
             "otherwise call .compute() on a sample that fits in memory"
         )
 
