@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,10 @@ def table_file(data: str | Path, options: DataOptions) -> Any:
     """The :class:`~dpggm.estimators.data.TableFile` the options describe."""
     from dpggm.estimators.data import TableFile
 
+    text = str(data)
+    # A URL passed through pathlib loses one slash of "scheme://" ("s3:/bucket/..."): put
+    # it back, so that commands may declare DATA as a Path.
+    text = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)", r"\1://", text)
     columns = None
     if options.columns is not None:
         columns = [c.strip() for c in options.columns.split(",")]
@@ -100,7 +105,7 @@ def table_file(data: str | Path, options: DataOptions) -> Any:
         if int(index) < 1:
             raise ValueError(f"--index-col numbers columns from 1; got {index}")
         index = int(index) - 1
-    return TableFile(str(data), columns=columns, delimiter=options.delimiter,
+    return TableFile(text, columns=columns, delimiter=options.delimiter,
                      decimal=options.decimal, header=not options.no_header, index_col=index,
                      encoding=options.encoding)
 
