@@ -93,6 +93,10 @@ def test_messages_use_file_lines_and_column_names(tmp_path):
     path = _write(tmp_path / "e.csv", "a,b\n1,2\n3,4\n5,abc\n")
     with pytest.raises(ValueError, match=r"non-numeric value 'abc' in column 'b' on line 4"):
         as_matrix(path)
+    path = _write(tmp_path / "f.csv", "id,a,b,c\n1,2,3,4\n2,5,x,6\n")
+    for options in ({"index_col": "id"}, {"columns": ["c", "b"]}):
+        with pytest.raises(ValueError, match=r"non-numeric value 'x' in column 'b' on line 3"):
+            as_matrix(TableFile(path, **options))
 
 
 def test_line_numbers_across_blocks(tmp_path):

@@ -414,8 +414,7 @@ def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError
     where = source.where
     match = re.search(r"column #(\d+)", message)
     if match and "conversion error" in message:
-        position = layout.use[int(match.group(1))] if int(match.group(1)) < len(layout.use) \
-            else int(match.group(1))
+        position = int(match.group(1))  # pyarrow numbers the file's columns from 0
         line, value = _locate_bad_value(source, layout, position)
         name = layout.names[position]
         hint = "encode or drop the column, or select numeric columns (columns=...)"
