@@ -186,3 +186,23 @@ def test_cli_engine_options_checked_before_reading(tmp_path):
         assert result.exit_code == 2, (extra, result.output)
         assert message in result.output and "Traceback" not in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_reads_parquet_in_memory_and_fit_records_helper(tmp_path):
+    from dpggm.cli.data_options import data_options, fit_records
+
+    frame = pd.DataFrame(DATA, columns=["a", "b", "c"])
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path)
+    result = CliRunner().invoke(app, ["estimate", str(path), "--bound", "l2:10",
+                                      "--non-private", "--json", "--columns", "c,a",
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    expected = PrivateCovariance(budget=NonPrivate(), bounds=RowNorm(10.0)).fit(
+        frame[["c", "a"]])
+    np.testing.assert_allclose(np.load(tmp_path / "o" / "covariance.npy"),
+                               expected.covariance_, rtol=1e-12)
+    fitted = fit_records(PrivateCovariance(budget=NonPrivate(), bounds=RowNorm(10.0)), path,
+                         data_options(columns="c,a"))
+    np.testing.assert_allclose(fitted.covariance_, expected.covariance_, rtol=1e-12)
+    assert list(fitted.feature_names_in_) == ["c", "a"]

@@ -40,6 +40,7 @@ __all__ = [
     "NoHeaderOpt",
     "SchedulerOpt",
     "data_options",
+    "fit_records",
     "open_data",
     "table_file",
 ]
@@ -151,3 +152,13 @@ def open_data(
             yield frame
         finally:
             _dask.show_progress.reset(token)
+
+
+def fit_records(
+    estimator: Any, data: str | Path, options: DataOptions | None = None, *,
+    progress: bool = True,
+) -> Any:
+    """``estimator.fit`` on DATA read as the options say (for commands such as ``graph``);
+    returns the fitted estimator."""
+    with open_data(data, options, progress=progress) as records:
+        return estimator.fit(records)
