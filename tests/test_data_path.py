@@ -49,7 +49,7 @@ def test_inf_in_csv_named_with_row(tmp_path, data):
     frame.loc[100, "c"] = np.inf
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"first at row 100, column 'c'"):
+    with pytest.raises(ValueError, match=r"first at line 102, column 'c'"):
         clipped_second_moment(path, bounds=RowNorm(1.0), chunk_rows=30)
 
 

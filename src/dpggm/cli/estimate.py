@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpggm.cli import data_options as dopt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
@@ -94,7 +95,8 @@ def _precheck_ledger(ledger: Path, dataset: str, *, method: str, budget: Any, ne
 
 
 def estimate(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV or Parquet file, one record per row (with --engine dask: a glob or URL)")],
     method: Annotated[str, typer.Option(help=f"one of: {', '.join(METHODS)}")] = "ssp",
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -133,8 +135,19 @@ def estimate(
     ledger: Annotated[Path | None, typer.Option(help="budget ledger file to spend from")] = None,
     dataset: Annotated[str | None, typer.Option(help="dataset name in the ledger")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
+    engine: dopt.EngineOpt = "memory",
+    scheduler: dopt.SchedulerOpt = None,
+    blocksize: dopt.BlocksizeOpt = None,
+    columns: dopt.ColumnsOpt = None,
+    delimiter: dopt.DelimiterOpt = ",",
+    decimal: dopt.DecimalOpt = ".",
+    no_header: dopt.NoHeaderOpt = False,
+    index_col: dopt.IndexColOpt = None,
+    encoding: dopt.EncodingOpt = "utf-8",
 ) -> None:
     """Estimate a private covariance or precision matrix from DATA."""
+    reading = dopt.data_options(engine, scheduler, blocksize, columns, delimiter, decimal,
+                                no_header, index_col, encoding)
     from dpggm.cli.output import StagedOutput, recover_pending
     from dpggm.estimators.registry import make_estimator
 
@@ -147,10 +160,11 @@ def estimate(
     if method not in METHODS:
         raise UserError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
     random_state = parse_seed(seed)
-    if data.is_dir():
-        raise UserError(f"{data} is a directory; give the CSV file of records")
-    if not data.exists():
-        raise UserError(f"no such file: {data}")
+    if engine == "memory":
+        if data.is_dir():
+            raise UserError(f"{data} is a directory; give the CSV or Parquet file of records")
+        if not data.exists():
+            raise UserError(f"no such file: {data}")
     # Options are passed exactly as typed: 0 is a value, not "unset" (None is unset).
     given = {
         "alpha": _parse_alpha(alpha), "ridge": ridge, "gamma": gamma, "solver": solver,
@@ -173,14 +187,14 @@ def estimate(
                if ledger is not None else {})
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
-        with summarised_warnings():
+        with summarised_warnings(), dopt.open_data(data, reading, progress=not as_json) as records:
             if method == "pace" and not as_json:
                 with _budget_progress() as advance:
                     estimator.set_params(progress=advance)
-                    estimator.fit(str(data))
+                    estimator.fit(records)
                 estimator.set_params(progress=None)
             else:
-                estimator.fit(str(data))
+                estimator.fit(records)
         record = result_record(method, estimator)
         _stage_outputs(staged, estimator, record)
         if book is not None:

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpggm.estimators._base import check_bounds, check_budget, check_fraction, make_context
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, is_dask_collection
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError
 from dpggm.mechanisms.bounds import Box, RowNorm, check_neighbors
 from dpggm.mechanisms.sensitivity import (
@@ -431,20 +431,30 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         self
         """
         budget, bounds, y_bound, beta = self._validate()
-        features, columns = as_matrix(X)
-        n, p = features.shape
-        target = _as_target(y, n)
-        bounds.check_dimension(p)
-        features, _ = bounds.clip(features)
-        target = np.clip(target, -y_bound, y_bound)
-        x_bound = bounds.row_norm(p)
-        if self.fit_intercept:
-            features = np.hstack([features, np.ones((n, 1))])
-            x_bound = math.sqrt(x_bound**2 + 1.0)
-        d = features.shape[1]
-        gram = features.T @ features
-        gram = (gram + gram.T) / 2
-        moment = features.T @ target
+        if is_dask_collection(X) or is_dask_collection(y):
+            # The same clipped sums, per partition and tree-reduced (dpggm[dask]).
+            from dpggm.estimators import _dask
+
+            gram, moment, n, columns = _dask.regression_statistics(
+                X, y, bounds=bounds, y_bound=y_bound, fit_intercept=self.fit_intercept)
+            p, d = len(columns), gram.shape[0]
+            x_bound = bounds.row_norm(p)
+            x_bound = math.sqrt(x_bound**2 + 1.0) if self.fit_intercept else x_bound
+        else:
+            features, columns = as_matrix(X)
+            n, p = features.shape
+            target = _as_target(y, n)
+            bounds.check_dimension(p)
+            features, _ = bounds.clip(features)
+            target = np.clip(target, -y_bound, y_bound)
+            x_bound = bounds.row_norm(p)
+            if self.fit_intercept:
+                features = np.hstack([features, np.ones((n, 1))])
+                x_bound = math.sqrt(x_bound**2 + 1.0)
+            d = features.shape[1]
+            gram = features.T @ features
+            gram = (gram + gram.T) / 2
+            moment = features.T @ target
         self.n_features_in_ = p
         self.feature_names_in_ = columns
         ctx = make_context(

@@ -1,0 +1,290 @@
+"""Dask input: the same statistics and the same seeded release as in memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import dask.array as da
+import dask.dataframe as dd
+import distributed
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpggm import ZCDP, Box, NonPrivate, PrivateCovariance, RowNorm
+from dpggm.estimators.data import clipped_second_moment
+
+COLUMNS = [f"v{j}" for j in range(5)]
+
+
+def _frame(rows: int = 1200, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    data = rng.normal(size=(rows, 5)) @ rng.normal(size=(5, 5))
+    return pd.DataFrame(data, columns=COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    """A 6-file Parquet data set and the same records in memory."""
+    folder = tmp_path_factory.mktemp("parts")
+    frame = _frame()
+    for k, piece in enumerate(np.array_split(np.arange(len(frame)), 6)):
+        frame.iloc[piece].to_parquet(folder / f"part-{k}.parquet", index=False)
+    return folder, frame
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as local:
+        with distributed.Client(local) as client:
+            yield local, client
+
+
+def test_cluster_second_moment_and_seeded_release_match_memory(parts, cluster):
+    folder, frame = parts
+    from dpggm.estimators._dask import read_dask
+
+    lazy = read_dask(str(folder / "*.parquet"))
+    assert lazy.npartitions == 6
+    bounds = RowNorm(3.0)
+    remote = clipped_second_moment(lazy, bounds=bounds)
+    local = clipped_second_moment(frame, bounds=bounds)
+    np.testing.assert_allclose(remote.second_moment, local.second_moment, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(remote.total, local.total, rtol=1e-10)
+    assert (remote.n, remote.n_clipped, remote.columns) == (local.n, local.n_clipped, COLUMNS)
+    assert local.n_clipped > 0  # the bound is active, so clipping is exercised on workers
+
+    exact_remote = PrivateCovariance(budget=NonPrivate(), bounds=bounds).fit(lazy)
+    exact_local = PrivateCovariance(budget=NonPrivate(), bounds=bounds).fit(frame)
+    np.testing.assert_allclose(exact_remote.covariance_, exact_local.covariance_, rtol=1e-10)
+
+    private_remote = PrivateCovariance(budget=ZCDP(0.5), bounds=bounds, random_state=7).fit(lazy)
+    private_local = PrivateCovariance(budget=ZCDP(0.5), bounds=bounds, random_state=7).fit(frame)
+    np.testing.assert_allclose(private_remote.noisy_covariance_, private_local.noisy_covariance_,
+                               rtol=1e-9, atol=1e-12)
+    assert private_remote.privacy_.to_dict() == private_local.privacy_.to_dict()
+
+
+def test_cli_estimate_on_cluster(parts, cluster, tmp_path):
+    from dpggm.cli.main import app
+
+    folder, _ = parts
+    local, _ = cluster
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, [
+        "estimate", str(folder / "*.parquet"), "--engine", "dask",
+        "--scheduler", local.scheduler_address, "--bound", "l2:3", "--rho", "0.5",
+        "--seed", "3", "--out", str(out), "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    api = PrivateCovariance(budget=ZCDP(0.5), bounds=RowNorm(3.0), random_state=3).fit(
+        pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))]))
+    np.testing.assert_allclose(np.load(out / "noisy_covariance.npy"), api.noisy_covariance_,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_dask_array_and_partition_order(parts):
+    """Synchronous scheduler: a Dask array with uneven chunks gives the same statistic."""
+    import dask
+
+    _, frame = parts
+    values = frame.to_numpy()
+    with dask.config.set(scheduler="synchronous"):
+        lazy = da.from_array(values, chunks=((100, 500, 600), (2, 3)))
+        remote = clipped_second_moment(lazy, bounds=Box(2.0))
+    local = clipped_second_moment(values, bounds=Box(2.0))
+    np.testing.assert_allclose(remote.second_moment, local.second_moment, rtol=1e-10)
+    assert remote.columns == [f"x{j}" for j in range(5)]
+
+
+def test_dask_errors_match_memory(parts):
+    import dask
+
+    _, frame = parts
+    broken = frame.copy()
+    broken.iloc[731, 2] = np.nan
+    with dask.config.set(scheduler="synchronous"):
+        lazy = dd.from_pandas(broken, npartitions=5)
+        with pytest.raises(ValueError, match=r"NaN or infinite values \(first at row 731, "
+                                             r"column 'v2'\)"):
+            clipped_second_moment(lazy, bounds=RowNorm(1.0))
+        with pytest.raises(ValueError, match="Box bound has 3 entries but the data has 5"):
+            PrivateCovariance(budget=ZCDP(1.0), bounds=Box((1.0, 1.0, 1.0))).fit(
+                dd.from_pandas(frame, npartitions=3))
+        text = dd.from_pandas(frame.assign(city="x"), npartitions=2)
+        with pytest.raises(ValueError, match=r"non-numeric column\(s\) 'city'"):
+            clipped_second_moment(text, bounds=RowNorm(1.0))
+
+
+def test_adassp_on_dask_matches_memory_and_record_estimators_refuse(parts):
+    import dask
+
+    from dpggm.estimators.regression import AdaSSP, PrivateLinearRegression
+
+    _, frame = parts
+    frame = frame / 4
+    target = frame["v0"] - 0.5 * frame["v3"]
+    features = frame[["v1", "v2", "v3", "v4"]]
+    lazy = dd.from_pandas(frame.assign(t=target), npartitions=3)
+    params = {"budget": ZCDP(1.0), "bounds": RowNorm(1.0), "y_bound": 1.0, "random_state": 4}
+    local = AdaSSP(**params).fit(features, target)
+    with dask.config.set(scheduler="synchronous"):
+        remote = AdaSSP(**params).fit(lazy[["v1", "v2", "v3", "v4"]], lazy["t"])
+        np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-9)
+        assert remote.intercept_ == pytest.approx(local.intercept_, rel=1e-9, abs=1e-12)
+        broken = frame.assign(t=target)
+        broken.iloc[400, 2] = np.nan
+        lazy_broken = dd.from_pandas(broken, npartitions=3)
+        with pytest.raises(ValueError, match=r"first at row 400, column 'v2'"):
+            AdaSSP(**params).fit(lazy_broken[["v1", "v2"]], lazy_broken["t"])
+        with pytest.raises(ValueError, match="same partitions as X"):
+            AdaSSP(**params).fit(lazy[["v1"]], dd.from_pandas(target, npartitions=2))
+        with pytest.raises(TypeError, match="needs the individual records in memory"):
+            PrivateLinearRegression(covariance_estimator=PrivateCovariance(
+                budget=ZCDP(1.0), bounds=RowNorm(1.0))).fit(lazy[["v1"]], lazy["t"])
+
+
+def test_csv_glob_through_dask(tmp_path):
+    import dask
+
+    frame = _frame(300, seed=2)
+    for k in range(3):
+        frame.iloc[k * 100:(k + 1) * 100].to_csv(tmp_path / f"p{k}.csv", sep=";", decimal=",",
+                                                   index=False)
+    from dpggm.estimators._dask import read_dask
+    from dpggm.estimators.data import TableFile
+
+    with pytest.raises(ValueError, match="looks ';'-separated"):
+        read_dask(str(tmp_path / "*.csv"))
+    lazy = read_dask(TableFile(tmp_path / "*.csv", delimiter=";", decimal=",",
+                               columns=["v3", "v1"]))
+    with dask.config.set(scheduler="synchronous"):
+        remote = clipped_second_moment(lazy, bounds=RowNorm(2.0))
+    local = clipped_second_moment(frame[["v3", "v1"]], bounds=RowNorm(2.0))
+    np.testing.assert_allclose(remote.second_moment, local.second_moment, rtol=1e-10)
+    assert remote.columns == ["v3", "v1"]
+
+
+def test_import_dpggm_does_not_import_dask():
+    code = ("import sys, dpggm, dpggm.estimators.data, dpggm.cli.data_options; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('dask', 'distributed', 'dask_expr')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_publish_on_dask_per_partition_streams(parts, tmp_path):
+    import dask
+
+    from dpggm.estimators._dask_publish import publish_dask, seed_streams
+    from dpggm.mechanisms.publish import publish
+
+    folder, frame = parts
+    from dpggm.estimators._dask import read_dask
+
+    lazy = read_dask(str(folder / "*.parquet"))
+    out = tmp_path / "release"
+    with dask.config.set(scheduler="synchronous"):
+        meta = publish_dask(lazy, out, bounds=RowNorm(3.0), mu=1.0, random_state=11)
+        again = publish_dask(lazy, tmp_path / "again", bounds=RowNorm(3.0), mu=1.0,
+                             random_state=11)
+        other = publish_dask(dd.from_pandas(frame, npartitions=4), tmp_path / "other",
+                             bounds=RowNorm(3.0), mu=1.0, random_state=11)
+    assert (out / "_metadata").exists() and (out / "_release.json").exists()
+    written = pd.read_parquet(out)
+    assert list(written.columns) == COLUMNS and len(written) == len(frame)
+    assert meta["n_samples"] == len(frame) and meta["partitions"] == 6 == again["partitions"]
+    # Partition k is publish() of partition k with stream k of the seed's SeedSequence.
+    streams = seed_streams(11, 6)
+    pieces = [pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))]
+    expected = pd.concat([
+        publish(piece, bounds=RowNorm(3.0), mu=1.0,
+                random_state=np.random.Generator(np.random.PCG64(streams[k]))).data
+        for k, piece in enumerate(pieces)], ignore_index=True)
+    np.testing.assert_array_equal(written.to_numpy(), expected.to_numpy())
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "again").to_numpy(),
+                                  written.to_numpy())
+    # Same seed, other partitioning: another (equally valid) noisy copy, same guarantee.
+    assert not np.allclose(pd.read_parquet(tmp_path / "other").to_numpy(), written.to_numpy())
+    in_memory = publish(frame, bounds=RowNorm(3.0), mu=1.0, random_state=11)
+    assert meta["noise"]["sigma"] == in_memory.sigma == other["noise"]["sigma"]
+    assert meta["privacy"]["budget"] == in_memory.privacy_.to_dict()["budget"]
+    assert "paper_accounting" not in json.dumps(meta)
+
+
+def test_publish_on_dask_validates_before_noise(parts, tmp_path):
+    import dask
+
+    from dpggm.estimators._dask_publish import publish_dask
+
+    _, frame = parts
+    broken = frame.copy()
+    broken.iloc[500, 1] = np.inf
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"first at row 500, column 'v1'"):
+        publish_dask(dd.from_pandas(broken, npartitions=3), tmp_path / "r",
+                     bounds=RowNorm(3.0), sigma=1.0, random_state=1)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no staging debris
+
+
+# Estimators that need the individual records refuse Dask input (see data._refuse_dask).
+_NEEDS_RECORDS = {"adaptive", "output-perturbation"}
+_OPTIONS = {"glasso": {"alpha": 0.1}, "wishart-pure": {"allow_invalid": True},
+            "output-perturbation": {"allow_invalid": True, "alpha": 0.1},
+            "pace": {"max_rounds": 2}}
+
+
+def test_every_registered_method_on_dask_matches_memory(parts):
+    """Every method of `dpggm estimate`: through Dask the same seeded result as in memory,
+    or a refusal that says why."""
+    import dask
+
+    from dpggm import ApproxDP, PureDP
+    from dpggm.estimators.registry import METHODS, make_estimator
+
+    _, frame = parts
+    frame = frame / 4
+    lazy = dd.from_pandas(frame, npartitions=4)
+    budgets = (ZCDP(0.5), PureDP(1.0), ApproxDP(0.5, 1e-6))
+    for method in METHODS:
+        for budget in budgets:
+            try:
+                local = make_estimator(method, budget=budget, bounds=Box(1.0), random_state=5,
+                                       **_OPTIONS.get(method, {})).fit(frame)
+            except (TypeError, ValueError):
+                continue
+            break
+        else:
+            raise AssertionError(f"no budget fits method {method!r} in memory")
+        remote = make_estimator(method, budget=budget, bounds=Box(1.0), random_state=5,
+                                **_OPTIONS.get(method, {}))
+        with dask.config.set(scheduler="synchronous"):
+            if method in _NEEDS_RECORDS:
+                with pytest.raises(TypeError, match="needs the individual records in memory"):
+                    remote.fit(lazy)
+                continue
+            remote.fit(lazy)
+        compared = 0
+        for attr in ("noisy_covariance_", "covariance_", "precision_", "adjacency_"):
+            value = getattr(local, attr, None)
+            if value is not None:
+                np.testing.assert_allclose(getattr(remote, attr), value, rtol=1e-7, atol=1e-9,
+                                           err_msg=f"{method}: {attr}")
+                compared += 1
+        assert compared, method
+        assert remote.feature_names_in_ == local.feature_names_in_ or list(
+            remote.feature_names_in_) == list(local.feature_names_in_)
+
+
+def test_csv_glob_with_different_headers_refused(tmp_path):
+    from dpggm.estimators._dask import read_dask
+
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n")
+    (tmp_path / "b.csv").write_text("y,x\n5,6\n7,8\n")
+    with pytest.raises(ValueError, match=r"header of .*b\.csv.* differs from that of .*a\.csv"):
+        read_dask(str(tmp_path / "*.csv"))
