@@ -44,7 +44,7 @@ import pandas as pd
 from dpggm.estimators._dask import _blocks, clipped_second_moment
 from dpggm.mechanisms.bounds import check_bounds, check_neighbors
 from dpggm.mechanisms.publish import publish
-from dpggm.mechanisms.random import describe_random_state
+from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
 
 __all__ = ["publish_dask", "seed_streams"]
 
@@ -154,7 +154,7 @@ def publish_dask(
     # Calibration from public parameters only: the in-memory code on two zero records
     # (inside every bound and on every lattice) gives sigma and the guarantee.
     calibration = publish(np.zeros((2, p)), sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
-                          random_state=0, **options)
+                          random_state=None, **options)
     options["sigma"] = calibration.sigma
     guarantee = calibration.privacy_
     notes = {k: v for k, v in guarantee.notes.items() if k != "paper_accounting"}
@@ -165,6 +165,9 @@ def publish_dask(
     )
     guarantee = replace(guarantee, notes=notes,
                         random_state=describe_random_state(random_state))
+    if is_reproducible(random_state) and guarantee.validity == "valid":
+        # The calibration ran unseeded; the partitions' noise follows the caller's seed.
+        guarantee = replace(guarantee, validity="none", reason=SEEDED_REASON)
     metadata = calibration.to_json_metadata()
     metadata.update({"n_samples": int(n), "n_features": p, "columns": list(columns),
                      "partitions": len(blocks), "privacy": guarantee.to_dict()})
