@@ -26,6 +26,8 @@ app = typer.Typer(
 )
 budget_app = typer.Typer(help="A persistent privacy-budget ledger per dataset.", no_args_is_help=True)
 app.add_typer(budget_app, name="budget")
+from dpggm.cli.audit import audit_command  # noqa: E402
+app.command("audit")(audit_command)
 
 console = Console()
 err_console = Console(stderr=True)
