@@ -14,7 +14,7 @@ The audit runs on synthetic data sets and seeded streams; it releases nothing pr
 from __future__ import annotations
 
 from dpggm.audit.core import AuditResult, Release, Target, audit_target
-from dpggm.audit.floats import laplace_reachable, numpy_laplace_value
+from dpggm.audit.floats import gaussian_reachable, laplace_reachable, numpy_laplace_value
 from dpggm.audit.stats import clopper_pearson, epsilon_lower_bound
 from dpggm.audit.targets import TARGETS, get_target, register_target
 
@@ -27,6 +27,7 @@ __all__ = [
     "audit_target",
     "clopper_pearson",
     "epsilon_lower_bound",
+    "gaussian_reachable",
     "get_target",
     "laplace_reachable",
     "numpy_laplace_value",
@@ -42,6 +43,7 @@ def audit(
     seed: int = 0,
     confidence: float = 0.95,
     relations: tuple[str, ...] | None = None,
+    float_support: bool = True,
 ) -> list[AuditResult]:
     """Audit mechanism ``name`` under each relation it claims.
 
@@ -57,6 +59,8 @@ def audit(
     confidence : float
     relations : tuple of str, optional
         A subset of the target's relations.
+    float_support : bool
+        Include Mironov's float-support event (see :mod:`dpggm.audit.floats`).
 
     Returns
     -------
@@ -70,7 +74,7 @@ def audit(
     for relation in relations or target.relations:
         try:
             results.append(audit_target(target, relation, samples=samples, seed=seed,
-                                        confidence=confidence))
+                                        confidence=confidence, float_support=float_support))
         except Exception as exc:  # the mechanism refuses this relation: report, not crash
             results.append(AuditResult(
                 mechanism=name, relation=relation, claimed={}, epsilon_lower_bound=0.0,

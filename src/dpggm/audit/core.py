@@ -23,13 +23,13 @@ Statistics (all fixed from the first half only):
   data set (a support event for PSD noise);
 * indicators ``y_j == v`` for coordinates with few values (a selected candidate);
 * whether the run raised an error;
-* for Laplace releases, whether every released entry is reachable from the first data
-  set's statistic by NumPy's float sampler (:mod:`dpggm.audit.floats`).
+* for releases with NumPy float noise (Laplace or Gaussian), whether every noisy entry
+  is reachable from the first data set's exact statistic by that float sampler
+  (:mod:`dpggm.audit.floats`): Mironov's floating-point attack.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpggm.audit.floats import laplace_reachable
+from dpggm.audit.floats import gaussian_reachable, laplace_reachable
 from dpggm.audit.stats import epsilon_lower_bound
 
 __all__ = ["AuditResult", "Release", "Target", "audit_target"]
@@ -63,16 +63,17 @@ class Release:
     matrices : ndarray of shape (runs, p, p) or None
         A released matrix, for the ``lambda_min`` events.
     raised : ndarray of bool, shape (runs,)
-    laplace_scale : float or None
-        Set when the release is ``statistic + numpy Laplace(scale)`` noise on each entry of
-        the upper triangle of ``matrices``: enables the float-support event.
+    float_noise : tuple (kind, scale, columns) or None
+        Set when ``values[:, columns]`` are ``exact + z`` with ``z`` from NumPy's float
+        sampler ``kind`` (``"laplace"`` or ``"gaussian"``) at ``scale``, one draw per entry:
+        enables the float-support event (with the target's ``exact_values``).
     """
 
     values: np.ndarray
     claim: tuple[float, float]
     matrices: np.ndarray | None = None
     raised: np.ndarray | None = None
-    laplace_scale: float | None = None
+    float_noise: tuple[str, float, tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ class Target:
         ``(data set, relation, rng, runs) -> Release``.
     statistic : callable or None
         ``(data set, relation) -> ndarray (p, p)``: the exact statistic, for support events.
+    exact_values : callable or None
+        ``(data set, relation) -> ndarray (d,)``: the exact values in the coordinates of
+        ``Release.values``, as the mechanism computes them (for the float-support event).
     expected : {"pass", "fail"}
         What a correct audit must say (``"fail"`` for mechanisms known to be broken).
     double : bool
@@ -109,6 +113,7 @@ class Target:
     pairs: Callable[[str], list[tuple[str, str]]]
     release: Callable[[Any, str, np.random.Generator, int], Release]
     statistic: Callable[[Any, str], np.ndarray | None] | None = None
+    exact_values: Callable[[Any, str], np.ndarray | None] | None = None
     expected: str = "pass"
     double: bool = False
     quick_samples: int = 1000
@@ -175,12 +180,13 @@ class _Statistics:
     """Statistics of a pair, fixed from the selection halves of its two releases."""
 
     def __init__(self, first: Release, second: Release, refs: tuple[Any, Any],
-                 names: tuple[str, str]) -> None:
+                 names: tuple[str, str], exact_first: np.ndarray | None = None) -> None:
         self.names = names
+        self.exact_first = exact_first
         self.m0 = np.nanmedian(first.values, axis=0)
         self.m1 = np.nanmedian(second.values, axis=0)
         self.refs = refs
-        self.laplace_scale = first.laplace_scale
+        self.float_noise = first.float_noise
         pooled = np.vstack([first.values, second.values])
         self.discrete = []
         for j in range(pooled.shape[1]):
@@ -217,15 +223,15 @@ class _Statistics:
                     out[f"lambda_min(output - statistic of {label})"] = _lambda_min(
                         release.matrices, ref
                     )
-            if self.laplace_scale is not None and self.refs[0] is not None:
-                mats = release.matrices
-                ok = np.all(np.isfinite(mats), axis=(1, 2))
-                reach = np.zeros(len(mats))
-                if ok.any():
-                    values = _upper(mats[ok])
-                    centre = _upper(np.asarray(self.refs[0])[None])[0]
-                    reach[ok] = laplace_reachable(values, centre, self.laplace_scale).all(axis=1)
-                out[f"reachable from {self.names[0]} by NumPy's Laplace sampler"] = reach
+        if self.float_noise is not None and self.exact_first is not None:
+            kind, scale, columns = self.float_noise
+            cols = list(columns)
+            ok = np.all(np.isfinite(y[:, cols]), axis=1)
+            reach = np.zeros(len(y))
+            if ok.any():
+                check = laplace_reachable if kind == "laplace" else gaussian_reachable
+                reach[ok] = check(y[ok][:, cols], self.exact_first[cols], scale).all(axis=1)
+            out[f"reachable from {self.names[0]} by NumPy's {kind} sampler"] = reach
         return out
 
 
@@ -258,7 +264,7 @@ def _split(release: Release, half: slice) -> Release:
         claim=release.claim,
         matrices=None if release.matrices is None else release.matrices[half],
         raised=None if release.raised is None else release.raised[half],
-        laplace_scale=release.laplace_scale,
+        float_noise=release.float_noise,
     )
 
 
@@ -284,6 +290,7 @@ def audit_target(
     seed: int = 0,
     confidence: float = 0.95,
     n_candidates: int = 5,
+    float_support: bool = True,
 ) -> AuditResult:
     """Audit ``target`` under ``relation``; see the module documentation.
 
@@ -298,6 +305,9 @@ def audit_target(
     confidence : float in (0, 1)
     n_candidates : int
         Events carried from the selection half to the held-out half.
+    float_support : bool
+        Include the float-support event; without it the audit looks only for violations
+        that exact (grid) noise would not remove.
     """
     if int(samples) != samples or samples < 20:
         raise ValueError(f"samples must be an integer >= 20; got {samples!r}")
@@ -319,13 +329,19 @@ def audit_target(
         name: (None if target.statistic is None else target.statistic(datasets[name], relation))
         for name in used
     }
+    exact = {
+        name: (None if target.exact_values is None
+               else target.exact_values(datasets[name], relation))
+        for name in used
+    }
     half = samples // 2
     selection, holdout = slice(0, half), slice(half, 2 * half)
 
     candidates = []
     for pair in pairs:
         first, second = (_split(releases[name], selection) for name in pair)
-        statistics = _Statistics(first, second, (refs[pair[0]], refs[pair[1]]), pair)
+        statistics = _Statistics(first, second, (refs[pair[0]], refs[pair[1]]), pair,
+                                 exact[pair[0]] if float_support else None)
         s0, s1 = statistics.compute(first), statistics.compute(second)
         for name in s0:
             cuts = _thresholds(name, np.concatenate([s0[name], s1[name]]))

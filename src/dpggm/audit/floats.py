@@ -1,4 +1,4 @@
-"""The floating-point support of NumPy's Laplace sampler (Mironov 2012).
+"""The floating-point support of NumPy's Laplace and Gaussian samplers (Mironov 2012).
 
 A release ``y = fl(s + z)`` with ``z`` drawn by ``numpy.random.Generator.laplace(0, b)``
 can only take values whose noise part ``z`` is one of the doubles that sampler can return.
@@ -15,15 +15,26 @@ the two data sets however large the noise. Exact noise on a grid closes the gap.
 double can be produced from a centre ``s`` by that sampler. It evaluates ``log`` with
 :func:`math.log`, which is the C library's ``log`` -- the function NumPy's C code calls
 (``numpy.log`` may use its own SIMD code and differ in the last bit).
+
+:func:`gaussian_reachable` does the same for ``Generator.normal(0, sigma)``, which returns
+``sigma * x`` with ``x = +-rabs * wi[idx]`` from the 256-layer ziggurat
+(``random_standard_normal``: ``rabs`` a 52-bit integer, ``idx`` a byte, both from one
+64-bit word) except in the rare tail of layer 0. The layer widths ``wi`` are NumPy's
+constants; :func:`ziggurat_widths` recovers them from the generator itself (one draw per
+seed, matched against the raw 64-bit word of the same seed), so nothing is copied and a
+change in NumPy shows up as a loss of power, never as a false bound: the audit estimates
+every event's probability from runs, so an imperfect event costs power, not validity.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections import defaultdict
 
 import numpy as np
 
-__all__ = ["laplace_reachable", "numpy_laplace_value"]
+__all__ = ["gaussian_reachable", "laplace_reachable", "numpy_laplace_value", "ziggurat_widths"]
 
 _HALF = 1 << 52  # k below this gives U < 0.5
 _TOP = 1 << 53
@@ -156,3 +167,78 @@ def laplace_reachable(values: np.ndarray, centre: np.ndarray, scale: float) -> n
             hi >= 0.0 and _branch_hits(max(lo, 0.0), hi, scale, _HALF, _TOP - 1)
         )
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def ziggurat_widths(seeds: int = 12000) -> np.ndarray:
+    """NumPy's ziggurat layer widths ``wi[0..255]`` for ``standard_normal``, recovered from
+    draws: for each seed, the first raw word gives ``idx`` and ``rabs``, and the first
+    normal is ``+-fl(rabs * wi[idx])`` unless the draw was rejected; the double ``w`` that
+    reproduces most draws of a layer is its width."""
+    observed: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for seed in range(seeds):
+        word = int(np.random.PCG64(seed).random_raw())
+        x = float(np.random.Generator(np.random.PCG64(seed)).standard_normal())
+        idx, rest = word & 0xFF, word >> 8
+        rabs = (rest >> 1) & 0x000FFFFFFFFFFFFF
+        if rabs and (x < 0) == bool(rest & 1):
+            observed[idx].append((float(rabs), abs(x)))
+    widths = np.full(256, np.nan)
+    for idx, pairs in observed.items():
+        rabs, ax = np.array(pairs).T
+        centre = ax / rabs
+        candidates = np.unique(np.concatenate(
+            [centre] + [np.nextafter(centre, direction * np.inf) for direction in (-1, 1)]
+            + [np.nextafter(np.nextafter(centre, d * np.inf), d * np.inf) for d in (-1, 1)]
+        ))
+        hits = (rabs[:, None] * candidates[None, :] == ax[:, None]).sum(axis=0)
+        widths[idx] = candidates[np.argmax(hits)]
+    return widths
+
+
+def _float_interval(y: np.ndarray, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lo, hi = np.full(y.shape, np.nan), np.full(y.shape, np.nan)
+    ok = np.zeros(y.shape, dtype=bool)
+    for i, (v, c) in enumerate(zip(y, centre)):
+        if math.isfinite(v):
+            interval = _preimage(float(v), float(c))
+            if interval is not None:
+                lo[i], hi[i], ok[i] = interval[0], interval[1], True
+    return lo, hi, ok
+
+
+def gaussian_reachable(values: np.ndarray, centre: np.ndarray, sigma: float) -> np.ndarray:
+    """Whether each ``values[i]`` equals ``fl(centre[i] + z)`` for some output ``z`` of
+    ``numpy.random.Generator.normal(0.0, sigma)`` on its ziggurat (non-tail) path.
+
+    Outputs of the rare tail of layer 0 (beyond about 3.65 sigma) are counted as not
+    reachable; the audit measures the event's probability on both data sets, so this
+    costs power only.
+    """
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
+    values = np.asarray(values, dtype=float)
+    shape = values.shape
+    flat = values.ravel()
+    centre = np.broadcast_to(np.asarray(centre, dtype=float), shape).ravel()
+    lo, hi, ok = _float_interval(flat, centre)
+    out = np.zeros(flat.shape, dtype=bool)
+    zero = ok & (lo <= 0) & (hi >= 0)
+    out[zero] = True  # rabs = 0 gives exactly 0
+    rest = ok & ~zero
+    if rest.any():
+        # |z| = fl(sigma * fl(rabs * w)): the sampler is symmetric.
+        a = np.where(lo[rest] > 0, lo[rest], -hi[rest])
+        b = np.where(lo[rest] > 0, hi[rest], -lo[rest])
+        widths = ziggurat_widths()
+        widths = widths[np.isfinite(widths)]
+        guess = np.floor(a[:, None] / sigma / widths[None, :])
+        found = np.zeros(len(a), dtype=bool)
+        for shift in range(-3, 4):
+            rabs = guess + shift
+            valid = (rabs >= 0) & (rabs < 2.0**52)
+            z = sigma * (rabs * widths[None, :])
+            found |= np.any(valid & (z >= a[:, None]) & (z <= b[:, None]), axis=1)
+        out[np.flatnonzero(rest)] = found
+    return out.reshape(shape)

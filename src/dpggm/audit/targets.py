@@ -153,15 +153,20 @@ def _run_estimator(
     outputs: Callable[[Any], tuple[np.ndarray, np.ndarray | None]],
     *,
     fit_args: Callable[[np.ndarray], tuple] = lambda data: (data,),
-    laplace: bool = False,
+    float_noise: tuple[str, str] | None = None,
 ) -> Callable[[Any, str, np.random.Generator, int], Release]:
-    """A release function fitting ``build(relation, rng)`` ``runs`` times."""
+    """A release function fitting ``build(relation, rng)`` ``runs`` times.
+
+    ``float_noise = (kind, key)``: every released value is the exact statistic plus one
+    draw of NumPy's ``kind`` sampler at the scale ``privacy_.noise[key]`` (when the release
+    records that key, i.e. when it used float noise).
+    """
 
     def release(data: Any, relation: str, rng: np.random.Generator, runs: int) -> Release:
         values: list[np.ndarray | None] = []
         matrices: list[np.ndarray | None] = []
         raised = np.zeros(runs, dtype=bool)
-        claim, scale, first_error = None, None, None
+        claim, noise, first_error = None, None, None
         with warnings.catch_warnings():
             # Convergence warnings of post-processing are irrelevant to the audit.
             warnings.simplefilter("ignore")
@@ -170,7 +175,7 @@ def _run_estimator(
                     est = build(relation, rng).fit(*fit_args(data))
                 except Exception as exc:  # an error is an output of the mechanism too
                     if claim is None and i + 1 >= _REFUSAL_RUNS:
-                        raise first_error or exc
+                        raise (first_error or exc) from None
                     first_error = first_error or exc
                     raised[i] = True
                     values.append(None)
@@ -178,8 +183,9 @@ def _run_estimator(
                     continue
                 if claim is None:
                     claim = _claim(est.privacy_)
-                    if laplace:
-                        scale = est.privacy_.noise.get("laplace_scale")
+                    if float_noise is not None:
+                        scale = est.privacy_.noise.get(float_noise[1])
+                        noise = None if scale is None else (float_noise[0], float(scale))
                 vector, matrix = outputs(est)
                 values.append(np.asarray(vector, dtype=float))
                 matrices.append(matrix)
@@ -192,7 +198,9 @@ def _run_estimator(
                 value_array[i, : len(v)] = v[:width]
             if m is not None and matrix_array is not None:
                 matrix_array[i] = m
-        return Release(value_array, claim, matrix_array, raised, scale)
+        if noise is not None:
+            noise = (*noise, tuple(range(width)))
+        return Release(value_array, claim, matrix_array, raised, noise)
 
     return release
 
@@ -217,7 +225,7 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
-                   laplace: bool = False, outputs=_noisy_covariance, quick: int = 1000,
+                   float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
                    full: int = 20000, summary: str = "", **options: Any) -> Target:
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
 
@@ -231,9 +239,12 @@ def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
         relations=relations,
         datasets=pairs.datasets,
         pairs=pairs.pairs,
-        release=_run_estimator(build, outputs, laplace=laplace),
+        release=_run_estimator(build, outputs, float_noise=float_noise),
         statistic=_statistic_by_non_private(
             lambda relation: build(relation, 0, NonPrivate()), lambda est: outputs(est)[1]
+        ),
+        exact_values=_statistic_by_non_private(
+            lambda relation: build(relation, 0, NonPrivate()), lambda est: outputs(est)[0]
         ),
         expected=expected,
         quick_samples=quick,
@@ -244,8 +255,8 @@ def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
 _APPROX = ApproxDP(1.0, 1e-3)
 _RHO = ZCDP(0.02)  # about (1, 1e-6)
 
-register_target(_method_target("ssp", _APPROX))
-register_target(_method_target("laplace", PureDP(1.0), laplace=True))
+register_target(_method_target("ssp", _APPROX, float_noise=("gaussian", "sigma")))
+register_target(_method_target("laplace", PureDP(1.0), float_noise=("laplace", "laplace_scale")))
 register_target(_method_target("sulq", _APPROX))
 register_target(_method_target("wishart", ApproxDP(0.9, 1e-3)))
 register_target(_method_target(
@@ -260,7 +271,7 @@ register_target(_method_target(
     outputs=lambda est: (np.append(_upper(est.noisy_covariance_), est.noisy_trace_),
                          est.noisy_covariance_),
 ))
-register_target(_method_target("threshold", _APPROX))
+register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma")))
 
 
 def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -346,7 +357,7 @@ register_target(Target(
 def _publish_release(discrete: bool):
     def release(data: np.ndarray, relation: str, rng: np.random.Generator, runs: int) -> Release:
         values = np.empty((runs, 1 + 2 * data.shape[1]))
-        claim = None
+        claim, noise = None, None
         records = data.astype(np.int64) if discrete else data
         for i in range(runs):
             noisy = publish(records, bounds=RowNorm(1.0), epsilon=1.0, delta=1e-3,
@@ -354,8 +365,12 @@ def _publish_release(discrete: bool):
             rows = np.asarray(noisy.data, dtype=float)
             # The number of rows, the changed row (first) and the added row (last).
             values[i] = np.concatenate([[rows.shape[0]], rows[0], rows[-1]])
-            claim = claim or _claim(noisy.privacy_)
-        return Release(values, claim)
+            if claim is None:
+                claim = _claim(noisy.privacy_)
+                if not discrete:
+                    # Continuous publish adds one numpy normal(0, sigma) draw per entry.
+                    noise = ("gaussian", float(noisy.sigma), tuple(range(1, values.shape[1])))
+        return Release(values, claim, float_noise=noise)
 
     return release
 
@@ -374,6 +389,7 @@ register_target(Target(
     datasets=_ROW_NORM.datasets,
     pairs=_ROW_NORM.pairs,
     release=_publish_release(False),
+    exact_values=lambda data, relation: np.concatenate([[len(data)], data[0], data[-1]]),
 ))
 register_target(Target(
     name="publish-discrete",

@@ -67,6 +67,7 @@ def audit_command(
     all_: Annotated[bool, typer.Option("--all", help="audit every mechanism (test doubles included)")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="reduced number of runs (for CI)")] = False,
     confidence: Annotated[float, typer.Option("--confidence", help="confidence of each lower bound")] = 0.95,
+    float_support: Annotated[bool, typer.Option("--float-support/--no-float-support", help="include Mironov's float-support event")] = True,
     verbose: Annotated[bool, typer.Option("--verbose", help="print the separating event of each row")] = False,
 ) -> None:
     """Run mechanisms on worst-case neighbouring data sets and print a Clopper–Pearson lower
@@ -98,7 +99,8 @@ def audit_command(
     names = list(TARGETS) if all_ else [mechanism]
     results = []
     for name in names:
-        results.extend(audit(name, samples=samples, quick=quick, seed=seed, confidence=confidence))
+        results.extend(audit(name, samples=samples, quick=quick, seed=seed, confidence=confidence,
+                             float_support=float_support))
         if not as_json and all_:
             err_console.print(f"audited {name}", highlight=False)
     if as_json:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dpggm.cli.audit import audit_command
 from dpggm.cli.output import OutputDir
 from dpggm.estimators.registry import METHODS, make_estimator
 from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError, InvalidGuaranteeError
@@ -26,7 +27,6 @@ app = typer.Typer(
 )
 budget_app = typer.Typer(help="A persistent privacy-budget ledger per dataset.", no_args_is_help=True)
 app.add_typer(budget_app, name="budget")
-from dpggm.cli.audit import audit_command  # noqa: E402
 app.command("audit")(audit_command)
 
 console = Console()
