@@ -117,7 +117,7 @@ class Target:
     expected: str = "pass"
     double: bool = False
     quick_samples: int = 1000
-    full_samples: int = 20000
+    full_samples: int = 10000
 
 
 @dataclass

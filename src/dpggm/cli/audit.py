@@ -20,12 +20,12 @@ err_console = Console(stderr=True)
 def audit_table(results: list, *, title: str = "dpggm audit") -> Table:
     """A Rich table of audit results."""
     table = Table(title=title)
-    for column in ("mechanism", "relation", "claimed eps", "delta", "eps lower bound",
-                   "samples", "verdict", "expected"):
-        table.add_column(column)
+    for column in ("mechanism", "relation", "claimed ε", "δ", "ε lower bound", "runs",
+                   "verdict", "expected"):
+        table.add_column(column, no_wrap=column in ("mechanism", "relation", "verdict"))
     for r in results:
         table.add_row(
-            r.mechanism + (" (test double)" if r.double else ""),
+            r.mechanism + (" (double)" if r.double else ""),
             r.relation,
             f"{r.claimed['epsilon']:.3g}" if r.claimed else "-",
             f"{r.claimed['delta']:g}" if r.claimed else "-",
