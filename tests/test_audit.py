@@ -21,11 +21,9 @@ from dpggm.audit import (
     laplace_reachable,
     numpy_laplace_value,
 )
+from dpggm.audit.mironov import float_support_attack
 from dpggm.cli.main import app
 from dpggm.estimators.covariance import PrivateCovariance
-from dpggm.mechanisms.bounds import RowNorm
-from dpggm.privacy.budgets import ApproxDP, PureDP
-from dpggm.privacy.calibration import gaussian_sigma
 
 # ----------------------------------------------------------------- Clopper–Pearson
 
@@ -172,34 +170,8 @@ def test_gaussian_reachable_on_draws_and_shifted_draws():
     assert gaussian_reachable(shifted, 0.0, 0.37).mean() < 0.95
 
 
-def _mironov_bound(mechanism: str = "laplace", budget=None, **options) -> float:
-    """Issue 9, acceptance 1: PrivateCovariance(laplace, PureDP(1), RowNorm(1)), n=10, p=2,
-    all zeros vs one row (1, 0), 2000 releases each; event "output not reachable from S=0
-    by NumPy's Laplace sampler"; Clopper–Pearson lower bound at 95%. The same with the
-    Gaussian mechanism and NumPy's normal sampler."""
-    zeros = np.zeros((10, 2))
-    one = zeros.copy()
-    one[0] = (1.0, 0.0)
-    rng = np.random.default_rng(2026)
-    budget = budget or PureDP(1.0)
-    unreachable = {}
-    for name, data in (("zeros", zeros), ("one", one)):
-        values, noise = [], {}
-        for _ in range(2000):
-            est = PrivateCovariance(mechanism=mechanism, budget=budget, bounds=RowNorm(1.0),
-                                    random_state=rng, **options).fit(data)
-            values.append(est.noisy_covariance_[np.triu_indices(2)])
-            noise = est.privacy_.noise
-        if mechanism == "laplace":
-            # The scale the float sampler would use: l1 sensitivity 2 (p+1) B^2 / (2n)
-            # over epsilon, unless the release states its own.
-            reachable = laplace_reachable(np.array(values), 0.0, noise.get("laplace_scale", 0.3))
-        else:
-            sigma = noise.get("sigma") or gaussian_sigma(math.sqrt(2) / 10, budget)
-            reachable = gaussian_reachable(np.array(values), 0.0, sigma)
-        unreachable[name] = int((~reachable.all(axis=1)).sum())
-    return epsilon_lower_bound(unreachable["one"], 2000, unreachable["zeros"], 2000,
-                               delta=0.0, alpha=0.05)
+def _mironov_bound(mechanism: str = "laplace", **options) -> float:
+    return float_support_attack(mechanism, **options)["epsilon_lower_bound"]
 
 
 def _float_option() -> dict:
@@ -212,7 +184,7 @@ def test_mironov_attack_breaks_the_float_laplace_path():
 
 
 def test_float_support_attack_breaks_the_float_gaussian_path():
-    assert _mironov_bound("gaussian", ApproxDP(1.0, 1e-3), **_float_option()) > 1.0
+    assert _mironov_bound("gaussian", **_float_option()) > 1.0
 
 
 @pytest.mark.xfail(strict=True, reason="exact grid noise lands with the core change")

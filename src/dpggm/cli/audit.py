@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
@@ -13,7 +14,8 @@ from dpggm.audit import TARGETS, audit
 
 __all__ = ["audit_command", "audit_table", "mechanism_record"]
 
-console = Console()
+# Eight columns of figures do not fit 80 columns; logs (CI) are not terminals.
+console = Console(width=None if sys.stdout.isatty() else 132)
 err_console = Console(stderr=True)
 
 
@@ -22,7 +24,7 @@ def audit_table(results: list, *, title: str = "dpggm audit") -> Table:
     table = Table(title=title)
     for column in ("mechanism", "relation", "claimed ε", "δ", "ε lower bound", "runs",
                    "verdict", "expected"):
-        table.add_column(column, no_wrap=column in ("mechanism", "relation", "verdict"))
+        table.add_column(column, no_wrap=column != "mechanism", min_width=len(column))
     for r in results:
         table.add_row(
             r.mechanism + (" (double)" if r.double else ""),
