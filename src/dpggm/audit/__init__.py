@@ -13,7 +13,7 @@ The audit runs on synthetic data sets and seeded streams; it releases nothing pr
 
 from __future__ import annotations
 
-from dpggm.audit.core import AuditResult, Release, Target, audit_target
+from dpggm.audit.core import AuditResult, MechanismRefused, Release, Target, audit_target
 from dpggm.audit.floats import gaussian_reachable, laplace_reachable, numpy_laplace_value
 from dpggm.audit.stats import clopper_pearson, epsilon_lower_bound
 from dpggm.audit.targets import TARGETS, get_target, register_target
@@ -21,6 +21,7 @@ from dpggm.audit.targets import TARGETS, get_target, register_target
 __all__ = [
     "TARGETS",
     "AuditResult",
+    "MechanismRefused",
     "Release",
     "Target",
     "audit",
@@ -75,11 +76,11 @@ def audit(
         try:
             results.append(audit_target(target, relation, samples=samples, seed=seed,
                                         confidence=confidence, float_support=float_support))
-        except Exception as exc:  # the mechanism refuses this relation: report, not crash
+        except MechanismRefused as exc:
             results.append(AuditResult(
                 mechanism=name, relation=relation, claimed={}, epsilon_lower_bound=0.0,
                 samples=samples, verdict="refused", event="", pair="", confidence=confidence,
                 expected=target.expected, double=target.double,
-                note=f"{type(exc).__name__}: {exc}",
+                note=str(exc),
             ))
     return results

@@ -41,7 +41,12 @@ from scipy import stats
 from dpggm.audit.floats import gaussian_reachable, laplace_reachable
 from dpggm.audit.stats import epsilon_lower_bound
 
-__all__ = ["AuditResult", "Release", "Target", "audit_target"]
+__all__ = ["AuditResult", "MechanismRefused", "Release", "Target", "audit_target"]
+
+
+class MechanismRefused(Exception):
+    """The mechanism refuses the data sets of a relation (every first run raised): the
+    relation is reported as refused, not audited."""
 
 _QUANTILES = (
     0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5,

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.audit.core import Release, Target
+from dpggm.audit.core import MechanismRefused, Release, Target
 from dpggm.estimators.covariance import PrivateCovariance
 from dpggm.estimators.registry import make_estimator
 from dpggm.estimators.regression import AdaSSP
@@ -175,7 +175,8 @@ def _run_estimator(
                     est = build(relation, rng).fit(*fit_args(data))
                 except Exception as exc:  # an error is an output of the mechanism too
                     if claim is None and i + 1 >= _REFUSAL_RUNS:
-                        raise (first_error or exc) from None
+                        error = first_error or exc
+                        raise MechanismRefused(f"{type(error).__name__}: {error}") from error
                     first_error = first_error or exc
                     raised[i] = True
                     values.append(None)
@@ -360,8 +361,13 @@ def _publish_release(discrete: bool):
         claim, noise = None, None
         records = data.astype(np.int64) if discrete else data
         for i in range(runs):
-            noisy = publish(records, bounds=RowNorm(1.0), epsilon=1.0, delta=1e-3,
-                            discrete=discrete, neighbors=relation, random_state=rng)
+            try:
+                noisy = publish(records, bounds=RowNorm(1.0), epsilon=1.0, delta=1e-3,
+                                discrete=discrete, neighbors=relation, random_state=rng)
+            except (ValueError, TypeError) as exc:
+                if i == 0:
+                    raise MechanismRefused(f"{type(exc).__name__}: {exc}") from exc
+                raise
             rows = np.asarray(noisy.data, dtype=float)
             # The number of rows, the changed row (first) and the added row (last).
             values[i] = np.concatenate([[rows.shape[0]], rows[0], rows[-1]])
