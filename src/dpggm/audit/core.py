@@ -122,7 +122,7 @@ class Target:
     expected: str = "pass"
     double: bool = False
     quick_samples: int = 1000
-    full_samples: int = 10000
+    full_samples: int = 5000
 
 
 @dataclass
@@ -371,12 +371,19 @@ def audit_target(
         if len(chosen) == n_candidates:
             break
 
+    cache: dict[tuple[int, str], dict[str, np.ndarray]] = {}
+
+    def held_out(statistics: _Statistics, which: str) -> dict[str, np.ndarray]:
+        key = (id(statistics), which)
+        if key not in cache:
+            cache[key] = statistics.compute(_split(releases[which], holdout))
+        return cache[key]
+
     best, best_event, best_pair, tested = 0.0, "none separates", "", []
     per_test_alpha = alpha / max(len(chosen), 1)
     for score, pair, statistics, name, side, cut, order in chosen:
         a, b = (pair if order == 0 else pair[::-1])
-        ta = statistics.compute(_split(releases[a], holdout))[name]
-        tb = statistics.compute(_split(releases[b], holdout))[name]
+        ta, tb = (held_out(statistics, which)[name] for which in (a, b))
         if side == ">":
             ka, kb = int(np.sum(ta > cut)), int(np.sum(tb > cut))
         else:

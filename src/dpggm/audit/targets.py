@@ -227,7 +227,7 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
                    float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
-                   full: int = 10000, summary: str = "", **options: Any) -> Target:
+                   full: int = 5000, summary: str = "", **options: Any) -> Target:
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
 
     def build(relation: str, rng: Any, budget_override: Any = None) -> Any:
@@ -285,7 +285,7 @@ def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 register_target(_method_target(
-    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=600,
+    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=300,
     summary=f"`dpggm estimate --method pace` ({_RHO}); slow fit: fewer runs",
 ))
 
