@@ -220,7 +220,7 @@ class _Statistics:
                 out[f"max distance from the median on {label}"] = np.abs(y - m).max(axis=1)
             for j, v in self.discrete:
                 out[f"output[{j}] == {v:g}"] = (y[:, j] == v).astype(float)
-        if release.raised is not None and release.raised.any():
+        if release.raised is not None:
             out["run raised an error"] = release.raised.astype(float)
         if release.matrices is not None:
             for label, ref in zip(self.names, self.refs):
@@ -348,7 +348,7 @@ def audit_target(
         statistics = _Statistics(first, second, (refs[pair[0]], refs[pair[1]]), pair,
                                  exact[pair[0]] if float_support else None)
         s0, s1 = statistics.compute(first), statistics.compute(second)
-        for name in s0:
+        for name in [key for key in s0 if key in s1]:
             cuts = _thresholds(name, np.concatenate([s0[name], s1[name]]))
             if cuts.size == 0:
                 continue
