@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpggm.estimators._base import PrivateEstimatorBase
+from dpggm.estimators._contract import FLAG
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.psd import project_psd
 
@@ -73,7 +74,8 @@ class PrivateCovariance(PrivateEstimatorBase):
     n_samples_ : int
         ``n`` (replace-one, public) or the noisy count (add/remove).
     n_features_in_ : int
-    feature_names_in_ : list of str
+    feature_names_in_ : ndarray of str
+        The column names, only when ``X`` is a DataFrame or a CSV file with a header.
     privacy_ : PrivacyGuarantee
         What was spent and what it guarantees.
 
@@ -93,6 +95,8 @@ class PrivateCovariance(PrivateEstimatorBase):
     >>> est.covariance_.shape
     (3, 3)
     """
+
+    _constraints = {"psd": FLAG}
 
     def __init__(
         self,
@@ -143,13 +147,13 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.noisy_covariance_ = release.noisy_covariance
         self.noisy_mean_ = release.noisy_mean
         self.noisy_gram_ = release.noisy_gram
-        self.covariance_ = (
-            project_psd(release.noisy_covariance).estimate
-            if self.psd
-            else release.noisy_covariance
+        self._set_fitted(
+            X, n_samples=release.stats_n, n_features=release.n_features,
+            columns=release.columns, privacy=release.guarantee,
+            covariance=(
+                project_psd(release.noisy_covariance).estimate
+                if self.psd
+                else release.noisy_covariance
+            ),
         )
-        self.n_samples_ = release.stats_n
-        self.n_features_in_ = release.n_features
-        self.feature_names_in_ = release.columns
-        self.privacy_ = release.guarantee
         return self
