@@ -41,12 +41,14 @@ __all__ = [
     "NEIGHBORS",
     "NOISE",
     "RANDOM_STATE",
+    "Required",
     "REPORT_DELTA",
     "AnyOf",
     "Constraint",
     "ContractMixin",
     "FittedOnPrivateDataWarning",
     "Interval",
+    "Optional",
     "Options",
     "ParameterTypeError",
     "check_budget",
@@ -86,11 +88,36 @@ class Constraint:
     def accepts(self, value: Any) -> bool:
         return True
 
+    #: Set on constraints of required parameters: ``None`` is then refused with
+    #: ``"{name} is required: {required_hint}"`` (a ValueError: nothing was given).
+    required_hint: str | None = None
+
     def convert(self, value: Any) -> Any:
         return value
 
     def message(self, name: str, value: Any) -> str:
+        if value is None and self.required_hint:
+            return f"{name} is required: {self.required_hint}"
         return f"{name} must be {self.describe()}; got {value!r}"
+
+
+class Required(Constraint):
+    """``constraint``, with ``None`` refused as a missing required parameter."""
+
+    def __init__(self, constraint: Constraint, hint: str) -> None:
+        self.constraint, self.required_hint = constraint, hint
+
+    def describe(self) -> str:
+        return self.constraint.describe()
+
+    def accepts_type(self, value: Any) -> bool:
+        return self.constraint.accepts_type(value)
+
+    def accepts(self, value: Any) -> bool:
+        return self.constraint.accepts(value)
+
+    def convert(self, value: Any) -> Any:
+        return self.constraint.convert(value)
 
 
 def _is_real(value: Any) -> bool:
@@ -152,13 +179,32 @@ class Options(Constraint):
 
     def describe(self) -> str:
         shown = [repr(o) for o in self.options]
-        return "one of " + ", ".join(shown) if len(shown) > 2 else " or ".join(shown)
+        return "one of " + ", ".join(shown) if len(shown) > 1 else shown[0]
 
     def accepts_type(self, value: Any) -> bool:
         return any(type(value) is type(o) for o in self.options)
 
     def accepts(self, value: Any) -> bool:
         return any(value == o for o in self.options)
+
+
+class Optional(Constraint):
+    """``constraint`` or ``None`` (for "use the default" / "take it from elsewhere")."""
+
+    def __init__(self, constraint: Constraint) -> None:
+        self.constraint = constraint
+
+    def describe(self) -> str:
+        return self.constraint.describe()
+
+    def accepts_type(self, value: Any) -> bool:
+        return value is None or self.constraint.accepts_type(value)
+
+    def accepts(self, value: Any) -> bool:
+        return value is None or self.constraint.accepts(value)
+
+    def convert(self, value: Any) -> Any:
+        return None if value is None else self.constraint.convert(value)
 
 
 class _Flag(Constraint):
@@ -228,23 +274,24 @@ class AnyOf(Constraint):
 
 
 class _Budget(Constraint):
+    required_hint = (
+        "pass PureDP, ApproxDP, ZCDP or GDP, or NonPrivate() for a non-private reference run"
+    )
+
     def describe(self) -> str:
         return "a PureDP, ApproxDP, ZCDP, GDP or NonPrivate value"
 
     def accepts_type(self, value: Any) -> bool:
         return isinstance(value, Budget)
 
-    def message(self, name: str, value: Any) -> str:
-        if value is None:
-            return (
-                f"{name} is required: pass PureDP, ApproxDP, ZCDP or GDP, or NonPrivate() for a "
-                "non-private reference run"
-            )
-        return super().message(name, value)
-
 
 class _Bounds(Constraint):
     """``RowNorm``/``Box`` objects or the ``"l2:B"``/``"box:B"`` strings, everywhere."""
+
+    required_hint = (
+        "declare RowNorm(B) or Box(b) from domain knowledge (or, giving up the formal "
+        "guarantee, dpggm.mechanisms.bounds_from_data)"
+    )
 
     def describe(self) -> str:
         return "RowNorm(B), Box(b), or the text 'l2:B' or 'box:B'"
@@ -255,14 +302,6 @@ class _Bounds(Constraint):
     def convert(self, value: Any) -> Bounds:
         # check_bounds parses the text form and raises ValueError naming ``bounds``.
         return check_bounds(value)
-
-    def message(self, name: str, value: Any) -> str:
-        if value is None:
-            return (
-                f"{name} is required: declare RowNorm(B) or Box(b) from domain knowledge (or, "
-                "giving up the formal guarantee, dpggm.mechanisms.bounds_from_data)"
-            )
-        return super().message(name, value)
 
 
 class _RandomState(Constraint):
@@ -326,7 +365,7 @@ def fraction() -> Interval:
 def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
     """Check one value against one constraint; return the converted value."""
     if not constraint.accepts_type(value):
-        if value is None and isinstance(constraint, (_Budget, _Bounds)):
+        if value is None and constraint.required_hint:
             raise ValueError(constraint.message(name, value))
         raise ParameterTypeError(constraint.message(name, value))
     if not constraint.accepts(value):
@@ -484,10 +523,16 @@ class ContractMixin:
         if precision is not None:
             self.precision_ = precision
         if adjacency is not None:
-            graph = np.asarray(adjacency, dtype=bool).copy()
-            np.fill_diagonal(graph, False)
-            self.adjacency_ = graph
+            self._set_graph(adjacency)
         self.privacy_ = privacy
+
+    def _set_graph(self, adjacency: np.ndarray) -> None:
+        """``adjacency_``: the estimated graph as a symmetric boolean matrix with a zero
+        diagonal (every graph estimator sets it)."""
+        graph = np.asarray(adjacency, dtype=bool)
+        graph = graph | graph.T
+        np.fill_diagonal(graph, False)
+        self.adjacency_ = graph
 
 
 def check_feature_names(estimator: Any, X: Any) -> None:
