@@ -4,7 +4,7 @@ covariance-perturbation estimators."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -114,6 +114,10 @@ class PrivateEstimatorBase(DPEstimator):
     ``allow_invalid``, ``wishart_mean_removal``, ``report_delta`` and ``random_state``.
     """
 
+    #: Fewest columns the estimator's post-processing accepts (a 1 x 1 covariance is
+    #: meaningful; a 1 x 1 graph or sparse precision is not).
+    _min_features: ClassVar[int] = 2
+
     _constraints = {
         "mechanism": Options(*COVARIANCE_MECHANISMS),
         "center": AnyOf(Options("none", "private"), VECTOR, NONE),
@@ -140,6 +144,12 @@ class PrivateEstimatorBase(DPEstimator):
             np.asarray(self.center, dtype=float)
         )
         stats: SecondMoment = clipped_second_moment(X, bounds=bounds, center=public_center)
+        if stats.n_features < self._min_features:
+            # Refused before the release: nothing is spent on a matrix the solver rejects.
+            raise ValueError(
+                f"{type(self).__name__} needs at least {self._min_features} variables "
+                f"(columns); X has {stats.n_features}"
+            )
         gram = stats.second_moment * stats.n
         release = release_second_moment(
             gram,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dpggm.estimators._base import PrivateEstimatorBase
 from dpggm.estimators._contract import FLAG
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
@@ -97,6 +99,7 @@ class PrivateCovariance(PrivateEstimatorBase):
     """
 
     _constraints = {"psd": FLAG}
+    _min_features = 1
 
     def __init__(
         self,
@@ -131,6 +134,14 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.report_delta = report_delta
         self.random_state = random_state
 
+    def _projected(self, noisy: np.ndarray) -> np.ndarray:
+        if not self.psd:
+            return noisy
+        if noisy.shape == (1, 1):
+            # A 1 x 1 matrix is PSD when its entry is >= 0 (the solver needs p >= 2).
+            return np.maximum(noisy, 0.0)
+        return project_psd(noisy).estimate
+
     def fit(self, X: Any, y: Any = None) -> PrivateCovariance:
         """Release a private covariance of ``X``.
 
@@ -150,10 +161,6 @@ class PrivateCovariance(PrivateEstimatorBase):
         self._set_fitted(
             X, n_samples=release.stats_n, n_features=release.n_features,
             columns=release.columns, privacy=release.guarantee,
-            covariance=(
-                project_psd(release.noisy_covariance).estimate
-                if self.psd
-                else release.noisy_covariance
-            ),
+            covariance=self._projected(release.noisy_covariance),
         )
         return self

@@ -392,6 +392,11 @@ class OutputPerturbationPrecision(DPEstimator):
         if not isinstance(budget, (PureDP, NonPrivate)):
             raise TypeError(f"budget must be PureDP (the paper's claim); got {type(budget).__name__}")
         values, columns = as_matrix(X)
+        if values.shape[1] < 2:
+            raise ValueError(
+                f"OutputPerturbationPrecision needs at least 2 variables (columns); X has "
+                f"{values.shape[1]}"
+            )
         clipped, _ = bounds.clip(values)
         n, p = clipped.shape
         S = clipped.T @ clipped / n
