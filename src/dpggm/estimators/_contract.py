@@ -370,7 +370,13 @@ def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
         raise ParameterTypeError(constraint.message(name, value))
     if not constraint.accepts(value):
         raise ValueError(constraint.message(name, value))
-    return constraint.convert(value)
+    try:
+        return constraint.convert(value)
+    except ValueError as exc:
+        # A parser's message (the bound text, say) is prefixed with the parameter's name.
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _declared(cls: type) -> dict[str, Constraint]:

@@ -60,6 +60,7 @@ that the guarantee of the release is not known here.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -141,6 +142,10 @@ class PostProcessingRecord:
             "validity": self.validity,
             "reason": self.reason,
         }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON text (the same interface as ``PrivacyGuarantee``)."""
+        return json.dumps(self.to_dict(), **kwargs)
 
     def summary(self) -> str:
         """One line for people."""

@@ -214,7 +214,13 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         self.ridge = ridge
 
     def _validate(self) -> float:
-        return self._validate_params()["ridge"]
+        ridge = self._validate_params()["ridge"]
+        # The covariance estimator's own parameters are checked now, before X is read,
+        # so that a bad budget or bound fails before any work on the data.
+        inner = self.covariance_estimator
+        if isinstance(inner, ContractMixin):
+            clone(inner)._validate_params()
+        return ridge
 
     def _check_constant_column(self, estimator: Any, column: int, width: int) -> None:
         bounds = estimator.get_params(deep=False).get("bounds")
