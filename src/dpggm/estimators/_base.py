@@ -39,7 +39,6 @@ __all__ = [
     "ReleasedCovariance",
     "check_bounds",
     "check_budget",
-    "check_count_fraction",
     "check_fraction",
     "make_context",
 ]
@@ -62,11 +61,6 @@ class ReleasedCovariance:
     guarantee: PrivacyGuarantee
     entry_noise_std: float
     noisy_gram: np.ndarray | None = None
-
-
-def check_count_fraction(estimator: Any) -> float:
-    """The share of the budget spent on the noisy count under add/remove."""
-    return check_fraction(estimator.count_fraction, name="count_fraction")
 
 
 def make_context(estimator: Any, bounds: Any) -> ReleaseContext:

@@ -473,7 +473,6 @@ class ThresholdedCovariance(_PerturbationEstimator):
         """Release, threshold and project."""
         release = self._release_covariance(X)
         gamma = float(self.gamma)
-        self._store_common(X, release)
         S = release.noisy_covariance
         p, n = S.shape[0], release.stats_n
         B = self._bounds.row_norm(p)
@@ -482,6 +481,7 @@ class ThresholdedCovariance(_PerturbationEstimator):
         self.threshold_ = gamma * B**2 * math.sqrt(log_p / n) + 4 * sigma * math.sqrt(log_p)
         thresholded = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)
         self.thresholded_covariance_ = thresholded.estimate
-        self.covariance_ = project_psd(self.thresholded_covariance_).estimate
+        self._store_common(X, release,
+                           covariance=project_psd(self.thresholded_covariance_).estimate)
         return self
 
