@@ -385,6 +385,13 @@ def test_regressors_check_column_names_at_predict(regressor):
         model.predict(renamed)
     with pytest.warns(UserWarning, match="X has no feature names"):
         np.testing.assert_array_equal(model.predict(X.to_numpy()), same)
+    with pytest.raises(TypeError, match="sparse matrices are not supported"):
+        model.predict(sp.csr_matrix(X.to_numpy()))
+    with pytest.raises(ValueError, match="complex data are not supported"):
+        model.predict(X.to_numpy() + 1j)
+    unnamed = clone(regressor).fit(X.to_numpy(), y)
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        unnamed.predict(X)
 
 
 def test_pipeline_with_fitted_preprocessing_is_flagged():

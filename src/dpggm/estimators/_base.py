@@ -72,7 +72,7 @@ def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
         bounds=bounds,
         random_state=params["random_state"],
         report_delta=float(params["report_delta"]),
-        noise=params.get("noise", "exact"),
+        noise=params["noise"],
     )
 
 

@@ -547,6 +547,13 @@ def check_feature_names(estimator: Any, X: Any) -> None:
     fitted = getattr(estimator, "feature_names_in_", None)
     given = [str(c) for c in X.columns] if isinstance(X, pd.DataFrame) else None
     if fitted is None:
+        if given is not None:
+            warnings.warn(
+                f"X has feature names, but {type(estimator).__name__} was fitted without "
+                "feature names; the columns are taken by position",
+                UserWarning,
+                stacklevel=3,
+            )
         return
     if given is None:
         warnings.warn(
