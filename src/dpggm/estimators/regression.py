@@ -71,11 +71,11 @@ def _as_target(y: Any, n: int) -> np.ndarray:
 
 def _check_predict_input(estimator: BaseEstimator, X: Any) -> np.ndarray:
     check_is_fitted(estimator, "coef_")
-    check_feature_names(estimator, X)
     if type(X).__module__.startswith("scipy.sparse"):
         raise TypeError("X is a scipy.sparse matrix; sparse matrices are not supported")
     if np.iscomplexobj(X):
         raise ValueError("X has complex values; complex data are not supported")
+    check_feature_names(estimator, X)
     frame = X.to_numpy(dtype=float) if hasattr(X, "to_numpy") else X
     try:
         values = np.asarray(frame, dtype=float)
