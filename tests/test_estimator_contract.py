@@ -409,3 +409,21 @@ def test_pipeline_with_fitted_preprocessing_is_flagged():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FittedOnPrivateDataWarning)
         passthrough.fit(X)
+
+
+def test_feature_names_from_a_csv_header(tmp_path):
+    X, _ = _data("frame")
+    path = tmp_path / "records.csv"
+    X.to_csv(path, index=False)
+    est = PACECovariance(budget=ZCDP(1.0), bounds="box:1").fit(path)
+    assert isinstance(est.feature_names_in_, np.ndarray)
+    assert est.feature_names_in_.tolist() == ["a", "b", "c", "d"]
+
+
+def test_numpy_strings_and_integers_are_accepted_as_parameters():
+    X, _ = _data()
+    est = PrivateCovariance(budget=ZCDP(1.0), bounds=np.str_("l2:1"),
+                            neighbors=np.str_("replace"), random_state=np.int64(3)).fit(X)
+    assert est.covariance_.shape == (P, P)
+    with pytest.raises(TypeError, match="neighbors must be one of 'replace', 'add-remove'"):
+        PrivateCovariance(budget=ZCDP(1.0), bounds="l2:1", neighbors=True).fit(X)

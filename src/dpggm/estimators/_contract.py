@@ -182,7 +182,11 @@ class Options(Constraint):
         return "one of " + ", ".join(shown) if len(shown) > 1 else shown[0]
 
     def accepts_type(self, value: Any) -> bool:
-        return any(type(value) is type(o) for o in self.options)
+        # isinstance, so that numpy strings pass; booleans are never options of numbers.
+        return any(
+            isinstance(value, type(o)) and not isinstance(value, (bool, np.bool_))
+            for o in self.options
+        )
 
     def accepts(self, value: Any) -> bool:
         return any(value == o for o in self.options)
