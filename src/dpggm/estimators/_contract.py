@@ -522,7 +522,8 @@ class ContractMixin:
         is removed. ``adjacency_`` is a boolean matrix with a zero diagonal.
         """
         if n_samples is not None:
-            self.n_samples_ = int(n_samples)
+            # As given: under add/remove it is the released noisy count, not rounded here.
+            self.n_samples_ = n_samples
         self.n_features_in_ = int(n_features)
         if _has_named_columns(X):
             self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
