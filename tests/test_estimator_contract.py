@@ -427,3 +427,21 @@ def test_numpy_strings_and_integers_are_accepted_as_parameters():
     assert est.covariance_.shape == (P, P)
     with pytest.raises(TypeError, match="neighbors must be one of 'replace', 'add-remove'"):
         PrivateCovariance(budget=ZCDP(1.0), bounds="l2:1", neighbors=True).fit(X)
+
+
+def test_scalar_validators_share_one_error_policy():
+    from dpggm.estimators._contract import check_flag, check_fraction, check_integer, check_number
+
+    assert check_integer(3, name="k") == 3 and check_flag(np.bool_(True), name="f") is True
+    assert check_number(0, name="x", low=0) == 0.0 and check_fraction(0.5, name="q") == 0.5
+    for call, value, error, message in [
+        (check_integer, True, ParameterTypeError, "k must be an integer >= 1; got True"),
+        (check_integer, 0, ValueError, "k must be an integer >= 1; got 0"),
+        (check_flag, 0, ParameterTypeError, "k must be True or False; got 0"),
+        (check_number, float("nan"), ValueError, "k must be a finite number; got nan"),
+        (check_fraction, 1, ValueError, r"k must be a number in \(0, 1\); got 1"),
+        (check_fraction, "x", ParameterTypeError, r"k must be a number in \(0, 1\); got 'x'"),
+    ]:
+        with pytest.raises(error, match=message) as caught:
+            call(value, name="k")
+        assert isinstance(caught.value, TypeError) == (error is ParameterTypeError)

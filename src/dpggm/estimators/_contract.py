@@ -335,16 +335,6 @@ class _Estimator(Constraint):
         return hasattr(value, "fit") and hasattr(value, "get_params")
 
 
-class _Anything(Constraint):
-    """Checked by the estimator itself (a release record, say)."""
-
-    def describe(self) -> str:
-        return "anything"
-
-    def accepts_type(self, value: Any) -> bool:
-        return True
-
-
 #: The shared declarations.
 BUDGET = _Budget()
 BOUNDS = _Bounds()
@@ -356,7 +346,6 @@ NONE = _NoneC()
 CALLABLE = _Callable()
 VECTOR = _Vector()
 ESTIMATOR = _Estimator()
-ANYTHING = _Anything()
 REPORT_DELTA = Interval(0, 1)
 CALIBRATION = Options("analytic", "classical")
 
