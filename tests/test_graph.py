@@ -116,7 +116,7 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
     assert support_f1(graph.adjacency_, truth) >= 0.8
     assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation"]
-    assert graph.feature_names_in_ == list(frame.columns)
+    assert list(graph.feature_names_in_) == list(frame.columns)
     assert graph.n_features_in_ == 10
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
     assert (graph.edges_["partial_correlation"] < 0).all()
@@ -174,10 +174,10 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
 
 @pytest.mark.parametrize("params, message", [
     ({"method": "ridge"}, "method must be one of"),
-    ({"center": "mean"}, "center must be 'private', 'none'"),
+    ({"center": "mean"}, "center must be one of 'private', 'none'"),
     ({"bound_fraction": 0.0}, "bound_fraction must be a number in"),
     ({"bound_fraction": 0.6, "center_fraction": 0.5}, "must be < 1"),
-    ({"alpha": "cv"}, "alpha must be a number"),
+    ({"alpha": "cv"}, "alpha must be 'auto' or a finite number >= 0"),
     ({"min_partial_correlation": 1.0}, "min_partial_correlation must be"),
     ({"min_partial_correlation": "high"}, "min_partial_correlation must be"),
     ({"center": [0.0, 1.0]}, "public mean vector of length 10"),

@@ -198,9 +198,9 @@ def test_bad_alpha(chain_data, value, name):
 
 def test_bad_ridge(chain_data):
     X, _ = chain_data
-    with pytest.raises(ValueError, match="ridge must be > 0"):
+    with pytest.raises(ValueError, match="ridge must be a finite number > 0; got 0.0"):
         RidgePrecision(ridge=0.0, budget=ZCDP(1.0), bounds=RowNorm(1.0)).fit(X)
-    with pytest.raises(ValueError, match="ridge must be > 0"):
+    with pytest.raises(ValueError, match="ridge must be a finite number > 0; got -2.0"):
         RidgePrecision(ridge=-2.0, budget=ZCDP(1.0), bounds=RowNorm(1.0)).fit(X)
 
 

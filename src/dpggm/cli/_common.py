@@ -33,7 +33,7 @@ from dpggm.exceptions import (
 
 __all__ = [
     "DeltaOpt", "EpsilonOpt", "MuOpt", "RhoOpt", "UserError", "budget_from_options",
-    "console", "err_console", "fail", "guard", "load_bounds", "parse_seed", "summarised_warnings",
+    "console", "err_console", "fail", "feature_names", "guard", "load_bounds", "parse_seed", "summarised_warnings",
 ]
 
 # Wide enough for the tables at 100 columns, and stable under pytest's captured output.
@@ -59,6 +59,13 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
     sqlite3.Error,
     TimeoutError,
 )
+
+
+def feature_names(estimator: Any) -> list[str]:
+    """The column names of a fitted estimator (``x0 ..`` when its input named none)."""
+    from dpggm.estimators._contract import feature_names as names
+
+    return names(estimator)
 
 
 def fail(message: str) -> NoReturn:

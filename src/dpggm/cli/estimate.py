@@ -38,6 +38,9 @@ from dpggm.cli._common import (
     parse_seed,
     summarised_warnings,
 )
+from dpggm.cli._common import (
+    feature_names as _names,
+)
 from dpggm.estimators.registry import METHODS
 
 __all__ = ["estimate", "result_record", "edge_list_csv"]
@@ -246,7 +249,7 @@ def _stage_outputs(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
                        ("precision_", "precision.npy")):
         if getattr(estimator, attr, None) is not None:
             staged.npy(name, getattr(estimator, attr))
-    names = list(estimator.feature_names_in_)
+    names = _names(estimator)
     if getattr(estimator, "precision_", None) is not None:
         staged.text("edges.csv", edge_list_csv(estimator.precision_, names))
     elif getattr(estimator, "adjacency_", None) is not None:
@@ -278,7 +281,7 @@ def result_record(method: str, estimator: Any) -> dict[str, Any]:
         "method": method,
         "n_samples": int(estimator.n_samples_),
         "n_features": int(estimator.n_features_in_),
-        "features": [str(f) for f in estimator.feature_names_in_],
+        "features": _names(estimator),
         "privacy": estimator.privacy_.to_dict(),
         "parameters": {k: (v.to_dict() if hasattr(v, "to_dict") else v)
                        for k, v in estimator.get_params().items()

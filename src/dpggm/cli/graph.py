@@ -30,6 +30,9 @@ from dpggm.cli._common import (
     parse_seed,
     summarised_warnings,
 )
+from dpggm.cli._common import (
+    feature_names as _names,
+)
 
 __all__ = ["curator_diagnostics", "graph", "graph_result_record", "stage_graph_outputs"]
 
@@ -76,7 +79,7 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
         "method": estimator.method,
         "n_samples": int(estimator.n_samples_),
         "n_features": int(p),
-        "features": list(estimator.feature_names_in_),
+        "features": _names(estimator),
         "n_edges": n_edges,
         "privacy": privacy,
         "parameters": params,
@@ -90,7 +93,7 @@ def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: st
     from dpggm.report import build_report, draw_graph, precision_heatmap
 
     record = graph_result_record(estimator, data_name=data_name)
-    names = list(estimator.feature_names_in_)
+    names = _names(estimator)
     staged.json("result.json", record)
     staged.text("edges.csv", edges_csv_text(estimator.edges_))
     if estimator.precision_ is not None:

@@ -18,6 +18,9 @@ from dpggm.cli._common import (
     parse_seed,
     summarised_warnings,
 )
+from dpggm.cli._common import (
+    feature_names as _names,
+)
 
 __all__ = ["demo", "example_data", "publish", "recover", "solve"]
 
@@ -238,7 +241,7 @@ def _truth_auc(estimator: Any, truth: Path) -> float:
 
     from dpggm.metrics.graph import edge_auc
 
-    names = [str(c) for c in estimator.feature_names_in_]
+    names = _names(estimator)
     index = {name: i for i, name in enumerate(names)}
     edges = pd.read_csv(truth)
     if edges.shape[1] < 2:

@@ -1,4 +1,20 @@
-"""scikit-learn style private estimators."""
+"""scikit-learn style private estimators.
+
+They follow one contract (:mod:`dpggm.estimators._contract`): parameters are checked
+against declared constraints before any data are read or budget is spent (``ValueError``
+for a bad value, ``TypeError`` for a wrong type, naming the parameter); a fit sets
+``privacy_``, ``n_samples_``, ``n_features_in_``, ``covariance_`` and/or ``precision_``,
+``adjacency_`` for graph estimators, and ``feature_names_in_`` (an ndarray of str) only for
+a DataFrame or a CSV file with a header. Sparse and complex inputs are refused.
+
+Preprocessing voids the guarantee when it is fitted on the private data: a
+``StandardScaler`` (or any fitted transformer) in a ``Pipeline`` before one of these
+estimators makes every transformed record depend on all the records, so the declared bounds
+and sensitivities no longer hold. Transform only with fixed, public parameters. A fit run
+as the last step of a ``Pipeline`` with earlier steps warns
+(:class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning`); a transformer fitted by
+hand beforehand cannot be detected.
+"""
 
 from __future__ import annotations
 

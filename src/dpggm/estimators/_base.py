@@ -3,49 +3,45 @@ covariance-perturbation estimators."""
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from dpggm.estimators._contract import (
+    BOUNDS,
+    BUDGET,
+    CALIBRATION,
+    FLAG,
+    NEIGHBORS,
+    NOISE,
+    NONE,
+    RANDOM_STATE,
+    REPORT_DELTA,
+    VECTOR,
+    AnyOf,
+    ContractMixin,
+    Options,
+    check_budget,
+    check_fraction,
+    fraction,
+)
 from dpggm.estimators.data import SecondMoment, clipped_second_moment
-from dpggm.mechanisms.additive import check_noise_mode
-from dpggm.mechanisms.bounds import check_bounds, check_neighbors
+from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.release import COVARIANCE_MECHANISMS, release_second_moment
-from dpggm.privacy.budgets import Budget
 from dpggm.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
+    "DPEstimator",
     "PrivateEstimatorBase",
     "ReleasedCovariance",
+    "check_bounds",
     "check_budget",
-    "check_count_fraction",
     "check_fraction",
     "make_context",
 ]
-
-
-def check_budget(budget: Any, *, name: str = "budget") -> Budget:
-    """A budget must be given explicitly; ``NonPrivate()`` for a reference run."""
-    if budget is None:
-        raise ValueError(
-            f"{name} is required: pass PureDP, ApproxDP, ZCDP or GDP, or NonPrivate() for a "
-            "non-private reference run"
-        )
-    if not isinstance(budget, Budget):
-        raise TypeError(
-            f"{name} must be a PureDP, ApproxDP, ZCDP, GDP or NonPrivate value; got {budget!r}"
-        )
-    return budget
-
-
-def check_fraction(value: Any, *, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -67,28 +63,44 @@ class ReleasedCovariance:
     noisy_gram: np.ndarray | None = None
 
 
-def check_count_fraction(estimator: Any) -> float:
-    """The share of the budget spent on the noisy count under add/remove."""
-    return check_fraction(estimator.count_fraction, name="count_fraction")
-
-
 def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
-    """The release context of an estimator's fit, from its declared parameters."""
-    report_delta = estimator.report_delta
-    if isinstance(report_delta, bool) or not (
-        isinstance(report_delta, numbers.Real) and 0 < report_delta < 1
-    ):
-        raise ValueError(f"report_delta must be a number in (0, 1); got {report_delta!r}")
+    """The release context of an estimator's fit, from its declared parameters (already
+    checked by :meth:`ContractMixin._validate_params`)."""
+    params = estimator.get_params(deep=False)
     return ReleaseContext(
-        neighbors=check_neighbors(estimator.neighbors),
+        neighbors=params["neighbors"],
         bounds=bounds,
-        random_state=estimator.random_state,
-        report_delta=float(report_delta),
-        noise=check_noise_mode(estimator.noise),
+        random_state=params["random_state"],
+        report_delta=float(params["report_delta"]),
+        noise=params["noise"],
     )
 
 
-class PrivateEstimatorBase(BaseEstimator):
+class DPEstimator(ContractMixin, BaseEstimator):
+    """The base of every estimator that spends a budget: ``budget``, ``bounds``,
+    ``neighbors``, ``report_delta`` and ``random_state`` are declared here; subclasses
+    declare the rest.
+
+    Notes
+    -----
+    A preprocessing step fitted on the private data (a ``StandardScaler`` in a
+    ``Pipeline``, say) voids the guarantee: every transformed record then depends on all
+    the records, so the declared bounds and sensitivities no longer hold. Transform with
+    fixed public parameters only. When ``fit`` runs as the last step of a scikit-learn
+    ``Pipeline`` with earlier steps, a
+    :class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning` is issued.
+    """
+
+    _constraints = {
+        "budget": BUDGET,
+        "bounds": BOUNDS,
+        "neighbors": NEIGHBORS,
+        "report_delta": REPORT_DELTA,
+        "random_state": RANDOM_STATE,
+    }
+
+
+class PrivateEstimatorBase(DPEstimator):
     """Common machinery: parameter checks and the covariance release.
 
     Subclasses set the parameters ``budget``, ``bounds``, ``mechanism``, ``neighbors``,
@@ -96,33 +108,23 @@ class PrivateEstimatorBase(BaseEstimator):
     ``allow_invalid``, ``wishart_mean_removal``, ``report_delta`` and ``random_state``.
     """
 
+    #: Fewest columns the estimator's post-processing accepts (a 1 x 1 covariance is
+    #: meaningful; a 1 x 1 graph or sparse precision is not).
+    _min_features: ClassVar[int] = 2
+
+    _constraints = {
+        "mechanism": Options(*COVARIANCE_MECHANISMS),
+        "center": AnyOf(Options("none", "private"), VECTOR, NONE),
+        "mean_fraction": fraction(),
+        "count_fraction": fraction(),
+        "calibration": CALIBRATION,
+        "noise": NOISE,
+        "allow_invalid": FLAG,
+        "wishart_mean_removal": FLAG,
+    }
+
     def _validate_common(self) -> None:
-        check_budget(self.budget)
-        self._bounds = check_bounds(self.bounds)
-        check_neighbors(self.neighbors)
-        check_noise_mode(self.noise)
-        if self.mechanism not in COVARIANCE_MECHANISMS:
-            raise ValueError(
-                f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {self.mechanism!r}"
-            )
-        center = self.center
-        if isinstance(center, str):
-            if center not in ("none", "private"):
-                raise ValueError(
-                    "center must be 'none', 'private' or a public mean vector; got "
-                    f"{center!r}"
-                )
-        elif center is not None:
-            center = np.asarray(center, dtype=float)
-            if center.ndim != 1 or not np.all(np.isfinite(center)):
-                raise ValueError("center must be a finite one-dimensional public mean vector")
-        if self._private_center():
-            check_fraction(self.mean_fraction, name="mean_fraction")
-        check_count_fraction(self)
-        if self.calibration not in ("analytic", "classical"):
-            raise ValueError(
-                f"calibration must be 'analytic' or 'classical'; got {self.calibration!r}"
-            )
+        self._bounds = self._validate_params()["bounds"]
 
     def _private_center(self) -> bool:
         return isinstance(self.center, str) and self.center == "private"
@@ -136,6 +138,12 @@ class PrivateEstimatorBase(BaseEstimator):
             np.asarray(self.center, dtype=float)
         )
         stats: SecondMoment = clipped_second_moment(X, bounds=bounds, center=public_center)
+        if stats.n_features < self._min_features:
+            # Refused before the release: nothing is spent on a matrix the solver rejects.
+            raise ValueError(
+                f"{type(self).__name__} needs at least {self._min_features} variables "
+                f"(columns); X has {stats.n_features}"
+            )
         gram = stats.second_moment * stats.n
         release = release_second_moment(
             gram,

@@ -21,20 +21,13 @@ zCDP guarantee actually obtained (Gaussian noise is never pure DP).
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
-from dpggm.estimators._base import (
-    check_bounds,
-    check_budget,
-    check_count_fraction,
-    check_fraction,
-    make_context,
-)
+from dpggm.estimators._base import DPEstimator, check_budget, make_context
+from dpggm.estimators._contract import FLAG, NOISE, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix, clipped_second_moment
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError, UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
@@ -101,16 +94,10 @@ def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
 
 
 def _check_center(center: Any) -> np.ndarray | None:
-    if center is None or (isinstance(center, str) and center == "none"):
+    """The public centre (already checked against the declared constraint)."""
+    if center is None or isinstance(center, str):
         return None
-    if isinstance(center, str):
-        raise ValueError(f"center must be 'none' or a public mean vector; got {center!r}")
-    vector = np.asarray(center, dtype=float)
-    if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-        raise ValueError(
-            f"center must be 'none' or a finite one-dimensional public mean vector; got {center!r}"
-        )
-    return vector
+    return np.asarray(center, dtype=float)
 
 
 def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.ndarray:
@@ -199,7 +186,7 @@ def _epsilon_for_zcdp(rho: Fraction) -> float:
     return epsilon
 
 
-class _ZCDPCovarianceBase(BaseEstimator):
+class _ZCDPCovarianceBase(DPEstimator):
     """Validation, the non-private path, and the guarantee record of the baselines."""
 
     _owner: ClassVar[str] = ""
@@ -207,10 +194,12 @@ class _ZCDPCovarianceBase(BaseEstimator):
     _mechanism: ClassVar[str] = ""
     #: Whether the release can be made honest under add/remove neighbours (n private).
     _supports_add_remove: ClassVar[bool] = False
+    _constraints = {"center": AnyOf(Options("none"), VECTOR), "noise": NOISE}
 
     def _validate_common(self) -> tuple[ZCDP | NonPrivate, Bounds, np.ndarray | None]:
-        budget = as_zcdp_total(self.budget, owner=self._owner)
-        bounds = check_bounds(self.bounds)
+        params = self._validate_params()
+        budget = as_zcdp_total(params["budget"], owner=self._owner)
+        bounds = params["bounds"]
         if self._needs_box and not isinstance(bounds, Box):
             raise TypeError(
                 f"{self._owner} needs coordinate-wise bounds: bounds must be Box(b) "
@@ -223,8 +212,6 @@ class _ZCDPCovarianceBase(BaseEstimator):
                 "add/remove neighbours, and has no honest add/remove version here; use "
                 "neighbors='replace', or SSPCovariance / DiagonalCovariance / PrivateCovariance"
             )
-        if self._supports_add_remove:
-            check_count_fraction(self)
         center = _check_center(self.center)
         return budget, bounds, center
 
@@ -233,19 +220,17 @@ class _ZCDPCovarianceBase(BaseEstimator):
             return "none: raw second moment X^T X / n (equals the covariance only for centred data)"
         return "public mean subtracted before clipping"
 
-    def _record_shape(self, n: int, p: int, columns: list[str]) -> None:
-        self.n_samples_ = n
-        self.n_features_in_ = p
-        self.feature_names_in_ = columns
-
-    def _fit_exact(self, S: np.ndarray, center: np.ndarray | None) -> None:
-        self.covariance_ = S.copy()
+    def _fit_exact(self, X: Any, S: np.ndarray, center: np.ndarray | None, *, n: int,
+                   columns: list[str]) -> None:
         self.noisy_covariance_ = S.copy()
         self.accountant_ = None
-        self.privacy_ = self._ctx.guarantee(
-            budget=NonPrivate(),
-            mechanism=f"{self._mechanism} (non-private reference: exact statistic)",
-            notes={"centering": self._centering_note(center)},
+        self._set_fitted(
+            X, n_samples=n, n_features=S.shape[0], columns=columns, covariance=S.copy(),
+            privacy=self._ctx.guarantee(
+                budget=NonPrivate(),
+                mechanism=f"{self._mechanism} (non-private reference: exact statistic)",
+                notes={"centering": self._centering_note(center)},
+            ),
         )
 
     def _guarantee(
@@ -328,6 +313,7 @@ class SSPCovariance(_ZCDPCovarianceBase):
     _needs_box = True
     _supports_add_remove = True
     _mechanism = "ssp (gaussian mechanism on the whole second moment)"
+    _constraints = {"psd": FLAG, "count_fraction": fraction()}
 
     def __init__(
         self,
@@ -362,9 +348,8 @@ class SSPCovariance(_ZCDPCovarianceBase):
         budget, bounds, center = self._validate_common()
         stats = clipped_second_moment(X, bounds=bounds, center=center)
         n, p = stats.n, stats.n_features
-        self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(stats.second_moment, center)
+            self._fit_exact(X, stats.second_moment, center, n=n, columns=stats.columns)
             return self
         accountant = PrivacyAccountant(budget)
         accountant.spend(budget, mechanism="gaussian (whole second moment)")
@@ -378,14 +363,16 @@ class SSPCovariance(_ZCDPCovarianceBase):
             count_fraction=self.count_fraction,
         )
         noisy = release.second_moment
-        self.n_samples_ = release.count
         self.noisy_covariance_ = noisy
-        self.covariance_ = _clip_spectrum(noisy, 0.0, None) if self.psd else noisy.copy()
         self.accountant_ = accountant
-        self.privacy_ = self._guarantee(
-            accountant, center, noise=dict(release.guarantee.noise),
-            notes={k: v for k, v in release.guarantee.notes.items() if k != "caveats"},
-            delivered=[release.guarantee.budget],
+        self._set_fitted(
+            X, n_samples=release.count, n_features=p, columns=stats.columns,
+            covariance=_clip_spectrum(noisy, 0.0, None) if self.psd else noisy.copy(),
+            privacy=self._guarantee(
+                accountant, center, noise=dict(release.guarantee.noise),
+                notes={k: v for k, v in release.guarantee.notes.items() if k != "caveats"},
+                delivered=[release.guarantee.budget],
+            ),
         )
         return self
 
@@ -434,6 +421,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
     _needs_box = True
     _supports_add_remove = True
     _mechanism = "diagonal only (gaussian mechanism per diagonal entry)"
+    _constraints = {"count_fraction": fraction()}
 
     def __init__(
         self,
@@ -466,9 +454,8 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         budget, bounds, center = self._validate_common()
         stats = clipped_second_moment(X, bounds=bounds, center=center)
         S, n, p = stats.second_moment, stats.n, stats.n_features
-        self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(np.diag(np.diag(S)), center)
+            self._fit_exact(X, np.diag(np.diag(S)), center, n=n, columns=stats.columns)
             return self
         ctx = self._ctx
         accountant = PrivacyAccountant(budget)
@@ -477,6 +464,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         # Under add/remove the diagonal of the Gram matrix is released with sensitivities
         # free of n, and divided by a noisy count afterwards.
         divisor = 1.0
+        n_samples = n
         diagonal = np.diag(S).copy()
         sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors))
         if ctx.neighbors == "add-remove":
@@ -486,7 +474,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
             delivered.append(count_delivered)
             noise.update(count_record)
             divisor = max(count, 1.0)
-            self.n_samples_ = max(int(round(count)), 1)
+            n_samples = max(int(round(count)), 1)
             diagonal = diagonal * n
         else:
             sensitivity = np.nextafter(sensitivity / n, np.inf)
@@ -505,7 +493,6 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
             grids.append(mechanism.grid)
             delivered.append(mechanism.delivered)
         self.noisy_covariance_ = np.diag(released)
-        self.covariance_ = np.diag(np.maximum(released, 0.0))
         self.accountant_ = accountant
         noise.update(
             diagonal_sigma=sigmas.tolist(),
@@ -514,7 +501,11 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         )
         if ctx.noise == "exact":
             noise["diagonal_grid"] = grids
-        self.privacy_ = self._guarantee(accountant, center, noise=noise, delivered=delivered)
+        self._set_fitted(
+            X, n_samples=n_samples, n_features=p, columns=stats.columns,
+            covariance=np.diag(np.maximum(released, 0.0)),
+            privacy=self._guarantee(accountant, center, noise=noise, delivered=delivered),
+        )
         return self
 
 
@@ -565,6 +556,7 @@ class SeparateCovariance(_ZCDPCovarianceBase):
 
     _owner = "SeparateCovariance"
     _mechanism = "separatecov (Dong, Liang & Yi 2022)"
+    _constraints = {"eigenvector_fraction": fraction()}
 
     def __init__(
         self,
@@ -595,12 +587,11 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         self
         """
         budget, bounds, center = self._validate_common()
-        fraction = check_fraction(self.eigenvector_fraction, name="eigenvector_fraction")
+        share = float(self.eigenvector_fraction)
         stats = clipped_second_moment(X, bounds=bounds, center=center)
         S, n, p = stats.second_moment, stats.n, stats.n_features
-        self._record_shape(n, p, stats.columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(S, center)
+            self._fit_exact(X, S, center, n=n, columns=stats.columns)
             self.noisy_eigenvalues_ = np.linalg.eigvalsh(S)[::-1].copy()
             return self
         accountant = PrivacyAccountant(budget)
@@ -609,15 +600,17 @@ class SeparateCovariance(_ZCDPCovarianceBase):
             S,
             radius=radius,
             n=n,
-            eigenvector_budget=scale_budget(budget, Fraction(fraction)),
+            eigenvector_budget=scale_budget(budget, Fraction(share)),
             accountant=accountant,
             ctx=self._ctx,
         )
         self.noisy_covariance_ = noisy
         self.noisy_eigenvalues_ = values
-        self.covariance_ = estimate
         self.accountant_ = accountant
-        self.privacy_ = self._guarantee(accountant, center, noise={**noise, "radius": radius})
+        self._set_fitted(
+            X, n_samples=n, n_features=p, columns=stats.columns, covariance=estimate,
+            privacy=self._guarantee(accountant, center, noise={**noise, "radius": radius}),
+        )
         return self
 
 
@@ -705,6 +698,12 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
 
     _owner = "AdaptiveCovariance"
     _mechanism = "adaptivecov (Dong, Liang & Yi 2022)"
+    _constraints = {
+        "trace_fraction": fraction(),
+        "radius_fraction": fraction(),
+        "failure_probability": fraction(),
+        "n_radii": Interval(1, 1000, closed="both", integer=True),
+    }
 
     def __init__(
         self,
@@ -734,22 +733,14 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         self.noise = noise
 
     def _validate_adaptive(self) -> tuple[float, float, float, int]:
-        trace_fraction = check_fraction(self.trace_fraction, name="trace_fraction")
-        radius_fraction = check_fraction(self.radius_fraction, name="radius_fraction")
+        trace_fraction = float(self.trace_fraction)
+        radius_fraction = float(self.radius_fraction)
         if not trace_fraction + radius_fraction < 1:
             raise ValueError(
                 "trace_fraction + radius_fraction must be < 1 (the rest pays for the release); "
                 f"got {trace_fraction!r} + {radius_fraction!r}"
             )
-        beta = check_fraction(self.failure_probability, name="failure_probability")
-        n_radii = self.n_radii
-        if (
-            isinstance(n_radii, bool)
-            or not isinstance(n_radii, numbers.Integral)
-            or not 1 <= n_radii <= 1000
-        ):
-            raise ValueError(f"n_radii must be an integer in [1, 1000]; got {n_radii!r}")
-        return trace_fraction, radius_fraction, beta, int(n_radii)
+        return trace_fraction, radius_fraction, float(self.failure_probability), int(self.n_radii)
 
     @classmethod
     def predicted_errors(
@@ -807,9 +798,8 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         rows, _ = bounds.clip(values)
         S = rows.T @ rows / n
         S = (S + S.T) / 2
-        self._record_shape(n, p, columns)
         if isinstance(budget, NonPrivate):
-            self._fit_exact(S, center)
+            self._fit_exact(X, S, center, n=n, columns=columns)
             self.radius_ = bounds.row_norm(p)
             self.method_ = "exact"
             self.noisy_trace_ = float(np.trace(S))
@@ -891,7 +881,6 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
                 ctx=ctx,
             )
         self.noisy_covariance_ = noisy
-        self.covariance_ = estimate
         self.radius_ = radius
         self.method_ = method
         self.noisy_trace_ = float(noisy_trace)
@@ -912,5 +901,8 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             "predicted_errors_at_radius": {"gauss": gauss, "separate": separate},
             "radii_scanned": n_radii,
         }
-        self.privacy_ = self._guarantee(accountant, center, noise=noise, notes=notes)
+        self._set_fitted(
+            X, n_samples=n, n_features=p, columns=columns, covariance=estimate,
+            privacy=self._guarantee(accountant, center, noise=noise, notes=notes),
+        )
         return self

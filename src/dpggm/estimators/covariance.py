@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dpggm.estimators._base import PrivateEstimatorBase
+from dpggm.estimators._contract import FLAG
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.psd import project_psd
 
@@ -73,7 +76,8 @@ class PrivateCovariance(PrivateEstimatorBase):
     n_samples_ : int
         ``n`` (replace-one, public) or the noisy count (add/remove).
     n_features_in_ : int
-    feature_names_in_ : list of str
+    feature_names_in_ : ndarray of str
+        The column names, only when ``X`` is a DataFrame or a CSV file with a header.
     privacy_ : PrivacyGuarantee
         What was spent and what it guarantees.
 
@@ -82,7 +86,9 @@ class PrivateCovariance(PrivateEstimatorBase):
     One release of the second moment with sensitivity from the declared bounds (SPEC
     section 2); the guarantee is ``budget`` under ``neighbors``. Projection is
     post-processing. A bound read off the data voids the formal guarantee and is
-    reported as ``validity="data-dependent"``.
+    reported as ``validity="data-dependent"``. So does a preprocessing step fitted
+    on the private data (a ``StandardScaler`` in a ``Pipeline``, say): see
+    :mod:`dpggm.estimators`.
 
     Examples
     --------
@@ -93,6 +99,9 @@ class PrivateCovariance(PrivateEstimatorBase):
     >>> est.covariance_.shape
     (3, 3)
     """
+
+    _constraints = {"psd": FLAG}
+    _min_features = 1
 
     def __init__(
         self,
@@ -127,6 +136,14 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.report_delta = report_delta
         self.random_state = random_state
 
+    def _projected(self, noisy: np.ndarray) -> np.ndarray:
+        if not self.psd:
+            return noisy
+        if noisy.shape == (1, 1):
+            # A 1 x 1 matrix is PSD when its entry is >= 0 (the solver needs p >= 2).
+            return np.maximum(noisy, 0.0)
+        return project_psd(noisy).estimate
+
     def fit(self, X: Any, y: Any = None) -> PrivateCovariance:
         """Release a private covariance of ``X``.
 
@@ -143,13 +160,9 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.noisy_covariance_ = release.noisy_covariance
         self.noisy_mean_ = release.noisy_mean
         self.noisy_gram_ = release.noisy_gram
-        self.covariance_ = (
-            project_psd(release.noisy_covariance).estimate
-            if self.psd
-            else release.noisy_covariance
+        self._set_fitted(
+            X, n_samples=release.stats_n, n_features=release.n_features,
+            columns=release.columns, privacy=release.guarantee,
+            covariance=self._projected(release.noisy_covariance),
         )
-        self.n_samples_ = release.stats_n
-        self.n_features_in_ = release.n_features
-        self.feature_names_in_ = release.columns
-        self.privacy_ = release.guarantee
         return self

@@ -223,6 +223,11 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
     :func:`clipped_second_moment` instead.
     """
     _refuse_dask(X, name)
+    if type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(
+            f"{name} is a scipy.sparse matrix; sparse matrices are not supported: pass a dense "
+            f"array ({name}.toarray()) if it fits in memory"
+        )
     if _is_path(X):
         blocks = []
         columns: list[str] = []
@@ -232,6 +237,12 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
         values = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
         values = np.ascontiguousarray(values)
     elif isinstance(X, pd.DataFrame):
+        complex_columns = [str(c) for c in X.columns if pd.api.types.is_complex_dtype(X[c])]
+        if complex_columns:
+            raise ValueError(
+                f"{name} has complex-valued column(s) {complex_columns[:5]}; complex data are "
+                "not supported"
+            )
         values = _check_frame(X, where=name)
         columns = _column_names(X, values.shape[1])
     else:
@@ -241,6 +252,10 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
             values = np.asarray(X)
         except Exception as exc:  # pragma: no cover - exotic inputs
             raise TypeError(f"{name} must be an array, a DataFrame or a CSV path") from exc
+        if np.iscomplexobj(values):
+            raise ValueError(
+                f"{name} has complex values (dtype {values.dtype}); complex data are not supported"
+            )
         if values.dtype == object or not (
             np.issubdtype(values.dtype, np.number) or values.dtype == bool
         ):

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
-from dpggm.estimators._base import check_budget, check_fraction
+from dpggm.estimators._base import DPEstimator, check_budget, check_fraction
+from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Box, RowNorm, check_bounds, check_neighbors
@@ -79,7 +79,7 @@ def _bound_share(total: Budget, fraction: Fraction) -> Budget:
     return scale_budget(total, fraction)
 
 
-class PrivateGraph(BaseEstimator):
+class PrivateGraph(DPEstimator):
     """A private Gaussian-graphical-model graph of raw data, in one step.
 
     Parameters
@@ -169,6 +169,17 @@ class PrivateGraph(BaseEstimator):
     >>> sorted(graph.edges_.columns)
     ['partial_correlation', 'source', 'target', 'weight']
     """
+
+    _constraints = {
+        "bounds": AnyOf(Options("auto"), BOUNDS),
+        "center": AnyOf(Options("private", "none"), VECTOR),
+        "method": Options("glasso", "pace"),
+        "bound_fraction": fraction(),
+        "center_fraction": fraction(),
+        "quantile": Interval(0, 0.5),
+        "alpha": AnyOf(Options("auto"), Interval(0, None, closed="left")),
+        "min_partial_correlation": AnyOf(Options("auto"), Interval(0, 1, closed="left")),
+    }
 
     def __init__(
         self,
@@ -261,6 +272,7 @@ class PrivateGraph(BaseEstimator):
     def fit(self, X: Any, y: Any = None) -> PrivateGraph:
         """Choose bounds, centre and release the graph of ``X`` (array, DataFrame or CSV
         path with a header row)."""
+        self._validate_params()
         values, columns = as_matrix(X)
         n, p = values.shape
         if p < 2:
@@ -346,7 +358,7 @@ class PrivateGraph(BaseEstimator):
             breakdown.append({"step": "graph", "budget": rest,
                               "mechanism": inner.privacy_.mechanism, **inner.privacy_.noise})
         self._finish(inner, values, columns, scale, shift + public_shift, mean_z, ranges,
-                     clipped)
+                     clipped, X)
         self.privacy_ = self._guarantee(requested, budget, inner, accountant, breakdown,
                                         declared, ranges, inner_bounds)
         return self
@@ -368,7 +380,7 @@ class PrivateGraph(BaseEstimator):
                               neighbors=self.neighbors, center="none",
                               report_delta=self.report_delta, random_state=rng)
 
-    def _finish(self, inner, values, columns, scale, shift, mean_z, ranges, clipped) -> None:
+    def _finish(self, inner, values, columns, scale, shift, mean_z, ranges, clipped, X) -> None:
         n, p = values.shape
         self.min_partial_correlation_ = (
             max(0.05, math.sqrt(2 * math.log(max(p * (p - 1) / 2, 2)) / n))
@@ -390,12 +402,14 @@ class PrivateGraph(BaseEstimator):
             self.partial_correlation_ = np.eye(len(columns))
             off = np.asarray(inner.adjacency_, dtype=bool)
         np.fill_diagonal(off, False)
-        self.adjacency_ = off | off.T
         self.mean_ = None if mean_z is None else shift + scale * mean_z
         self.ranges_ = ranges
         self.graph_estimator_ = inner
-        self.n_samples_, self.n_features_in_ = values.shape
-        self.feature_names_in_ = list(columns)
+        self._set_fitted(
+            X, n_samples=values.shape[0], n_features=values.shape[1],
+            columns=list(columns), privacy=None, covariance=self.covariance_,
+            adjacency=off,
+        )
         self.n_clipped_rows_ = int(clipped)
         self.edges_ = edge_table(
             self.adjacency_, columns,

@@ -20,8 +20,6 @@ Post-processing of the release only; consumes no budget.
 
 from __future__ import annotations
 
-import math
-import numbers
 import warnings
 from typing import Any
 
@@ -30,6 +28,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 from sklearn.linear_model import Lasso
 
+from dpggm.estimators._contract import FLAG, ContractMixin, Interval, Optional, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.estimators.noisy_glasso import (
     PostProcessingRecord,
@@ -44,49 +43,27 @@ __all__ = ["NeighborhoodSelection", "SCIO"]
 RULES = ("and", "or")
 
 
-def _check_nonnegative(name: str, value: Any, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {value!r}")
-    number = float(value)
-    ok = math.isfinite(number) and (number > 0 if positive else number >= 0)
-    if not ok:
-        raise ValueError(
-            f"{name} must be a finite number {'>' if positive else '>='} 0; got {value!r}"
-        )
-    return number
-
-
-def _check_flag(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-    return bool(value)
-
-
-def _check_iterations(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"max_iter must be an integer >= 1; got {value!r}")
-    return int(value)
-
-
-class _CorrectedCovarianceMixin:
+class _CorrectedCovarianceMixin(ContractMixin):
     """Shared input path: noisy records -> bias-corrected, PSD, optionally scaled matrix."""
 
-    noise_sigma: float
-    discrete: bool
-    grid: float | None
-    assume_centered: bool
-    standardize: bool
+    _constraints = {
+        "alpha": Interval(0, None),
+        "noise_sigma": Interval(0, None, closed="left"),
+        "discrete": FLAG,
+        "grid": Optional(Interval(0, None)),
+        "assume_centered": FLAG,
+        "standardize": FLAG,
+        "tol": Interval(0, None),
+        "max_iter": Interval(1, None, closed="left", integer=True),
+    }
 
     def _prepared(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[str], float]:
-        sigma = _check_nonnegative("noise_sigma", self.noise_sigma)
-        discrete = _check_flag("discrete", self.discrete)
-        grid = self.grid
-        if grid is not None:
-            if not discrete:
-                raise ValueError(
-                    f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
-                )
-            grid = _check_nonnegative("grid", grid, positive=True)
+        params = self._validate_params()
+        sigma, discrete, grid = params["noise_sigma"], params["discrete"], params["grid"]
+        if grid is not None and not discrete:
+            raise ValueError(
+                f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
+            )
         values, columns = as_matrix(X, name="X")
         if values.shape[1] < 2:
             raise ValueError(
@@ -96,7 +73,7 @@ class _CorrectedCovarianceMixin:
         S = bias_corrected_covariance(
             values,
             noise_variance=variance,
-            assume_centered=_check_flag("assume_centered", self.assume_centered),
+            assume_centered=params["assume_centered"],
         )
         S = project_psd(S).estimate
         diagonal = np.diagonal(S).copy()
@@ -108,13 +85,11 @@ class _CorrectedCovarianceMixin:
                 "check noise_sigma against the release"
             )
         scale = np.ones_like(diagonal)
-        if _check_flag("standardize", self.standardize):
+        if params["standardize"]:
             scale = 1.0 / np.sqrt(diagonal)
             S = S * np.outer(scale, scale)
-        self.n_samples_, self.n_features_in_ = values.shape
-        self.feature_names_in_ = columns
         self.noise_variance_ = variance
-        self.privacy_ = PostProcessingRecord(
+        privacy = PostProcessingRecord(
             mechanism=f"{type(self).__name__} on released noisy data (post-processing)",
             reason=(
                 "post-processing of a noisy data release whose privacy guarantee is not "
@@ -127,6 +102,8 @@ class _CorrectedCovarianceMixin:
                 "variance_subtracted": variance,
             },
         )
+        self._set_fitted(X, n_samples=values.shape[0], n_features=values.shape[1],
+                         columns=columns, privacy=privacy)
         return S, scale, columns, variance
 
 
@@ -176,6 +153,8 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
     Post-processing only; consumes no budget.
     """
 
+    _constraints = {"rule": Options(*RULES)}
+
     def __init__(
         self,
         *,
@@ -211,12 +190,8 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
         -------
         self
         """
-        alpha = _check_nonnegative("alpha", self.alpha, positive=True)
-        if self.rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}; got {self.rule!r}")
-        tol = _check_nonnegative("tol", self.tol, positive=True)
-        max_iter = _check_iterations(self.max_iter)
         S, _, _, _ = self._prepared(X)
+        alpha, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
         p = S.shape[0]
         values, vectors = np.linalg.eigh(S)
         root = (vectors * np.sqrt(np.maximum(values, 0.0) * p)).T
@@ -241,7 +216,7 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
             )
         self.coef_ = coef
         support = coef != 0
-        self.adjacency_ = (support & support.T) if self.rule == "and" else (support | support.T)
+        self._set_graph((support & support.T) if self.rule == "and" else (support | support.T))
         return self
 
     def edge_scores(self) -> np.ndarray:
@@ -363,10 +338,8 @@ class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
         -------
         self
         """
-        alpha = _check_nonnegative("alpha", self.alpha, positive=True)
-        tol = _check_nonnegative("tol", self.tol, positive=True)
-        max_iter = _check_iterations(self.max_iter)
         S, scale, _, _ = self._prepared(X)
+        alpha, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
         B, sweeps, converged = scio_columns(S, alpha, tol=tol, max_iter=max_iter)
         if not converged:
             warnings.warn(
@@ -382,9 +355,7 @@ class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
         )
         # Undo the unit-diagonal scaling: Theta = D^-1/2 Omega D^-1/2 in data units.
         self.precision_ = symmetric * np.outer(scale, scale)
-        support = self.precision_ != 0
-        np.fill_diagonal(support, False)
-        self.adjacency_ = support
+        self._set_graph(self.precision_ != 0)
         self.n_iter_ = sweeps
         return self
 

@@ -60,8 +60,8 @@ that the guarantee of the release is not known here.
 
 from __future__ import annotations
 
+import json
 import math
-import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +70,16 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold
 
+from dpggm.estimators._contract import (
+    FLAG,
+    AnyOf,
+    ContractMixin,
+    Interval,
+    Optional,
+    Options,
+    check_number,
+    fraction,
+)
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
@@ -132,6 +142,10 @@ class PostProcessingRecord:
             "validity": self.validity,
             "reason": self.reason,
         }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON text (the same interface as ``PrivacyGuarantee``)."""
+        return json.dumps(self.to_dict(), **kwargs)
 
     def summary(self) -> str:
         """One line for people."""
@@ -291,15 +305,6 @@ def select_alpha(
     return int(order[positions[np.argmin(finite_values)]]), False
 
 
-def _check_sigma(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number >= 0; got {value!r}")
-    number = float(value)
-    if not (math.isfinite(number) and number >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return number
-
-
 def _default_grid(S: np.ndarray, n_alphas: int, alpha_min_ratio: float) -> np.ndarray:
     off = np.abs(S - np.diag(np.diagonal(S)))
     alpha_max = float(off.max())
@@ -327,7 +332,7 @@ def _fit_path(S: np.ndarray, alphas_desc: np.ndarray, options: dict[str, Any]) -
 # ---------------------------------------------------------------------------- estimator
 
 
-class NoisyGraphicalLasso(BaseEstimator):
+class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
     """Graphical lasso on the bias-corrected covariance of a noisy data release.
 
     Parameters
@@ -399,8 +404,11 @@ class NoisyGraphicalLasso(BaseEstimator):
         ``rule``, ``drop_fraction``, ``tail_fraction``, ``flat_curve``, ``n_not_converged``.
     solver_result_ : SolverResult
         The final solver output (duality gap, method used, ...).
+    adjacency_ : ndarray of bool, shape (p, p)
+        The estimated graph (``adjacency()`` with ``tol=0``).
     n_samples_, n_features_in_ : int
-    feature_names_in_ : list of str
+    feature_names_in_ : ndarray of str
+        Only when ``X`` is a DataFrame or a CSV file with a header.
     privacy_ : PrivacyGuarantee or PostProcessingRecord
         The release's guarantee (post-processing costs nothing more), or a record saying
         that it is not known here.
@@ -421,6 +429,23 @@ class NoisyGraphicalLasso(BaseEstimator):
     >>> est.precision_.shape
     (4, 4)
     """
+
+    _constraints = {
+        "alpha": AnyOf(Interval(0, None, closed="left"), Options("cv")),
+        "noise_sigma": Optional(Interval(0, None, closed="left")),
+        "discrete": Optional(FLAG),
+        "grid": Optional(Interval(0, None)),
+        "solver": Options(*SOLVERS),
+        "penalize_diagonal": FLAG,
+        "cv": Interval(2, None, closed="left", integer=True),
+        "selection": Options(*SELECTION_RULES),
+        "assume_centered": FLAG,
+        "n_alphas": Interval(2, None, closed="left", integer=True),
+        "alpha_min_ratio": fraction(),
+        "tol": Interval(0, None),
+        "max_iter": Optional(Interval(1, None, closed="left", integer=True)),
+        "cv_max_iter": Interval(1, None, closed="left", integer=True),
+    }
 
     def __init__(
         self,
@@ -471,8 +496,6 @@ class NoisyGraphicalLasso(BaseEstimator):
         discrete = self.discrete
         if discrete is None:
             discrete = False if meta is None else meta["discrete"]
-        if not isinstance(discrete, (bool, np.bool_)):
-            raise TypeError(f"discrete must be True, False or None; got {discrete!r}")
         discrete = bool(discrete)
         grid = self.grid
         if grid is None and meta is not None and self.discrete is None:
@@ -482,10 +505,8 @@ class NoisyGraphicalLasso(BaseEstimator):
                 raise ValueError(
                     f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
                 )
-            grid = _check_sigma(grid, "grid")
-            if grid == 0:
-                raise ValueError(f"grid must be a finite number > 0; got {self.grid!r}")
-        sigma = None if self.noise_sigma is None else _check_sigma(self.noise_sigma, "noise_sigma")
+            grid = check_number(grid, name="grid", low=0, closed="neither")
+        sigma = None if self.noise_sigma is None else float(self.noise_sigma)
         guarantee = None
         if meta is not None:
             guarantee = meta["guarantee"]
@@ -517,39 +538,7 @@ class NoisyGraphicalLasso(BaseEstimator):
         return sigma, discrete, grid, guarantee
 
     def _check_options(self) -> None:
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}; got {self.solver!r}")
-        if self.selection not in SELECTION_RULES:
-            raise ValueError(f"selection must be one of {SELECTION_RULES}; got {self.selection!r}")
-        alpha = self.alpha
-        if isinstance(alpha, str):
-            if alpha != "cv":
-                raise ValueError(f"alpha must be a finite number >= 0 or 'cv'; got {alpha!r}")
-        elif isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-            raise TypeError(f"alpha must be a finite number >= 0 or 'cv'; got {alpha!r}")
-        elif not (math.isfinite(float(alpha)) and alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0 or 'cv'; got {alpha!r}")
-        if isinstance(self.cv, bool) or not isinstance(self.cv, numbers.Integral) or self.cv < 2:
-            raise ValueError(f"cv must be an integer >= 2; got {self.cv!r}")
-        if (
-            isinstance(self.n_alphas, bool)
-            or not isinstance(self.n_alphas, numbers.Integral)
-            or self.n_alphas < 2
-        ):
-            raise ValueError(f"n_alphas must be an integer >= 2; got {self.n_alphas!r}")
-        ratio = self.alpha_min_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real) or not 0 < ratio < 1:
-            raise ValueError(f"alpha_min_ratio must be a number in (0, 1); got {ratio!r}")
-        for name in ("cv_max_iter",) + (() if self.max_iter is None else ("max_iter",)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
-        if not isinstance(self.penalize_diagonal, (bool, np.bool_)):
-            raise TypeError(
-                f"penalize_diagonal must be True or False; got {self.penalize_diagonal!r}"
-            )
-        if not isinstance(self.assume_centered, (bool, np.bool_)):
-            raise TypeError(f"assume_centered must be True or False; got {self.assume_centered!r}")
+        self._validate_params()
         # Checked here so that a bad rule option fails before any fitting.
         select_alpha(
             [1.0],
@@ -673,24 +662,19 @@ class NoisyGraphicalLasso(BaseEstimator):
         else:
             alpha = float(self.alpha)
         result = graphical_lasso(S, alpha, **options)
-        self.precision_ = np.asarray(result.estimate)
-        self.covariance_ = np.asarray(result.covariance)
         self.corrected_covariance_ = corrected
         self.solver_covariance_ = S
         self.noise_variance_ = variance
         self.noise_sigma_ = sigma
         self.alpha_ = alpha
         self.solver_result_ = result
-        self.n_samples_ = n
-        self.n_features_in_ = p
-        self.feature_names_in_ = columns
         noise = {
             "sigma": sigma,
             "distribution": "discrete-gaussian" if discrete else "gaussian",
             "grid": grid,
             "variance_subtracted": variance,
         }
-        self.privacy_ = (
+        privacy = (
             guarantee
             if guarantee is not None
             else PostProcessingRecord(
@@ -701,6 +685,12 @@ class NoisyGraphicalLasso(BaseEstimator):
                 ),
                 noise=noise,
             )
+        )
+        self._set_fitted(
+            X, n_samples=n, n_features=p, columns=columns, privacy=privacy,
+            precision=np.asarray(result.estimate),
+            covariance=np.asarray(result.covariance),
+            adjacency=np.abs(np.asarray(result.estimate)) > 0,
         )
         return self
 

@@ -12,15 +12,14 @@ pattern, i.e. a Gaussian graphical model.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
-from dpggm.estimators._base import check_budget, check_fraction, make_context
+from dpggm.estimators._base import DPEstimator, make_context
+from dpggm.estimators._contract import CALLABLE, NOISE, NONE, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import clipped_second_moment
 from dpggm.exceptions import IncompatibleBudgetError, UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Box
@@ -56,7 +55,7 @@ def _as_zcdp(budget: Any) -> ZCDP:
         ) from None
 
 
-class PACECovariance(BaseEstimator):
+class PACECovariance(DPEstimator):
     """PACE-GGM private covariance estimation under rho-zCDP.
 
     Parameters
@@ -64,8 +63,9 @@ class PACECovariance(BaseEstimator):
     budget : ZCDP, PureDP or GDP
         Total budget; PureDP(eps) counts as eps^2/2-zCDP and GDP(mu) as mu^2/2-zCDP.
         ``NonPrivate()`` returns the exact second moment (reference only).
-    bounds : Box
-        Declared coordinate-wise bound (one value or one per column). Required.
+    bounds : Box or str
+        Declared coordinate-wise bound (one value or one per column; ``"box:B"``
+        accepted). Required.
     diag_fraction : float in (0, 1), default=0.3
         Share of the budget spent measuring the diagonal (the paper's alpha).
     select_fraction : float in (0, 1), default=0.5
@@ -115,6 +115,15 @@ class PACECovariance(BaseEstimator):
     Reconstruction is post-processing.
     """
 
+    _constraints = {
+        "diag_fraction": fraction(),
+        "select_fraction": fraction(),
+        "max_rounds": AnyOf(Interval(1, None, closed="left", integer=True), NONE),
+        "entry_sensitivity": Options("tight", "paper"),
+        "progress": AnyOf(CALLABLE, NONE),
+        "noise": NOISE,
+    }
+
     def __init__(
         self,
         *,
@@ -145,36 +154,25 @@ class PACECovariance(BaseEstimator):
         self.noise = noise
 
     def _validate(self) -> tuple[Any, Box]:
-        budget = check_budget(self.budget)
-        if not isinstance(self.bounds, Box):
+        params = self._validate_params()
+        budget, bounds = params["budget"], params["bounds"]
+        if not isinstance(bounds, Box):
             raise TypeError(
-                "PACECovariance needs coordinate-wise bounds: bounds must be Box(b); got "
-                f"{self.bounds!r}"
+                "PACECovariance needs coordinate-wise bounds: bounds must be Box(b) or "
+                f"'box:B'; got {self.bounds!r}"
             )
         if not isinstance(budget, NonPrivate):
             budget = _as_zcdp(budget)
             if not budget.rho > 0:
                 raise ValueError(f"rho must be > 0; got {budget.rho!r}")
-        check_fraction(self.diag_fraction, name="diag_fraction")
-        check_fraction(self.select_fraction, name="select_fraction")
-        if self.max_rounds is not None and (
-            isinstance(self.max_rounds, bool)
-            or not isinstance(self.max_rounds, numbers.Integral)
-            or self.max_rounds < 1
-        ):
-            raise ValueError(f"max_rounds must be a positive integer or None; got {self.max_rounds!r}")
-        if self.entry_sensitivity not in ("tight", "paper"):
-            raise ValueError(
-                f"entry_sensitivity must be 'tight' or 'paper'; got {self.entry_sensitivity!r}"
-            )
-        self._ctx = make_context(self, self.bounds)
+        self._ctx = make_context(self, bounds)
         if self._ctx.neighbors == "add-remove":
             raise UnsupportedNeighborsError(
                 "PACECovariance measures entries of X^T X / n, and n is private under "
                 "add/remove neighbours; it has no honest add/remove version here. Use "
                 "neighbors='replace'"
             )
-        return budget, self.bounds
+        return budget, bounds
 
     def fit(self, X: Any, y: Any = None) -> PACECovariance:
         """Run PACE-GGM on ``X`` (array, DataFrame or CSV path)."""
@@ -183,17 +181,16 @@ class PACECovariance(BaseEstimator):
         budget, bounds = self._validate()
         stats = clipped_second_moment(X, bounds=bounds)
         S, n, d = stats.second_moment, stats.n, stats.n_features
-        self.n_samples_, self.n_features_in_ = n, d
-        self.feature_names_in_ = stats.columns
         ctx = self._ctx
         if isinstance(budget, NonPrivate):
-            self.covariance_ = S.copy()
-            self.precision_ = np.linalg.pinv(S)
-            self.adjacency_ = np.abs(self.precision_) > 0
-            np.fill_diagonal(self.adjacency_, False)
+            precision = np.linalg.pinv(S)
             self.measurements_ = {"entries": [], "values": [], "precisions": []}
             self.n_rounds_, self.n_measured_offdiag_, self.history_ = 0, 0, []
-            self.privacy_ = ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)")
+            self._set_fitted(
+                X, n_samples=n, n_features=d, columns=stats.columns, covariance=S.copy(),
+                precision=precision, adjacency=np.abs(precision) > 0,
+                privacy=ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)"),
+            )
             return self
 
         rng = ctx.rng
@@ -261,20 +258,18 @@ class PACECovariance(BaseEstimator):
             if self.progress is not None:
                 self.progress(float(sum(accountant.exact_spent)), budget.rho)
 
-        self.covariance_ = estimate
-        self.precision_ = reconstructor.precision
         lower = np.argwhere(np.tril(precisions > 0))
         self.measurements_ = {
             "entries": [(int(a), int(b)) for a, b in lower],
             "values": [float(values[a, b]) for a, b in lower],
             "precisions": [float(precisions[a, b]) for a, b in lower],
         }
-        self.adjacency_ = (precisions > 0) & ~np.eye(d, dtype=bool)
         self.n_rounds_ = len(history)
         self.n_measured_offdiag_ = int(sum(a != b for a, b in self.measurements_["entries"]))
         self.history_ = history
         self.spent_exact_ = sum(accountant.exact_spent, Fraction(0))
-        self.privacy_ = ctx.guarantee(
+        self.accountant_ = accountant
+        privacy = ctx.guarantee(
             budget=budget,
             mechanism="pace-ggm (exponential selection + Gaussian measurement, zCDP filter)",
             noise={
@@ -284,5 +279,9 @@ class PACECovariance(BaseEstimator):
                 "rounds": self.n_rounds_,
                 "spent_rho": float(self.spent_exact_),
             },
+        )
+        self._set_fitted(
+            X, n_samples=n, n_features=d, columns=stats.columns, covariance=estimate,
+            precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
         )
         return self

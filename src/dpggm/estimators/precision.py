@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from dataclasses import replace
 from typing import Any
@@ -21,7 +20,8 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
-from dpggm.estimators._base import PrivateEstimatorBase, check_bounds, check_budget
+from dpggm.estimators._base import DPEstimator, PrivateEstimatorBase, ReleasedCovariance
+from dpggm.estimators._contract import FLAG, AnyOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
 from dpggm.mechanisms.context import ReleaseContext
@@ -108,14 +108,14 @@ def _floor_diagonal(S: np.ndarray, noise_std: float) -> tuple[np.ndarray, int]:
 class _PerturbationEstimator(PrivateEstimatorBase):
     """Shared constructor parameters of the covariance-perturbation estimators."""
 
-    def _store_common(self, release) -> None:
+    def _store_common(self, X: Any, release: ReleasedCovariance, **estimates: Any) -> None:
         self.noisy_covariance_ = release.noisy_covariance
         self.noisy_mean_ = release.noisy_mean
         self.noisy_gram_ = release.noisy_gram
-        self.n_samples_ = release.stats_n
-        self.n_features_in_ = release.n_features
-        self.feature_names_in_ = release.columns
-        self.privacy_ = release.guarantee
+        self._set_fitted(
+            X, n_samples=release.stats_n, n_features=release.n_features,
+            columns=release.columns, privacy=release.guarantee, **estimates,
+        )
 
 
 _COMMON_DOC = """
@@ -158,15 +158,6 @@ def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fracti
     self.noise = noise
 
 
-def _check_penalty(value: Any, *, name: str, strictly_positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number; got {value!r}")
-    if value < 0 or (strictly_positive and value == 0):
-        bound = "> 0" if strictly_positive else ">= 0"
-        raise ValueError(f"{name} must be {bound}; got {value!r}")
-    return float(value)
-
-
 class RidgePrecision(_PerturbationEstimator):
     """DP-RP: ridge precision of a privately released second moment (seed 000).
 
@@ -187,6 +178,8 @@ class RidgePrecision(_PerturbationEstimator):
     One release of the second moment; the ridge solution is post-processing.
     """
 
+    _constraints = {"ridge": Interval(0, None)}
+
     def __init__(self, *, ridge: float = 0.1, budget: Any = None, bounds: Any = None,
                  mechanism: str = "gaussian", neighbors: str = "replace", center: Any = "none",
                  mean_fraction: float = 0.1, calibration: str = "analytic",
@@ -200,12 +193,10 @@ class RidgePrecision(_PerturbationEstimator):
 
     def fit(self, X: Any, y: Any = None) -> RidgePrecision:
         """Release the second moment of ``X`` and solve the ridge precision problem."""
-        ridge = _check_penalty(self.ridge, name="ridge", strictly_positive=True)
         release = self._release_covariance(X)
-        self._store_common(release)
-        result = ridge_precision(release.noisy_covariance, ridge)
-        self.precision_ = result.estimate
-        self.covariance_ = np.linalg.inv(self.precision_)
+        precision = ridge_precision(release.noisy_covariance, float(self.ridge)).estimate
+        self._store_common(X, release, precision=precision,
+                           covariance=np.linalg.inv(precision))
         return self
 
 
@@ -250,6 +241,14 @@ class GraphicalLasso(_PerturbationEstimator):
     ``alpha="cv-nonprivate"`` the penalty depends on the data: no formal guarantee.
     """
 
+    _constraints = {
+        "alpha": AnyOf(Interval(0, None, closed="left"), Options("auto", "cv-nonprivate")),
+        "solver": Options("auto", "cd", "admm"),
+        "penalize_diagonal": FLAG,
+        "tol": Interval(0, None),
+        "max_iter": Interval(1, None, closed="left", integer=True),
+    }
+
     def __init__(self, *, alpha: Any = "auto", solver: str = "auto",
                  penalize_diagonal: bool = False, tol: float = 1e-8, max_iter: int = 1000,
                  budget: Any = None, bounds: Any = None, mechanism: str = "gaussian",
@@ -269,17 +268,8 @@ class GraphicalLasso(_PerturbationEstimator):
 
     def fit(self, X: Any, y: Any = None) -> GraphicalLasso:
         """Release the second moment of ``X`` and solve the graphical lasso on it."""
-        if isinstance(self.alpha, str):
-            if self.alpha not in ("auto", "cv-nonprivate"):
-                raise ValueError(
-                    f"alpha must be a number >= 0, 'auto' or 'cv-nonprivate'; got {self.alpha!r}"
-                )
-        else:
-            _check_penalty(self.alpha, name="alpha", strictly_positive=False)
-        if self.solver not in ("auto", "cd", "admm"):
-            raise ValueError(f"solver must be 'auto', 'cd' or 'admm'; got {self.solver!r}")
         release = self._release_covariance(X)
-        self._store_common(release)
+        self._store_common(X, release)
         S = release.noisy_covariance
         if self.alpha == "auto":
             alpha = auto_alpha(S, noise_std=release.entry_noise_std, n=release.stats_n)
@@ -322,12 +312,15 @@ class GraphicalLasso(_PerturbationEstimator):
                 S = project_psd(S, min_eigenvalue=max(floor, 1e-12)).estimate
                 result = graphical_lasso(S, alpha, **options)
         self.alpha_ = float(alpha)
-        self.precision_ = result.estimate
-        self.covariance_ = result.covariance
         self.n_iter_ = result.iterations
         self.converged_ = result.converged
-        off = np.triu(np.abs(self.precision_), 1)
-        self.n_edges_ = int((off > 0).sum())
+        adjacency = np.abs(result.estimate) > 0
+        self._set_fitted(
+            X, n_samples=release.stats_n, n_features=release.n_features,
+            columns=release.columns, privacy=self.privacy_, precision=result.estimate,
+            covariance=result.covariance, adjacency=adjacency,
+        )
+        self.n_edges_ = int(np.triu(self.adjacency_, 1).sum())
         return self
 
 
@@ -338,7 +331,7 @@ _OUTPUT_PERTURBATION_FLAW = (
 )
 
 
-class OutputPerturbationPrecision(PrivateEstimatorBase):
+class OutputPerturbationPrecision(DPEstimator):
     """Seed 001, Algorithm 1: graphical lasso on the exact ``S`` plus Wishart noise
     ``W ~ Wishart_p(p + 1, p^{5/2} / (n epsilon alpha^2) I)``.
 
@@ -361,6 +354,15 @@ class OutputPerturbationPrecision(PrivateEstimatorBase):
     None that can be relied on: see above.
     """
 
+    _constraints = {
+        "alpha": Interval(0, None),
+        "allow_invalid": FLAG,
+        "solver": Options("auto", "cd", "admm"),
+        "penalize_diagonal": FLAG,
+        "tol": Interval(0, None),
+        "max_iter": Interval(1, None, closed="left", integer=True),
+    }
+
     def __init__(self, *, alpha: float = 0.1, budget: Any = None, bounds: Any = None,
                  allow_invalid: bool = False, solver: str = "auto",
                  penalize_diagonal: bool = False, tol: float = 1e-8, max_iter: int = 1000,
@@ -380,9 +382,8 @@ class OutputPerturbationPrecision(PrivateEstimatorBase):
 
     def fit(self, X: Any, y: Any = None) -> OutputPerturbationPrecision:
         """Solve the graphical lasso on ``X``'s second moment and add Wishart noise."""
-        alpha = _check_penalty(self.alpha, name="alpha", strictly_positive=True)
-        budget = check_budget(self.budget)
-        bounds = check_bounds(self.bounds)
+        params = self._validate_params()
+        alpha, budget, bounds = params["alpha"], params["budget"], params["bounds"]
         if not self.allow_invalid:
             raise InvalidGuaranteeError(
                 f"OutputPerturbationPrecision is refused: {_OUTPUT_PERTURBATION_FLAW}. Pass "
@@ -391,6 +392,11 @@ class OutputPerturbationPrecision(PrivateEstimatorBase):
         if not isinstance(budget, (PureDP, NonPrivate)):
             raise TypeError(f"budget must be PureDP (the paper's claim); got {type(budget).__name__}")
         values, columns = as_matrix(X)
+        if values.shape[1] < 2:
+            raise ValueError(
+                f"OutputPerturbationPrecision needs at least 2 variables (columns); X has "
+                f"{values.shape[1]}"
+            )
         clipped, _ = bounds.clip(values)
         n, p = clipped.shape
         S = clipped.T @ clipped / n
@@ -415,8 +421,8 @@ class OutputPerturbationPrecision(PrivateEstimatorBase):
                 noise={"wishart_df": p + 1, "wishart_scale": scale},
                 invalid_reason=_OUTPUT_PERTURBATION_FLAW,
             )
-        self.covariance_ = np.linalg.pinv(self.precision_)
-        self.n_samples_, self.n_features_in_, self.feature_names_in_ = n, p, columns
+        self._set_fitted(X, n_samples=n, n_features=p, columns=columns, privacy=self.privacy_,
+                         covariance=np.linalg.pinv(self.precision_))
         return self
 
 
@@ -449,6 +455,8 @@ class ThresholdedCovariance(_PerturbationEstimator):
     post-processing. The threshold uses only public quantities.
     """
 
+    _constraints = {"gamma": Interval(0, None, closed="left"), "keep_diagonal": FLAG}
+
     def __init__(self, *, gamma: float = 1.0, keep_diagonal: bool = True, budget: Any = None,
                  bounds: Any = None, mechanism: str = "gaussian", neighbors: str = "replace",
                  center: Any = "none", mean_fraction: float = 0.1, calibration: str = "analytic",
@@ -463,9 +471,8 @@ class ThresholdedCovariance(_PerturbationEstimator):
 
     def fit(self, X: Any, y: Any = None) -> ThresholdedCovariance:
         """Release, threshold and project."""
-        gamma = _check_penalty(self.gamma, name="gamma", strictly_positive=False)
         release = self._release_covariance(X)
-        self._store_common(release)
+        gamma = float(self.gamma)
         S = release.noisy_covariance
         p, n = S.shape[0], release.stats_n
         B = self._bounds.row_norm(p)
@@ -474,6 +481,7 @@ class ThresholdedCovariance(_PerturbationEstimator):
         self.threshold_ = gamma * B**2 * math.sqrt(log_p / n) + 4 * sigma * math.sqrt(log_p)
         thresholded = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)
         self.thresholded_covariance_ = thresholded.estimate
-        self.covariance_ = project_psd(self.thresholded_covariance_).estimate
+        self._store_common(X, release,
+                           covariance=project_psd(self.thresholded_covariance_).estimate)
         return self
 

@@ -14,7 +14,6 @@ AdaSSP (Wang 2018).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -23,10 +22,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from dpggm.estimators._base import check_bounds, check_budget, check_fraction, make_context
+from dpggm.estimators._base import DPEstimator, check_bounds, make_context
+from dpggm.estimators._contract import (
+    CALIBRATION,
+    ESTIMATOR,
+    FLAG,
+    NOISE,
+    ContractMixin,
+    Interval,
+    Required,
+    check_feature_names,
+    fraction,
+)
 from dpggm.estimators.data import as_matrix, is_dask_collection
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError
-from dpggm.mechanisms.bounds import Box, RowNorm, check_neighbors
+from dpggm.mechanisms.bounds import Box, RowNorm
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l2_sensitivity,
@@ -61,6 +71,11 @@ def _as_target(y: Any, n: int) -> np.ndarray:
 
 def _check_predict_input(estimator: BaseEstimator, X: Any) -> np.ndarray:
     check_is_fitted(estimator, "coef_")
+    if type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError("X is a scipy.sparse matrix; sparse matrices are not supported")
+    if np.iscomplexobj(X):
+        raise ValueError("X has complex values; complex data are not supported")
+    check_feature_names(estimator, X)
     frame = X.to_numpy(dtype=float) if hasattr(X, "to_numpy") else X
     try:
         values = np.asarray(frame, dtype=float)
@@ -140,7 +155,7 @@ def solve_normal_equations(
     return coef, info
 
 
-class PrivateLinearRegression(RegressorMixin, BaseEstimator):
+class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
     """Linear regression from a private joint second moment of ``[X, y]``.
 
     A clone of ``covariance_estimator`` is fitted to the stacked records ``[x, y]`` (with
@@ -174,7 +189,12 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
     joint_second_moment_ : ndarray
         The private joint matrix the coefficients were solved from.
     solver_info_ : dict
+    n_samples_ : int
+        That of the fitted covariance estimator (the noisy count under add/remove).
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` is a DataFrame; ``predict`` then requires the same columns in the
+        same order.
     privacy_ : PrivacyGuarantee
         That of the covariance estimator (the regression is post-processing).
 
@@ -184,6 +204,12 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
     estimator's, for neighbouring datasets that differ in one ``(x, y)`` record.
     """
 
+    _constraints = {
+        "covariance_estimator": ESTIMATOR,
+        "fit_intercept": FLAG,
+        "ridge": Interval(0, None, closed="left"),
+    }
+
     def __init__(
         self, *, covariance_estimator: Any = None, fit_intercept: bool = False, ridge: float = 0.0
     ) -> None:
@@ -192,29 +218,16 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         self.ridge = ridge
 
     def _validate(self) -> float:
-        estimator = self.covariance_estimator
-        if (
-            estimator is None
-            or not hasattr(estimator, "fit")
-            or not hasattr(estimator, "get_params")
-        ):
-            raise TypeError(
-                "covariance_estimator must be an estimator of this package (with fit and "
-                f"get_params) that sets covariance_ and privacy_; got {estimator!r}"
-            )
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False; got {self.fit_intercept!r}")
-        ridge = self.ridge
-        if (
-            isinstance(ridge, bool)
-            or not isinstance(ridge, numbers.Real)
-            or not (math.isfinite(ridge) and ridge >= 0)
-        ):
-            raise ValueError(f"ridge must be a finite number >= 0; got {ridge!r}")
-        return float(ridge)
+        ridge = self._validate_params()["ridge"]
+        # The covariance estimator's own parameters are checked now, before X is read,
+        # so that a bad budget or bound fails before any work on the data.
+        inner = self.covariance_estimator
+        if isinstance(inner, ContractMixin):
+            clone(inner)._validate_params()
+        return ridge
 
     def _check_constant_column(self, estimator: Any, column: int, width: int) -> None:
-        bounds = getattr(estimator, "bounds", None)
+        bounds = estimator.get_params(deep=False).get("bounds")
         if isinstance(bounds, str):
             bounds = check_bounds(bounds)
         if isinstance(bounds, Box):
@@ -268,16 +281,17 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         self.covariance_estimator_ = estimator
         self.joint_second_moment_ = joint
         self.solver_info_ = info
-        self.n_features_in_ = p
-        self.feature_names_in_ = columns
         guarantee = estimator.privacy_
-        self.privacy_ = replace(
-            guarantee,
-            notes={
-                **guarantee.notes,
-                "regression": "ordinary least squares from the private joint second moment "
-                "of [X, (1,) y] (post-processing)",
-            },
+        self._set_fitted(
+            X, n_samples=getattr(estimator, "n_samples_", None), n_features=p, columns=columns,
+            privacy=replace(
+                guarantee,
+                notes={
+                    **guarantee.notes,
+                    "regression": "ordinary least squares from the private joint second moment "
+                    "of [X, (1,) y] (post-processing)",
+                },
+            ),
         )
         return self
 
@@ -290,7 +304,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         return values @ self.coef_ + self.intercept_
 
 
-class AdaSSP(RegressorMixin, BaseEstimator):
+class AdaSSP(RegressorMixin, DPEstimator):
     """AdaSSP: adaptive sufficient-statistic perturbation for linear regression (Wang 2018,
     Algorithm 2).
 
@@ -381,8 +395,17 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         self.report_delta = report_delta
         self.random_state = random_state
 
+    _constraints = {
+        "y_bound": Required(Interval(0, None), "declare |y| <= y_bound from domain knowledge"),
+        "failure_probability": fraction(),
+        "fit_intercept": FLAG,
+        "calibration": CALIBRATION,
+        "noise": NOISE,
+    }
+
     def _validate(self) -> tuple[Any, Any, float, float]:
-        budget = check_budget(self.budget)
+        params = self._validate_params()
+        budget = params["budget"]
         if isinstance(budget, PureDP):
             raise IncompatibleBudgetError(
                 "AdaSSP releases Gaussian noise, which cannot satisfy pure epsilon-DP: budget "
@@ -394,29 +417,7 @@ class AdaSSP(RegressorMixin, BaseEstimator):
             raise ValueError(f"budget must have rho > 0 for AdaSSP; got {budget}")
         if isinstance(budget, GDP) and not budget.mu > 0:
             raise ValueError(f"budget must have mu > 0 for AdaSSP; got {budget}")
-        bounds = check_bounds(self.bounds)
-        y_bound = self.y_bound
-        if y_bound is None:
-            raise ValueError("y_bound is required: declare |y| <= y_bound from domain knowledge")
-        if (
-            isinstance(y_bound, bool)
-            or not isinstance(y_bound, numbers.Real)
-            or not (math.isfinite(y_bound) and y_bound > 0)
-        ):
-            raise ValueError(f"y_bound must be a finite number > 0; got {y_bound!r}")
-        beta = check_fraction(self.failure_probability, name="failure_probability")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False; got {self.fit_intercept!r}")
-        check_neighbors(self.neighbors)
-        if self.calibration not in ("analytic", "classical"):
-            raise ValueError(
-                f"calibration must be 'analytic' or 'classical'; got {self.calibration!r}"
-            )
-        if isinstance(self.report_delta, bool) or not (
-            isinstance(self.report_delta, numbers.Real) and 0 < self.report_delta < 1
-        ):
-            raise ValueError(f"report_delta must be a number in (0, 1); got {self.report_delta!r}")
-        return budget, bounds, float(y_bound), beta
+        return budget, params["bounds"], params["y_bound"], params["failure_probability"]
 
     def fit(self, X: Any, y: Any) -> AdaSSP:
         """Fit AdaSSP.
@@ -455,8 +456,6 @@ class AdaSSP(RegressorMixin, BaseEstimator):
             gram = features.T @ features
             gram = (gram + gram.T) / 2
             moment = features.T @ target
-        self.n_features_in_ = p
-        self.feature_names_in_ = columns
         ctx = make_context(
             self,
             {
@@ -476,8 +475,12 @@ class AdaSSP(RegressorMixin, BaseEstimator):
             self.noisy_min_eigenvalue_ = float(np.linalg.eigvalsh(gram)[0])
             self.solver_info_ = info
             self.accountant_ = None
-            self.privacy_ = ctx.guarantee(
-                budget=budget, mechanism="adassp (non-private reference: ordinary least squares)"
+            self._set_fitted(
+                X, n_samples=n, n_features=p, columns=columns,
+                privacy=ctx.guarantee(
+                    budget=budget,
+                    mechanism="adassp (non-private reference: ordinary least squares)",
+                ),
             )
             return self
 
@@ -527,7 +530,7 @@ class AdaSSP(RegressorMixin, BaseEstimator):
         self.noisy_min_eigenvalue_ = noisy_min
         self.solver_info_ = info
         self.accountant_ = accountant
-        self.privacy_ = ctx.guarantee(
+        privacy = ctx.guarantee(
             budget=compose(
                 [m.delivered for m in (eigen_mechanism, gram_mechanism, moment_mechanism)]
             ),
@@ -546,6 +549,12 @@ class AdaSSP(RegressorMixin, BaseEstimator):
                     {"mechanism": s.mechanism, "budget": s.budget} for s in accountant.spends
                 ],
             },
+        )
+        # n is public under replace-one; under add/remove AdaSSP releases no count, so
+        # n_samples_ is not set (the exact count is never exposed there).
+        self._set_fitted(
+            X, n_samples=n if ctx.neighbors == "replace" else None, n_features=p,
+            columns=columns, privacy=privacy,
         )
         return self
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dpggm.datasets.real import declared_ranges
+from dpggm.estimators._contract import feature_names as _names
 from dpggm.estimators.registry import make_estimator
 from dpggm.mechanisms.bounds import Box
 from dpggm.metrics.matrix import mahalanobis_error, relative_error
@@ -74,7 +75,7 @@ def demo_graph(*, rho: float = 1.0, random_state: int = 0) -> dict[str, Any]:
 
 def _draw_text(graph: Any) -> str:
     """A one-line picture of the graph, in the variables' order."""
-    names = graph.feature_names_in_
+    names = _names(graph)
     parts = [names[0]]
     for a, b in zip(names, names[1:]):
         i, j = names.index(a), names.index(b)

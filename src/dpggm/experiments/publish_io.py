@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.estimators._contract import feature_names as _names
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
@@ -263,7 +264,7 @@ def recover_from_csv(
 
 
 def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrite: bool) -> None:
-    names = list(estimator.feature_names_in_)
+    names = _names(estimator)
     precision = pd.DataFrame(estimator.precision_, columns=names)
     precision.insert(0, "variable", names)
     write_csv(precision, directory / "precision.csv", overwrite=overwrite)

@@ -1,0 +1,588 @@
+"""The estimator contract: declared parameter constraints, one validation, one error policy,
+and one place that sets the common fitted attributes.
+
+Every estimator declares ``_constraints``, a mapping from constructor parameter to a
+:class:`Constraint` (in the spirit of scikit-learn's private ``_parameter_constraints``;
+ours is in-house so that it can check budgets and bounds). :meth:`ContractMixin._validate_params`
+checks every declared parameter before any data is read and any budget is spent.
+
+Error policy
+------------
+* a value of the wrong type raises :class:`ParameterTypeError` -- a ``TypeError`` that is
+  also a ``ValueError`` (as scikit-learn's ``InvalidParameterError`` is), so callers that
+  catch ``ValueError`` for any bad parameter keep working;
+* a value of the right type outside its allowed set raises ``ValueError``;
+* the message names the parameter, the constraint and the value:
+  ``"alpha must be a finite number >= 0 or 'auto'; got -1"``.
+
+``0 == False`` in Python: booleans are never accepted as numbers, and numbers never as flags.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from dpggm.mechanisms.bounds import Bounds, check_bounds
+from dpggm.privacy.budgets import Budget
+
+__all__ = [
+    "BOUNDS",
+    "BUDGET",
+    "FLAG",
+    "NEIGHBORS",
+    "NOISE",
+    "RANDOM_STATE",
+    "Required",
+    "REPORT_DELTA",
+    "AnyOf",
+    "Constraint",
+    "ContractMixin",
+    "FittedOnPrivateDataWarning",
+    "Interval",
+    "Optional",
+    "Options",
+    "ParameterTypeError",
+    "check_budget",
+    "check_feature_names",
+    "check_flag",
+    "check_fraction",
+    "check_integer",
+    "check_number",
+    "check_param",
+    "fraction",
+    "validate_params",
+]
+
+
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type. A ``TypeError``; also a ``ValueError`` so that one
+    ``except ValueError`` catches every bad parameter, like scikit-learn's
+    ``InvalidParameterError``."""
+
+
+class FittedOnPrivateDataWarning(UserWarning):
+    """A preprocessing step was fitted on the private data before this estimator: the
+    transformed records depend on every record, so the declared bounds and the privacy
+    guarantee no longer hold."""
+
+
+class Constraint:
+    """One declared constraint: ``describe()`` for messages, ``accepts_type`` and
+    ``accepts`` for the two halves of the error policy, ``convert`` for the checked value."""
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def accepts_type(self, value: Any) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def accepts(self, value: Any) -> bool:
+        return True
+
+    #: Set on constraints of required parameters: ``None`` is then refused with
+    #: ``"{name} is required: {required_hint}"`` (a ValueError: nothing was given).
+    required_hint: str | None = None
+
+    def convert(self, value: Any) -> Any:
+        return value
+
+    def message(self, name: str, value: Any) -> str:
+        if value is None and self.required_hint:
+            return f"{name} is required: {self.required_hint}"
+        return f"{name} must be {self.describe()}; got {value!r}"
+
+
+class Required(Constraint):
+    """``constraint``, with ``None`` refused as a missing required parameter."""
+
+    def __init__(self, constraint: Constraint, hint: str) -> None:
+        self.constraint, self.required_hint = constraint, hint
+
+    def describe(self) -> str:
+        return self.constraint.describe()
+
+    def accepts_type(self, value: Any) -> bool:
+        return self.constraint.accepts_type(value)
+
+    def accepts(self, value: Any) -> bool:
+        return self.constraint.accepts(value)
+
+    def convert(self, value: Any) -> Any:
+        return self.constraint.convert(value)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_integral(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+class Interval(Constraint):
+    """A finite real (or integral, ``integer=True``) number in an interval.
+
+    ``closed`` is ``"neither"``, ``"left"``, ``"right"`` or ``"both"``; an unbounded end is
+    ``None``.
+    """
+
+    def __init__(self, low: float | None, high: float | None, *, closed: str = "neither",
+                 integer: bool = False) -> None:
+        self.low, self.high, self.closed, self.integer = low, high, closed, integer
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a finite number"
+        if self.low is not None and self.high is not None and not self.integer:
+            kind = "a number"
+        left = self.closed in ("left", "both")
+        right = self.closed in ("right", "both")
+        if self.low is not None and self.high is not None:
+            return f"{kind} in {'[' if left else '('}{self.low}, {self.high}{']' if right else ')'}"
+        if self.low is not None:
+            return f"{kind} {'>=' if left else '>'} {self.low}"
+        if self.high is not None:
+            return f"{kind} {'<=' if right else '<'} {self.high}"
+        return kind
+
+    def accepts_type(self, value: Any) -> bool:
+        return _is_integral(value) if self.integer else _is_real(value)
+
+    def accepts(self, value: Any) -> bool:
+        if not math.isfinite(float(value)):
+            return False
+        if self.low is not None:
+            if value < self.low or (value == self.low and self.closed not in ("left", "both")):
+                return False
+        if self.high is not None:
+            if value > self.high or (value == self.high and self.closed not in ("right", "both")):
+                return False
+        return True
+
+    def convert(self, value: Any) -> Any:
+        return int(value) if self.integer else float(value)
+
+
+class Options(Constraint):
+    """One of a fixed set of strings (or other hashable values)."""
+
+    def __init__(self, *options: Any) -> None:
+        self.options = options
+
+    def describe(self) -> str:
+        shown = [repr(o) for o in self.options]
+        return "one of " + ", ".join(shown) if len(shown) > 1 else shown[0]
+
+    def accepts_type(self, value: Any) -> bool:
+        # isinstance, so that numpy strings pass; booleans are never options of numbers.
+        return any(
+            isinstance(value, type(o)) and not isinstance(value, (bool, np.bool_))
+            for o in self.options
+        )
+
+    def accepts(self, value: Any) -> bool:
+        return any(value == o for o in self.options)
+
+
+class Optional(Constraint):
+    """``constraint`` or ``None`` (for "use the default" / "take it from elsewhere")."""
+
+    def __init__(self, constraint: Constraint) -> None:
+        self.constraint = constraint
+
+    def describe(self) -> str:
+        return self.constraint.describe()
+
+    def accepts_type(self, value: Any) -> bool:
+        return value is None or self.constraint.accepts_type(value)
+
+    def accepts(self, value: Any) -> bool:
+        return value is None or self.constraint.accepts(value)
+
+    def convert(self, value: Any) -> Any:
+        return None if value is None else self.constraint.convert(value)
+
+
+class _Flag(Constraint):
+    def describe(self) -> str:
+        return "True or False"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+    def convert(self, value: Any) -> bool:
+        return bool(value)
+
+
+class _NoneC(Constraint):
+    def describe(self) -> str:
+        return "None"
+
+    def accepts_type(self, value: Any) -> bool:
+        return value is None
+
+
+class _Callable(Constraint):
+    def describe(self) -> str:
+        return "a callable"
+
+    def accepts_type(self, value: Any) -> bool:
+        return callable(value)
+
+
+class _Vector(Constraint):
+    """A finite one-dimensional vector of numbers (a public mean, say)."""
+
+    def describe(self) -> str:
+        return "a finite one-dimensional vector"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple, np.ndarray, pd.Series))
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            vector = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return vector.ndim == 1 and bool(np.all(np.isfinite(vector)))
+
+
+class AnyOf(Constraint):
+    """Any one of several constraints (``None`` allowed if one of them is :data:`NONE`)."""
+
+    def __init__(self, *constraints: Constraint) -> None:
+        self.constraints = constraints
+
+    def describe(self) -> str:
+        return " or ".join(c.describe() for c in self.constraints)
+
+    def accepts_type(self, value: Any) -> bool:
+        return any(c.accepts_type(value) for c in self.constraints)
+
+    def accepts(self, value: Any) -> bool:
+        return any(c.accepts_type(value) and c.accepts(value) for c in self.constraints)
+
+    def convert(self, value: Any) -> Any:
+        for c in self.constraints:
+            if c.accepts_type(value) and c.accepts(value):
+                return c.convert(value)
+        return value  # pragma: no cover - accepts() was checked first
+
+
+class _Budget(Constraint):
+    required_hint = (
+        "pass PureDP, ApproxDP, ZCDP or GDP, or NonPrivate() for a non-private reference run"
+    )
+
+    def describe(self) -> str:
+        return "a PureDP, ApproxDP, ZCDP, GDP or NonPrivate value"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, Budget)
+
+
+class _Bounds(Constraint):
+    """``RowNorm``/``Box`` objects or the ``"l2:B"``/``"box:B"`` strings, everywhere."""
+
+    required_hint = (
+        "declare RowNorm(B) or Box(b) from domain knowledge (or, giving up the formal "
+        "guarantee, dpggm.mechanisms.bounds_from_data)"
+    )
+
+    def describe(self) -> str:
+        return "RowNorm(B), Box(b), or the text 'l2:B' or 'box:B'"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (Bounds, str))
+
+    def convert(self, value: Any) -> Bounds:
+        # check_bounds parses the text form and raises ValueError naming ``bounds``.
+        return check_bounds(value)
+
+
+class _RandomState(Constraint):
+    def describe(self) -> str:
+        return "None, a non-negative integer seed, a numpy Generator or 'secure'"
+
+    def accepts_type(self, value: Any) -> bool:
+        return (
+            value is None
+            or _is_integral(value)
+            or isinstance(value, (np.random.Generator, str))
+        )
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, str):
+            return value == "secure"
+        if _is_integral(value):
+            return value >= 0
+        return True
+
+
+class _Estimator(Constraint):
+    def describe(self) -> str:
+        return "an estimator of this package (with fit and get_params)"
+
+    def accepts_type(self, value: Any) -> bool:
+        return hasattr(value, "fit") and hasattr(value, "get_params")
+
+
+#: The shared declarations.
+BUDGET = _Budget()
+BOUNDS = _Bounds()
+NEIGHBORS = Options("replace", "add-remove")
+RANDOM_STATE = _RandomState()
+NOISE = Options("exact", "float")
+FLAG = _Flag()
+NONE = _NoneC()
+CALLABLE = _Callable()
+VECTOR = _Vector()
+ESTIMATOR = _Estimator()
+REPORT_DELTA = Interval(0, 1)
+CALIBRATION = Options("analytic", "classical")
+
+
+def fraction() -> Interval:
+    """A share of a budget or a probability: a number in (0, 1)."""
+    return Interval(0, 1)
+
+
+def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
+    """Check one value against one constraint; return the converted value."""
+    if not constraint.accepts_type(value):
+        if value is None and constraint.required_hint:
+            raise ValueError(constraint.message(name, value))
+        raise ParameterTypeError(constraint.message(name, value))
+    if not constraint.accepts(value):
+        raise ValueError(constraint.message(name, value))
+    try:
+        return constraint.convert(value)
+    except ValueError as exc:
+        # A parser's message (the bound text, say) is prefixed with the parameter's name.
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def _declared(cls: type) -> dict[str, Constraint]:
+    merged: dict[str, Constraint] = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(klass.__dict__.get("_constraints", {}))
+    return merged
+
+
+def validate_params(estimator: Any) -> dict[str, Any]:
+    """Check every declared parameter of ``estimator``; return the converted values.
+
+    Parameters are read through ``get_params(deep=False)`` (never ``getattr`` with a
+    default): a declared parameter that the constructor does not take is a programming
+    error and raises ``AttributeError``.
+    """
+    params = estimator.get_params(deep=False)
+    checked: dict[str, Any] = {}
+    for name, constraint in _declared(type(estimator)).items():
+        if name not in params:
+            raise AttributeError(
+                f"{type(estimator).__name__} declares a constraint on {name!r}, which its "
+                "constructor does not take"
+            )
+        checked[name] = check_param(params[name], constraint, name=name)
+    return checked
+
+
+# ------------------------------------------------------------------ scalar validators
+# The one set of scalar checks the estimators and solvers share.
+
+
+def check_budget(budget: Any, *, name: str = "budget") -> Budget:
+    """A budget must be given explicitly; ``NonPrivate()`` for a reference run."""
+    return check_param(budget, BUDGET, name=name)
+
+
+def check_fraction(value: Any, *, name: str) -> float:
+    """A number in (0, 1)."""
+    return check_param(value, fraction(), name=name)
+
+
+def check_number(value: Any, *, name: str, low: float | None = None,
+                 high: float | None = None, closed: str = "left") -> float:
+    """A finite real number in the given interval (``>= low`` by default)."""
+    return check_param(value, Interval(low, high, closed=closed), name=name)
+
+
+def check_integer(value: Any, *, name: str, low: int | None = 1,
+                  high: int | None = None) -> int:
+    """An integer in ``[low, high]`` (``>= 1`` by default)."""
+    return check_param(value, Interval(low, high, closed="both", integer=True), name=name)
+
+
+def check_flag(value: Any, *, name: str) -> bool:
+    """``True`` or ``False`` (NumPy booleans included; ``0`` and ``1`` are not flags)."""
+    return check_param(value, FLAG, name=name)
+
+
+# ------------------------------------------------------------------ the contract mixin
+
+
+def _has_named_columns(X: Any) -> bool:
+    """DataFrames (pandas or Dask) and files (whose header or schema names the columns)
+    carry feature names; arrays do not."""
+    from dpggm.estimators.data import TableFile, is_dask_collection
+
+    if is_dask_collection(X):
+        return hasattr(X, "columns")
+    return isinstance(X, (pd.DataFrame, str, os.PathLike, TableFile))
+
+
+def _fitted_preprocessing_before(estimator: Any) -> list[str]:
+    """Names of the fitted steps that precede ``estimator`` in a scikit-learn ``Pipeline``
+    whose ``fit`` is running now, found by walking the caller frames.
+
+    Detects ``Pipeline.fit`` (and ``fit_transform``/``fit_predict``) calling this estimator
+    as its final step. It cannot see a transformer fitted by hand before ``fit`` is called,
+    nor other meta-estimators; those are documented, not detected.
+    """
+    try:
+        from sklearn.pipeline import Pipeline
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return []
+    frame = inspect.currentframe()
+    depth = 0
+    try:
+        while frame is not None and depth < 12:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, Pipeline) and owner.steps and owner.steps[-1][1] is estimator:
+                return [
+                    name for name, step in owner.steps[:-1]
+                    if step is not None and not (isinstance(step, str) and step == "passthrough")
+                ]
+            frame = frame.f_back
+            depth += 1
+    finally:
+        del frame
+    return []
+
+
+class ContractMixin:
+    """The estimator contract: declared constraints and the common fitted attributes.
+
+    Subclasses declare ``_constraints``; those of base classes are inherited and may be
+    overridden by name.
+    """
+
+    _constraints: ClassVar[Mapping[str, Constraint]] = {}
+
+    def _validate_params(self) -> dict[str, Any]:
+        """Check every declared parameter (before any data is read or budget spent) and
+        warn when a preprocessing step was fitted on the private data before this fit."""
+        checked = validate_params(self)
+        steps = _fitted_preprocessing_before(self)
+        if steps:
+            warnings.warn(
+                f"{type(self).__name__} is fitted inside a Pipeline after the step(s) "
+                f"{', '.join(repr(s) for s in steps)}, which were fitted on the same private "
+                "data: the transformed records depend on every record, so the declared bounds "
+                "and the privacy guarantee do not hold. Fit preprocessing on public data, or "
+                "use fixed public transformations",
+                FittedOnPrivateDataWarning,
+                stacklevel=3,
+            )
+        return checked
+
+    def _set_fitted(
+        self,
+        X: Any,
+        *,
+        n_samples: int | None,
+        n_features: int,
+        columns: list[str],
+        privacy: Any,
+        covariance: np.ndarray | None = None,
+        precision: np.ndarray | None = None,
+        adjacency: np.ndarray | None = None,
+    ) -> None:
+        """Set the fitted attributes every estimator shares.
+
+        ``feature_names_in_`` is set, as an ndarray of str, only when ``X`` names its
+        columns (a DataFrame or a CSV file with a header), as in scikit-learn; otherwise it
+        is removed. ``adjacency_`` is a boolean matrix with a zero diagonal.
+        """
+        if n_samples is not None:
+            # As given: under add/remove it is the released noisy count, not rounded here.
+            self.n_samples_ = n_samples
+        self.n_features_in_ = int(n_features)
+        if _has_named_columns(X):
+            self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
+        elif "feature_names_in_" in self.__dict__:
+            del self.feature_names_in_
+        if covariance is not None:
+            self.covariance_ = covariance
+        if precision is not None:
+            self.precision_ = precision
+        if adjacency is not None:
+            self._set_graph(adjacency)
+        self.privacy_ = privacy
+
+    def _set_graph(self, adjacency: np.ndarray) -> None:
+        """``adjacency_``: the estimated graph as a symmetric boolean matrix with a zero
+        diagonal (every graph estimator sets it)."""
+        graph = np.asarray(adjacency, dtype=bool)
+        graph = graph | graph.T
+        np.fill_diagonal(graph, False)
+        self.adjacency_ = graph
+
+
+def feature_names(estimator: Any) -> list[str]:
+    """The fitted estimator's column names: ``feature_names_in_`` when the input named its
+    columns, ``x0 .. x{p-1}`` otherwise (for tables and files written from a fit)."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        return [f"x{j}" for j in range(int(estimator.n_features_in_))]
+    return [str(c) for c in names]
+
+
+def check_feature_names(estimator: Any, X: Any) -> None:
+    """At ``predict``: the columns of ``X`` must be those seen in ``fit``, in that order
+    (scikit-learn's rule; reordered columns would silently change predictions)."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    given = [str(c) for c in X.columns] if isinstance(X, pd.DataFrame) else None
+    if fitted is None:
+        if given is not None:
+            warnings.warn(
+                f"X has feature names, but {type(estimator).__name__} was fitted without "
+                "feature names; the columns are taken by position",
+                UserWarning,
+                stacklevel=3,
+            )
+        return
+    if given is None:
+        warnings.warn(
+            f"X has no feature names, but {type(estimator).__name__} was fitted with feature "
+            "names; the columns are taken in the fitted order",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    if list(given) != list(fitted):
+        missing = [c for c in fitted if c not in given]
+        unseen = [c for c in given if c not in set(fitted)]
+        detail = []
+        if unseen:
+            detail.append(f"unseen at fit time: {unseen}")
+        if missing:
+            detail.append(f"seen at fit time, yet now missing: {missing}")
+        if not detail:
+            detail.append("the same names in a different order")
+        raise ValueError(
+            "The feature names should match those that were passed during fit ("
+            + "; ".join(detail) + f"). Expected {list(fitted)}"
+        )
+
