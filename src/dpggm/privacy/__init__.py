@@ -10,6 +10,7 @@ from dpggm._lazy import lazy_exports
 _EXPORTS = {
     "PrivacyAccountant": "dpggm.privacy.accountant",
     "Spend": "dpggm.privacy.accountant",
+    "SpendSink": "dpggm.privacy.accountant",
     "GDP": "dpggm.privacy.budgets",
     "ZCDP": "dpggm.privacy.budgets",
     "ApproxDP": "dpggm.privacy.budgets",
@@ -25,6 +26,7 @@ _EXPORTS = {
     "PrivacyGuarantee": "dpggm.privacy.guarantee",
     "Ledger": "dpggm.privacy.ledger",
     "LedgerFormatError": "dpggm.privacy.ledger",
+    "LedgerSink": "dpggm.privacy.ledger",
     "LedgerIntegrityError": "dpggm.privacy.ledger",
     "SpendRecord": "dpggm.privacy.ledger",
     "UnknownDatasetError": "dpggm.privacy.ledger",
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.privacy.accountant import (
         PrivacyAccountant,
         Spend,
+        SpendSink,
     )
     from dpggm.privacy.budgets import (
         GDP,
@@ -60,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Ledger,
         LedgerFormatError,
         LedgerIntegrityError,
+        LedgerSink,
         SpendRecord,
         UnknownDatasetError,
     )
@@ -80,6 +84,8 @@ __all__ = [
     "PrivacyGuarantee",
     "PureDP",
     "Spend",
+    "SpendSink",
+    "LedgerSink",
     "budget_from_dict",
     "classical_gaussian_sigma",
     "exact_cost",
