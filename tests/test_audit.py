@@ -23,7 +23,6 @@ from dpggm.audit import (
 )
 from dpggm.audit.mironov import float_support_attack
 from dpggm.cli.main import app
-from dpggm.estimators.covariance import PrivateCovariance
 
 # ----------------------------------------------------------------- Clopper–Pearson
 
@@ -119,7 +118,6 @@ def test_ssp_passes_under_replace_apart_from_float_support():
     assert result.claimed == {"epsilon": 1.0, "delta": 1e-3}
 
 
-@pytest.mark.xfail(strict=True, reason="exact grid noise lands with the core change")
 def test_ssp_passes_under_replace():
     (result,) = audit("ssp", samples=1000, relations=("replace",))
     assert result.verdict == "pass", result.event
@@ -174,22 +172,17 @@ def _mironov_bound(mechanism: str = "laplace", **options) -> float:
     return float_support_attack(mechanism, **options)["epsilon_lower_bound"]
 
 
-def _float_option() -> dict:
-    # Once exact noise is the default, the float path is behind noise="float".
-    return {"noise": "float"} if "noise" in PrivateCovariance().get_params() else {}
-
-
 def test_mironov_attack_breaks_the_float_laplace_path():
-    assert _mironov_bound(**_float_option()) > 1.0
+    # The float path is kept behind noise="float"; the attack must keep catching it.
+    assert _mironov_bound(noise="float") > 1.0
 
 
 def test_float_support_attack_breaks_the_float_gaussian_path():
-    assert _mironov_bound("gaussian", **_float_option()) > 1.0
+    assert _mironov_bound("gaussian", noise="float") > 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="exact grid noise lands with the core change")
 def test_mironov_attack_does_not_separate_the_grid_path():
-    assert "noise" in PrivateCovariance().get_params()
+    # The default, exact noise on a grid: the event no longer separates the data sets.
     assert _mironov_bound() <= 1.0
 
 
