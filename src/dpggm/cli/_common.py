@@ -33,7 +33,7 @@ from dpggm.exceptions import (
 
 __all__ = [
     "DeltaOpt", "EpsilonOpt", "MuOpt", "RhoOpt", "UserError", "budget_from_options",
-    "console", "err_console", "fail", "feature_names", "guard", "load_bounds", "parse_seed", "summarised_warnings",
+    "console", "err_console", "fail", "feature_names", "parse_center", "guard", "load_bounds", "parse_seed", "summarised_warnings",
 ]
 
 # Wide enough for the tables at 100 columns, and stable under pytest's captured output.
@@ -66,6 +66,23 @@ def feature_names(estimator: Any) -> list[str]:
     from dpggm.estimators._contract import feature_names as names
 
     return names(estimator)
+
+
+def parse_center(value: str) -> Any:
+    """``--center``: 'private', 'none' or the path of a CSV file holding a public mean."""
+    if value in ("private", "none"):
+        return value
+    path = Path(value)
+    if not path.exists():
+        raise UserError(
+            f"--center must be 'private', 'none' or a CSV file of a public mean; no file {value!r}"
+        )
+    import numpy as np
+
+    try:
+        return np.loadtxt(path, delimiter=",", ndmin=1).ravel()
+    except ValueError as exc:
+        raise UserError(f"--center {value}: a public mean must be one line of numbers ({exc})") from None
 
 
 def fail(message: str) -> NoReturn:

@@ -35,6 +35,7 @@ from dpggm.cli._common import (
     err_console,
     guard,
     load_bounds,
+    parse_center,
     parse_seed,
     summarised_warnings,
 )
@@ -235,9 +236,7 @@ estimate = guard(estimate)
 
 
 def _center_option(value: str) -> Any:
-    from dpggm.cli.graph import _center
-
-    center = _center(value)
+    center = parse_center(value)
     return center if isinstance(center, str) else [float(v) for v in center]
 
 

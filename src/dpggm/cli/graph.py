@@ -27,6 +27,7 @@ from dpggm.cli._common import (
     console,
     err_console,
     guard,
+    parse_center,
     parse_seed,
     summarised_warnings,
 )
@@ -38,22 +39,6 @@ __all__ = ["curator_diagnostics", "graph", "graph_result_record", "stage_graph_o
 
 #: Kept in sync with dpggm.estimators.graph.GRAPH_METHODS (not imported: start-up speed).
 GRAPH_METHODS = ("glasso", "pace")
-
-
-def _center(value: str) -> Any:
-    if value in ("private", "none"):
-        return value
-    path = Path(value)
-    if not path.exists():
-        raise UserError(
-            f"--center must be 'private', 'none' or a CSV file of a public mean; no file {value!r}"
-        )
-    import numpy as np
-
-    try:
-        return np.loadtxt(path, delimiter=",", ndmin=1).ravel()
-    except ValueError as exc:
-        raise UserError(f"--center {value}: a public mean must be one line of numbers ({exc})") from None
 
 
 def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
@@ -170,7 +155,7 @@ def graph(
     if not data.exists():
         raise UserError(f"no such file: {data}")
     estimator = PrivateGraph(
-        budget=budget, bounds=bound, center=_center(center), method=method,
+        budget=budget, bounds=bound, center=parse_center(center), method=method,
         bound_fraction=bound_fraction, center_fraction=center_fraction,
         random_state=random_state,
     )

@@ -179,7 +179,7 @@ def _compute(obj: Any) -> Any:
     return future.result()
 
 
-def _blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
+def partition_blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
     """The partitions of a Dask DataFrame or Array as delayed objects, with column names;
     non-numeric columns are refused from the metadata, before anything is computed."""
     import dask.array as da
@@ -231,7 +231,7 @@ def clipped_second_moment(
     NaN / infinite values with their 0-based row and column name); the result equals
     :func:`dpggm.estimators.data.clipped_second_moment` on the same records.
     """
-    blocks, columns = _blocks(X, name)
+    blocks, columns = partition_blocks(X, name)
     p = len(columns)
     bounds.check_dimension(p)
     center = check_center(center, p)
@@ -308,7 +308,7 @@ def regression_statistics(
     import dask.array as da
     import dask.dataframe as dd
 
-    blocks, columns = _blocks(X, "X")
+    blocks, columns = partition_blocks(X, "X")
     bounds.check_dimension(len(columns))
     if isinstance(y, dd.DataFrame):
         if len(y.columns) != 1:

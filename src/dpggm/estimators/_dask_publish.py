@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.estimators._dask import _blocks, clipped_second_moment
+from dpggm.estimators._dask import clipped_second_moment, partition_blocks
 from dpggm.mechanisms.bounds import check_bounds, check_neighbors
 from dpggm.mechanisms.publish import publish
 from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
@@ -143,7 +143,7 @@ def publish_dask(
         raise FileExistsError(f"{str(out)!r} exists; pass overwrite=True to replace it")
     bounds = check_bounds(bounds)
     check_neighbors(neighbors)
-    blocks, columns = _blocks(X, "X")
+    blocks, columns = partition_blocks(X, "X")
     p = len(columns)
     bounds.check_dimension(p)
     # Validation pass (NaN / infinite values with their row, record count) before any

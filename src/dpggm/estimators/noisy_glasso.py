@@ -81,7 +81,7 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.estimators.data import as_matrix
-from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
 from dpggm.solvers.glasso import graphical_lasso
@@ -281,7 +281,7 @@ def select_alpha(
     curve = mse[order]
     finite = np.isfinite(curve)
     if not finite.any():
-        raise ValueError(
+        raise NoSolutionError(
             "no penalty on the grid has a solution (every cross-validated MSE is infinite); "
             "use larger alphas or penalize_diagonal=True"
         )

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpggm.mechanisms import _exact_kernels as kernels
-from dpggm.mechanisms.discrete_gaussian import _bernoulli_exp_minus, _exact_rational
+from dpggm.mechanisms.discrete_gaussian import bernoulli_exp_minus, exact_rational
 
 __all__ = ["exact_exponential_selection"]
 
@@ -44,7 +44,7 @@ _MAX_BLOCK_WORDS = 1 << 16
 
 
 def _positive(value: object, name: str) -> Fraction:
-    exact = _exact_rational(value, name)
+    exact = exact_rational(value, name)
     if exact <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
     return exact
@@ -90,5 +90,5 @@ def exact_exponential_selection(
         remainder = factor * (best - Fraction(float(scores[r]))) - int(whole[r])
         if remainder < 0:
             raise AssertionError("the whole part of an exponent exceeded the exponent")
-        if _bernoulli_exp_minus(remainder.numerator, remainder.denominator, stream.next_word):
+        if bernoulli_exp_minus(remainder.numerator, remainder.denominator, stream.next_word):
             return int(r)

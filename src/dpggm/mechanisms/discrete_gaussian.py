@@ -60,7 +60,7 @@ WordSource = Callable[[], int]
 # --------------------------------------------------------------------------- validation
 
 
-def _exact_rational(value: object, name: str, constraint: str = "> 0") -> Fraction:
+def exact_rational(value: object, name: str, constraint: str = "> 0") -> Fraction:
     """The exact rational value of a real number (a float's binary value, not its repr)."""
     if isinstance(value, bool) or isinstance(value, str):
         raise TypeError(f"{name} must be a real number; got {value!r}")
@@ -83,7 +83,7 @@ def _exact_rational(value: object, name: str, constraint: str = "> 0") -> Fracti
 
 
 def _positive_rational(value: object, name: str) -> Fraction:
-    exact = _exact_rational(value, name)
+    exact = exact_rational(value, name)
     if exact <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
     return exact
@@ -210,7 +210,7 @@ def _bernoulli_exp_minus_unit(numerator: int, denominator: int, next_word: WordS
         k += 1
 
 
-def _bernoulli_exp_minus(numerator: int, denominator: int, next_word: WordSource) -> bool:
+def bernoulli_exp_minus(numerator: int, denominator: int, next_word: WordSource) -> bool:
     """Exact Bernoulli(exp(-gamma)) for any rational gamma = numerator/denominator >= 0.
 
     CKS Algorithm 1: exp(-gamma) = exp(-1)^floor(gamma) * exp(-(gamma - floor(gamma))),
@@ -436,13 +436,13 @@ def sample_bernoulli_exp(gamma, size=None, *, random_state=None):
     ValueError
         If ``gamma`` is negative or not finite, or ``size`` is negative.
     """
-    exact_gamma = _exact_rational(gamma, "gamma", ">= 0")
+    exact_gamma = exact_rational(gamma, "gamma", ">= 0")
     if exact_gamma < 0:
         raise ValueError(f"gamma must be a finite number >= 0; got {gamma!r}")
     count, shape = _check_size(size)
     next_word = kernels.BitStream(random_state).next_word
     numerator, denominator = exact_gamma.numerator, exact_gamma.denominator
-    coins = [_bernoulli_exp_minus(numerator, denominator, next_word) for _ in range(count)]
+    coins = [bernoulli_exp_minus(numerator, denominator, next_word) for _ in range(count)]
     if shape is None:
         return coins[0]
     return np.array(coins, dtype=bool).reshape(shape)
