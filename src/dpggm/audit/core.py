@@ -287,6 +287,8 @@ def _selection_scores(ka: np.ndarray, kb: np.ndarray, n: int, delta: float,
     return bound + 1e-6 * np.tanh(point)
 
 
+# One piece (over 120 lines): selection half, held-out half and the Bonferroni bound are
+# one statistical procedure; the halves must not be computed apart.
 def audit_target(
     target: Target,
     relation: str,

@@ -776,6 +776,8 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         )
         return gauss, separate
 
+    # One piece (over 120 lines): the three adaptive steps (noisy trace, sparse-vector radius,
+    # final release) run under one accountant and each feeds the next one's public inputs.
     def fit(self, X: Any, y: Any = None) -> AdaptiveCovariance:
         """Release a private second moment of ``X`` by AdaptiveCov.
 

@@ -304,6 +304,40 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         return values @ self.coef_ + self.intercept_
 
 
+def _clipped_regression_statistics(
+    X: Any, y: Any, *, bounds: Any, y_bound: float, fit_intercept: bool
+) -> tuple[np.ndarray, np.ndarray, int, list[str], float]:
+    """``[X, 1]^T [X, 1]``, ``[X, 1]^T y``, n, the column names and the row-norm bound of
+    ``[x, 1]``, for records clipped to ``bounds`` and targets to ``[-y_bound, y_bound]``
+    (in memory, or per partition and tree-reduced for Dask input)."""
+    if is_dask_collection(X) or is_dask_collection(y):
+        from dpggm.estimators import _dask
+
+        gram, moment, n, columns = _dask.regression_statistics(
+            X, y, bounds=bounds, y_bound=y_bound, fit_intercept=fit_intercept)
+        x_bound = bounds.row_norm(len(columns))
+    else:
+        features, columns = as_matrix(X)
+        n, p = features.shape
+        target = _as_target(y, n)
+        bounds.check_dimension(p)
+        features, _ = bounds.clip(features)
+        target = np.clip(target, -y_bound, y_bound)
+        x_bound = bounds.row_norm(p)
+        if fit_intercept:
+            features = np.hstack([features, np.ones((n, 1))])
+        gram = features.T @ features
+        gram = (gram + gram.T) / 2
+        moment = features.T @ target
+    if fit_intercept:
+        # ||(x, 1)|| <= sqrt(B^2 + 1), rounded up so that it stays a bound.
+        squared = Fraction(x_bound) ** 2 + 1
+        x_bound = math.sqrt(float(squared))
+        while Fraction(x_bound) ** 2 < squared:
+            x_bound = math.nextafter(x_bound, math.inf)
+    return gram, moment, n, columns, x_bound
+
+
 class AdaSSP(RegressorMixin, DPEstimator):
     """AdaSSP: adaptive sufficient-statistic perturbation for linear regression (Wang 2018,
     Algorithm 2).
@@ -432,30 +466,10 @@ class AdaSSP(RegressorMixin, DPEstimator):
         self
         """
         budget, bounds, y_bound, beta = self._validate()
-        if is_dask_collection(X) or is_dask_collection(y):
-            # The same clipped sums, per partition and tree-reduced (dpggm[dask]).
-            from dpggm.estimators import _dask
-
-            gram, moment, n, columns = _dask.regression_statistics(
-                X, y, bounds=bounds, y_bound=y_bound, fit_intercept=self.fit_intercept)
-            p, d = len(columns), gram.shape[0]
-            x_bound = bounds.row_norm(p)
-            x_bound = math.sqrt(x_bound**2 + 1.0) if self.fit_intercept else x_bound
-        else:
-            features, columns = as_matrix(X)
-            n, p = features.shape
-            target = _as_target(y, n)
-            bounds.check_dimension(p)
-            features, _ = bounds.clip(features)
-            target = np.clip(target, -y_bound, y_bound)
-            x_bound = bounds.row_norm(p)
-            if self.fit_intercept:
-                features = np.hstack([features, np.ones((n, 1))])
-                x_bound = math.sqrt(x_bound**2 + 1.0)
-            d = features.shape[1]
-            gram = features.T @ features
-            gram = (gram + gram.T) / 2
-            moment = features.T @ target
+        gram, moment, n, columns, x_bound = _clipped_regression_statistics(
+            X, y, bounds=bounds, y_bound=y_bound, fit_intercept=self.fit_intercept
+        )
+        p, d = len(columns), gram.shape[0]
         ctx = make_context(
             self,
             {

@@ -461,6 +461,9 @@ def paper_accounting(
 # ------------------------------------------------------------------------------ publish
 
 
+# One piece (over 120 lines, most of it the parameter documentation of the public entry
+# point): validation and the one guarantee record; the noise is drawn by
+# _publish_continuous and _publish_discrete.
 def publish(
     X: Any,
     *,

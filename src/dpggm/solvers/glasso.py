@@ -374,6 +374,9 @@ _UNBOUNDED_MESSAGE = (
 )
 
 
+# One piece (over 120 lines): the ADMM iteration of Boyd et al. section 6.5 with its
+# divergence, unboundedness and duality-gap checks shares one loop's state; split, the
+# checks would have to pass that state around.
 def _admm_block(
     S: np.ndarray,
     alpha: float,
@@ -777,6 +780,9 @@ def graphical_lasso(
         )
 
 
+# One piece (over 120 lines): screening, the per-component solves and the summed
+# duality-gap certificate are one pass over the components, and the certificate needs
+# every component's result at hand.
 def _graphical_lasso(
     S,
     alpha,

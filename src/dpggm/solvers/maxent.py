@@ -719,6 +719,8 @@ def _gram(x: np.ndarray, n: int, tri) -> np.ndarray:
     return L @ L.T
 
 
+# One piece (over 120 lines): the paper's IPM-Cholesky reference solver, kept as one
+# readable transcription of its algorithm so that it can be checked against the paper.
 def _solve_ipm_cholesky(
     block: _Block,
     L0: np.ndarray | None,
