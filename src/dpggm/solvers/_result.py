@@ -44,6 +44,13 @@ class SolverResult:
     covariance: np.ndarray | None = None
     message: str = ""
 
+    def __post_init__(self) -> None:
+        # A solver that reports its precision or covariance among its extra outputs gets
+        # them in the named fields too.
+        for name in ("precision", "covariance"):
+            if getattr(self, name) is None and name in self.extra:
+                object.__setattr__(self, name, self.extra[name])
+
     def __getattr__(self, name: str) -> Any:
         # Method-specific outputs read like attributes (``result.duality_gap``).
         extra = object.__getattribute__(self, "extra")
