@@ -141,6 +141,24 @@ def _from_grid(coordinates: np.ndarray, step: float) -> np.ndarray:
     return coordinates.astype(np.float64) * step
 
 
+def _add_noise(
+    values: Any, *, size: int, independent: bool, grid: float | None, scale: float,
+    float_draw: Any, exact_sampler: Any, random_state: Any,
+) -> np.ndarray:
+    """``values`` plus noise of ``scale``: drawn by ``float_draw(0, scale)`` without a grid,
+    else ``values`` rounded to the grid plus ``exact_sampler(scale / grid)`` grid steps."""
+    values = np.asarray(values, dtype=float)
+    if not independent and values.size != size:
+        raise ValueError(f"this mechanism was calibrated for {size} coordinates; got {values.size}")
+    if grid is None:
+        return values + float_draw(0.0, scale, size=values.shape)
+    coordinates = _grid_coordinates(values, grid)
+    noise = exact_sampler(
+        Fraction(scale) / Fraction(grid), size=values.shape, random_state=random_state
+    )
+    return _from_grid(coordinates + np.asarray(noise, dtype=np.int64), grid)
+
+
 def _zcdp_target(budget: Budget) -> float:
     """The zCDP parameter an exact Gaussian release is calibrated to for ``budget``."""
     if isinstance(budget, ZCDP):
@@ -301,20 +319,11 @@ class GaussianMechanism:
         :attr:`size` coordinates (for example many one-entry queries at once); the caller
         accounts for each of them.
         """
-        values = np.asarray(values, dtype=float)
-        if not independent and values.size != self.size:
-            raise ValueError(
-                f"this mechanism was calibrated for {self.size} coordinates; got {values.size}"
-            )
-        if self.grid is None:
-            return values + rng.normal(0.0, self.sigma, size=values.shape)
-        coordinates = _grid_coordinates(values, self.grid)
-        noise = sample_discrete_gaussian(
-            Fraction(self.sigma) / Fraction(self.grid),
-            size=values.shape,
+        return _add_noise(
+            values, size=self.size, independent=independent, grid=self.grid, scale=self.sigma,
+            float_draw=rng.normal, exact_sampler=sample_discrete_gaussian,
             random_state=_sampler_source(rng, secure),
         )
-        return _from_grid(coordinates + np.asarray(noise, dtype=np.int64), self.grid)
 
     def record(self, prefix: str = "") -> dict[str, Any]:
         """The public noise parameters (identical for neighbouring data sets)."""
@@ -369,20 +378,11 @@ class LaplaceMechanism:
     def release(
         self, values: np.ndarray, rng: np.random.Generator, *, secure: bool = False
     ) -> np.ndarray:
-        values = np.asarray(values, dtype=float)
-        if values.size != self.size:
-            raise ValueError(
-                f"this mechanism was calibrated for {self.size} coordinates; got {values.size}"
-            )
-        if self.grid is None:
-            return values + rng.laplace(0.0, self.scale, size=values.shape)
-        coordinates = _grid_coordinates(values, self.grid)
-        noise = sample_discrete_laplace(
-            Fraction(self.scale) / Fraction(self.grid),
-            size=values.shape,
+        return _add_noise(
+            values, size=self.size, independent=False, grid=self.grid, scale=self.scale,
+            float_draw=rng.laplace, exact_sampler=sample_discrete_laplace,
             random_state=_sampler_source(rng, secure),
         )
-        return _from_grid(coordinates + np.asarray(noise, dtype=np.int64), self.grid)
 
     def record(self, prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {
