@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -158,40 +159,39 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     return epsilon
 
 
-@functools.lru_cache(maxsize=1024)
-def zcdp_rho_for(epsilon: float, delta: float) -> float:
-    """Largest float ``rho`` whose tight zCDP conversion gives ``(epsilon, delta)``-DP.
-
-    Used to calibrate mechanisms whose (epsilon, delta) guarantee is proven through zCDP
-    (the discrete Gaussian). The result is checked against :func:`zcdp_delta` and stepped
-    down until the conversion holds.
-    """
+def _largest_parameter(delta_at: Any, epsilon: float, delta: float) -> float:
+    """The largest float ``x`` with ``delta_at(x, epsilon) <= delta``, for a privacy profile
+    ``delta_at`` increasing in ``x``: root-finding on ``log x``, then stepped down until the
+    profile, evaluated at the float returned, meets ``delta``."""
     delta = _check_delta(delta)
     epsilon = float(epsilon)
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}")
 
-    def excess(log_rho: float) -> float:
-        return math.log(zcdp_delta(math.exp(log_rho), epsilon) + 1e-300) - math.log(delta)
+    def excess(log_x: float) -> float:
+        return math.log(delta_at(math.exp(log_x), epsilon) + 1e-300) - math.log(delta)
 
-    low, high = -2.0, 2.0
+    low, high = -1.0, 1.0
     while excess(low) > 0:
-        low -= 4.0
+        low -= 2.0
     while excess(high) < 0:
-        high += 4.0
-    # zcdp_delta increases with rho: bisect on log rho.
-    for _ in range(200):
-        middle = 0.5 * (low + high)
-        if excess(middle) <= 0:
-            low = middle
-        else:
-            high = middle
-        if high - low < 1e-13:
-            break
-    rho = math.exp(low)
-    while zcdp_delta(rho, epsilon) > delta:
-        rho = math.nextafter(rho, 0.0)
-    return rho
+        high += 2.0
+    value = math.exp(optimize.brentq(excess, low, high, xtol=1e-15, rtol=4 * np.finfo(float).eps))
+    # The root can round either way: the calibrated noise must never be below what the
+    # guarantee requires.
+    while delta_at(value, epsilon) > delta:
+        value = math.nextafter(value, 0.0)
+    return value
+
+
+@functools.lru_cache(maxsize=1024)
+def zcdp_rho_for(epsilon: float, delta: float) -> float:
+    """Largest float ``rho`` whose tight zCDP conversion gives ``(epsilon, delta)``-DP.
+
+    Used to calibrate mechanisms whose (epsilon, delta) guarantee is proven through zCDP
+    (the discrete Gaussian).
+    """
+    return _largest_parameter(zcdp_delta, epsilon, delta)
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
@@ -236,23 +236,4 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
     ``D`` and standard deviation ``D / mu`` is ``(epsilon, delta)``-DP exactly when
     ``gdp_delta(mu, epsilon) <= delta`` (Balle & Wang 2018, Theorem 8).
     """
-    delta = _check_delta(delta)
-    epsilon = float(epsilon)
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}")
-
-    def excess(log_mu: float) -> float:
-        return math.log(gdp_delta(math.exp(log_mu), epsilon) + 1e-300) - math.log(delta)
-
-    low, high = -1.0, 1.0
-    while excess(low) > 0:
-        low -= 2.0
-    while excess(high) < 0:
-        high += 2.0
-    log_mu = optimize.brentq(excess, low, high, xtol=1e-15, rtol=4 * np.finfo(float).eps)
-    mu = math.exp(log_mu)
-    # Step down to the largest float mu that truly satisfies the constraint, so that the
-    # calibrated noise is never (even by rounding) below what the guarantee requires.
-    while gdp_delta(mu, epsilon) > delta:
-        mu = math.nextafter(mu, 0.0)
-    return mu
+    return _largest_parameter(gdp_delta, epsilon, delta)
