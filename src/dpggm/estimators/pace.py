@@ -56,6 +56,11 @@ def _as_zcdp(budget: Any) -> ZCDP:
         ) from None
 
 
+def _selection_scores(S_low, estimate, rows, cols) -> np.ndarray:
+    """Scores ``|S_jk - estimate_jk|`` of the candidates ``(rows, cols)``."""
+    return np.abs(S_low - estimate[rows, cols])
+
+
 class PACECovariance(BaseEstimator):
     """PACE-GGM private covariance estimation under rho-zCDP.
 
@@ -205,6 +210,7 @@ class PACECovariance(BaseEstimator):
             sens = tight
         select_sensitivity = float(sens.max())
         rows, cols = np.tril_indices(d)  # candidates (j, k) with j >= k
+        S_low = S[rows, cols]
         accountant = PrivacyAccountant(budget)
         rho = Fraction(budget.rho)
 
@@ -235,7 +241,7 @@ class PACECovariance(BaseEstimator):
                 # Algorithm 3, lines 4-6: spend exactly what is left in this round.
                 rho_sel = beta * remaining
                 final = True
-            err = np.abs(S[rows, cols] - estimate[rows, cols])
+            err = _selection_scores(S_low, estimate, rows, cols)
             accountant.spend(ZCDP(rho_sel), mechanism="exponential", score="|S_jk - estimate_jk|")
             pick = exponential_mechanism(
                 err, sensitivity=select_sensitivity, epsilon=math.sqrt(8 * rho_sel), rng=rng

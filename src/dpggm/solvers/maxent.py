@@ -121,6 +121,14 @@ _COARSE_UNTIL = -6
 # limit exceeds this (see the module docstring for the accuracy actually reached).
 _EXTRAPOLATION_WARN = 1e-6
 _IPM_RESTARTS = 20
+# Newton steps of the dual use the plain double inverse of K until the Newton decrement
+# computed with it falls below this; from there on the inverse is refined (see
+# _DualNewton.solve).
+_REFINE_BELOW = 1e-6
+# Exact single-entry minimisations that improve a warm start from the previous round.
+_COORDINATE_STEPS = 4
+# Newton steps allowed to the warm-started first stage before following the path anew.
+_WARM_STAGE_MAX_ITER = 40
 
 
 # --------------------------------------------------------------------------------------
@@ -415,7 +423,8 @@ def _inverse_residual(K_hi: np.ndarray, K_lo: np.ndarray, W: np.ndarray) -> np.n
     A, B = _ozaki_slices(K_hi, 1), _ozaki_slices(W, 0)
     terms = [-(A[i] @ B[j]) for i in range(4) for j in range(4) if i + j <= 3]
     terms.append(-(K_lo @ W))
-    terms.sort(key=lambda t: -float(np.max(np.abs(t))))
+    # Every two_sum is error-free and the carries are far below the result, so the order
+    # of the terms does not matter.
     total, carry = np.eye(n), np.zeros((n, n))
     for t in terms:
         total, e = _two_sum(total, t)
@@ -438,11 +447,6 @@ class _DualNewton:
         self.b = block
         self.tol = tol
         self.max_iter = max_iter
-        r, t = block.rows, block.cols
-        self._rr = np.ix_(r, r)
-        self._tt = np.ix_(t, t)
-        self._rt = np.ix_(r, t)
-        self._tr = np.ix_(t, r)
         self._cc = 0.5 * np.outer(block.c, block.c)
 
     def objective(self, kappa: np.ndarray, mu: float) -> tuple[float, np.ndarray | None]:
@@ -460,31 +464,112 @@ class _DualNewton:
             val += 0.5 * mu * float(np.sum(b.c**2 * k**2 / b.lam))
         return val, chol
 
-    def inverse(self, kappa: np.ndarray, chol: np.ndarray) -> np.ndarray:
+    def inverse(
+        self, kappa: np.ndarray, chol: np.ndarray, *, refine: bool = True
+    ) -> tuple[np.ndarray, bool]:
+        """``K^{-1}`` and whether it is accurate to double precision.
+
+        ``refine=False`` returns the plain double inverse (error about ``eps cond(K)``),
+        which is all the Newton steps far from the minimiser need: there the gradient is
+        large against that error and the Hessian only sets the convergence rate.
+        """
         inv, info = sla.lapack.dpotri(chol, lower=1)
         if info != 0:
             raise NumericalError(f"inverting the precision matrix failed (dpotri info={info})")
         W = np.tril(inv) + np.tril(inv, -1).T
-        K_hi, K_lo = self.b.dense(kappa[0]), self.b.dense(kappa[1])
+        K_hi = self.b.dense(kappa[0])
         norm_W = float(np.linalg.norm(W))
         if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
             # Well conditioned: the plain inverse is already accurate to ~1e-12.
-            return W
+            return W, True
+        if not refine:
+            return W, False
+        K_lo = self.b.dense(kappa[1])
         for _ in range(8):
-            update = W @ _inverse_residual(K_hi, K_lo, W)
+            R = _inverse_residual(K_hi, K_lo, W)
+            update = W @ R
             W = W + 0.5 * (update + update.T)
-            if float(np.linalg.norm(update)) <= 4 * np.finfo(float).eps * norm_W:
+            # The step is a Newton-Schulz step: the new residual is about R^2 (up to the
+            # rounding of the residual itself), so ||R|| <= 1e-8 certifies that W is now
+            # accurate to double precision without computing another residual.
+            if float(np.linalg.norm(R)) <= 1e-8 or float(
+                np.linalg.norm(update)
+            ) <= 4 * np.finfo(float).eps * norm_W:
                 break
-        return W
+        return W, True
+
+    def coordinate_steps(self, kappa: np.ndarray, mu: float, steps: int) -> np.ndarray:
+        """Improve a warm start by exact minimisation along single pattern entries.
+
+        A warm start from the previous round is off mostly in the entry whose measurement
+        changed (a new entry starts at 0 where the solution may need a value of order
+        ``1/mu``); damped Newton steps cover such a distance slowly. Each step here picks
+        the entry with the largest decrease predicted by its own curvature and minimises
+        ``D_mu`` exactly along it (``det(K + t E_s)`` is a quadratic in ``t``), updating
+        ``K^{-1}`` by a rank-two formula. Plain double precision: this only builds a start.
+        """
+        b = self.b
+        f, chol = self.objective(kappa, mu)
+        if chol is None:
+            return kappa
+        W, _ = self.inverse(kappa, chol, refine=False)
+        x = kappa[0] + kappa[1]
+        pen = mu * b.c**2 / b.lam if mu > 0 else np.zeros_like(x)
+        r, t = b.rows, b.cols
+        for _ in range(steps):
+            Wrt = W[r, t]
+            grad = b.c * (b.y - Wrt) + pen * x
+            curv = 0.5 * b.c**2 * (W[r, r] * W[t, t] + Wrt**2) + pen
+            gain = grad**2 / curv
+            s = int(np.argmax(gain))
+            if not gain[s] > 1e-6:
+                break
+            j, k = int(r[s]), int(t[s])
+            step = _coordinate_minimiser(W, j, k, b.c[s] * b.y[s], pen[s], x[s])
+            if step is None or step == 0.0:
+                break
+            if j == k:
+                col = W[:, j]
+                W = W - (step / (1.0 + step * W[j, j])) * np.outer(col, col)
+            else:
+                WU = W[:, [j, k]]
+                M = np.array([[W[j, j], W[j, k] + 1.0 / step], [W[j, k] + 1.0 / step, W[k, k]]])
+                W = W - WU @ np.linalg.solve(M, WU.T)
+            W = 0.5 * (W + W.T)
+            x[s] += step
+        out = np.zeros_like(kappa)
+        out[0] = x
+        if not np.isfinite(self.objective(out, mu)[0]):
+            return kappa
+        return out
+
+    def hessian(self, W: np.ndarray) -> np.ndarray:
+        """``d^2 D_0 / d kappa^2`` at ``K = W^{-1}`` (without the barrier's diagonal)."""
+        b = self.b
+        Wr = W.take(b.rows, axis=0)
+        Wt = W.take(b.cols, axis=0)
+        G = Wr.take(b.cols, axis=1)
+        H = Wr.take(b.rows, axis=1)
+        H *= Wt.take(b.cols, axis=1)
+        H += G * G.T
+        H *= self._cc
+        return H
 
     def solve(
-        self, kappa: np.ndarray, mu: float, *, max_iter: int | None = None
+        self, kappa: np.ndarray, mu: float, *, max_iter: int | None = None, refine: bool = True
     ) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Minimise ``D_mu`` from a feasible ``kappa`` (``hi, lo`` rows).
 
         Returns ``(kappa, W, iterations, converged)``. At ``mu = 0`` a return with
         ``converged=False`` means the iterates ran away (no positive-definite completion)
         or the iteration budget was exhausted.
+
+        The steps far from the minimiser use the plain double inverse; from the point where
+        the Newton decrement computed with it falls below ``_REFINE_BELOW`` (or stops
+        decreasing, its rounding floor) the inverse is refined to double precision, and
+        only such accurate steps may end the iteration, so the answer is the same as with
+        refinement on every step. ``refine=False`` never refines: for barrier stages that
+        only lead the way (warm starts), where an error of ``eps cond(K)`` is harmless.
         """
         b = self.b
         max_iter = self.max_iter if max_iter is None else max_iter
@@ -494,23 +579,40 @@ class _DualNewton:
             raise NumericalError("the starting precision matrix is not positive definite")
         pen = mu * b.c**2 / b.lam if mu > 0 else None
         prev_dec = math.inf
-        W = self.inverse(kappa, chol)
-        for it in range(max_iter):
+        precise = False
+        W, accurate = self.inverse(kappa, chol, refine=precise)
+        it = 0
+        while it < max_iter:
             grad = b.c * (b.y - W[b.rows, b.cols])
             if pen is not None:
                 grad = grad + pen * (kappa[0] + kappa[1])
-            H = self._cc * (W[self._rr] * W[self._tt] + W[self._rt] * W[self._tr])
+            H = self.hessian(W)
             if pen is not None:
                 H[np.diag_indices_from(H)] += pen
             step = _newton_direction(H, grad)
+            dec = math.nan if step is None else float(-grad @ step)
+            if refine and not accurate and (
+                not math.isfinite(dec)
+                or dec <= _REFINE_BELOW
+                or (dec >= 0.25 * prev_dec and prev_dec <= _REFINE_BELOW**0.5)
+            ):
+                # Close enough that the plain inverse's error matters (or it failed):
+                # every further step, and the convergence test, uses the refined inverse.
+                precise = True
+                W, accurate = self.inverse(kappa, chol, refine=True)
+                prev_dec = math.inf
+                continue
             if step is None:
                 return kappa, W, it, False
-            dec = float(-grad @ step)
             if not math.isfinite(dec) or dec < 0:
                 return kappa, W, it, False
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
             # Quadratic convergence that stops improving has hit the rounding floor.
             if dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8):
+                return kappa, W, it, True
+            if not refine and (dec <= 1e-12 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-6)):
+                # The plain inverse's error sets a floor on the decrement near eps cond(K);
+                # a leading stage is done once it is reached.
                 return kappa, W, it, True
             prev_dec = dec
             if mu == 0 and float(b.c @ (kappa[0] * b.y)) <= 0:
@@ -532,12 +634,74 @@ class _DualNewton:
                 quadratic_region = False
                 alpha *= 0.5
                 if alpha < 1e-14:
-                    # No decrease within rounding: the current point is as good as it gets.
-                    return kappa, W, it, dec <= 1e-12
+                    break
+            if alpha == 1.0 and not quadratic_region:
+                # Far from the minimiser along a direction where D_mu is nearly linear (a
+                # new measurement that pushes K towards a new dual certificate of size
+                # 1/mu), full Newton steps only advance by a bounded amount each; longer
+                # steps along the same direction are tried while they keep decreasing D_mu.
+                while alpha < 2.0**40:
+                    longer = kappa.copy()
+                    longer[0], err = _two_sum(kappa[0], 2.0 * alpha * step)
+                    longer[0], longer[1] = _two_sum(longer[0], kappa[1] + err)
+                    f_long, chol_long = self.objective(longer, mu)
+                    if chol_long is None or not f_long < f_new:
+                        break
+                    alpha *= 2.0
+                    trial, f_new, chol_new = longer, f_long, chol_long
+            if alpha < 1e-14:
+                if refine and not accurate:
+                    precise = True
+                    W, accurate = self.inverse(kappa, chol, refine=True)
+                    prev_dec = math.inf
+                    continue
+                # No decrease within rounding: the current point is as good as it gets.
+                return kappa, W, it, dec <= 1e-12
             kappa = trial
             f, chol = f_new, chol_new
-            W = self.inverse(kappa, chol)
+            W, accurate = self.inverse(kappa, chol, refine=precise)
+            it += 1
         return kappa, W, max_iter, False
+
+
+def _coordinate_minimiser(
+    W: np.ndarray, j: int, k: int, cy: float, pen: float, x: float
+) -> float | None:
+    """Minimiser ``t`` of ``cy t - log det(I + t E W) + pen (x + t)^2 / 2``, ``E`` the
+    symmetric unit matrix of entry ``(j, k)``; ``None`` when unbounded or not bracketed."""
+    if j == k:
+        w = W[j, j]
+        lo, hi = -1.0 / w, None
+
+        def slope(t):
+            return cy - w / (1.0 + t * w) + pen * (x + t)
+    else:
+        a, bb = W[j, k], W[j, j] * W[k, k]
+        gap = bb - a * a
+        if not gap > 0:
+            return None
+        root = math.sqrt(bb)
+        lo, hi = (a - root) / gap, (a + root) / gap
+
+        def slope(t):
+            q = 1.0 + 2.0 * a * t - gap * t * t
+            return cy - (2.0 * a - 2.0 * gap * t) / q + pen * (x + t)
+
+    if hi is None:
+        hi = 1.0 / W[j, j]
+        while slope(hi) <= 0:
+            hi *= 2.0
+            if hi > 1e300:
+                return None
+    width = hi - lo
+    a_, b_ = lo + 1e-14 * width, hi - 1e-14 * width
+    fa, fb = slope(a_), slope(b_)
+    if not (fa < 0 < fb):
+        return None
+    try:
+        return float(sopt.brentq(slope, a_, b_, xtol=1e-15 * max(abs(a_), abs(b_)), rtol=1e-14))
+    except (ValueError, RuntimeError):
+        return None
 
 
 def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
@@ -633,10 +797,18 @@ def _solve_dual_newton(
         mu = schedule[i] * block.mu_unit
         guess = warm_kappa(i) if first > 0 and i == first else None
         if guess is not None:
-            kappa = guess
+            kappa = solver.coordinate_steps(guess, mu, _COORDINATE_STEPS)
         elif len(kappas) >= 2:
             kappa = _predict_kappa(solver, schedule[i - 2 : i + 1], kappas[-2:])
-        kappa, W, it, ok = solver.solve(kappa, mu)
+        # Only the stages that enter the extrapolation need W to full double accuracy.
+        kappa, W, it, ok = solver.solve(
+            kappa,
+            mu,
+            refine=i >= last - 2,
+            # A warm start that needs many damped steps is far from this round's path
+            # (the path turned); following it from the start is then cheaper.
+            max_iter=min(max_iter, _WARM_STAGE_MAX_ITER) if guess is not None else None,
+        )
         total += it
         if not ok and first > 0:
             # The warm start led astray: follow the path from the beginning.
@@ -990,9 +1162,17 @@ def _single_threaded_blas():
     them far slower (measured: a test run 30 s instead of 10 s on a loaded machine) and
     cannot speed up such small ones.
     """
-    from threadpoolctl import threadpool_limits
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        # Inspecting the loaded libraries takes milliseconds; PACE-GGM enters this once
+        # per round, so the controller is built once.
+        from threadpoolctl import ThreadpoolController
 
-    return threadpool_limits(limits=1, user_api="blas")
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
 
 
 def _warn_unconverged(result: SolverResult) -> None:
