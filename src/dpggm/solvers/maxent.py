@@ -1376,6 +1376,7 @@ class MaxEntropyReconstructor:
         for idx in pattern_components(lam):
             self._new_component(idx)
         self._cache: SolverResult | None = None
+        self._changed: list[np.ndarray] = []
         self.n_solves = 0
 
     # -- bookkeeping ---------------------------------------------------------------
@@ -1522,6 +1523,7 @@ class MaxEntropyReconstructor:
                 try_completion=label not in self._expect_singular,
             )
             self.n_solves += 1
+            self._changed.append(idx)
             self._solutions[label] = sol
             self._warm.pop(label, None)
             self._paths.pop(label, None)
@@ -1545,6 +1547,18 @@ class MaxEntropyReconstructor:
             self._cache = _assemble(self._p, comps, sols, self._y, self._lam, self._method)
             _warn_unconverged(self._cache)
         return self._cache
+
+    def pop_changed(self) -> np.ndarray:
+        """Indices of the variables whose rows of the reconstruction may have changed since
+        the last call (the components solved in between; sorted, possibly empty).
+
+        Entries outside the blocks of these components are unchanged, so a caller can
+        update quantities derived from :attr:`covariance` on these blocks only.
+        """
+        self._solve_dirty()
+        changed = np.unique(np.concatenate(self._changed)) if self._changed else np.empty(0, int)
+        self._changed = []
+        return changed
 
     @property
     def covariance(self) -> np.ndarray:
