@@ -129,9 +129,6 @@ _REFINE_BELOW = 1e-6
 _COORDINATE_STEPS = 4
 # Newton steps allowed to the warm-started first stage before following the path anew.
 _WARM_STAGE_MAX_ITER = 40
-# With the previous round's path, the path is restarted at this relative mu (log10): the
-# first of the four stages the extrapolation and its error estimate use.
-_WARM_FROM = -7
 
 
 # --------------------------------------------------------------------------------------
@@ -784,7 +781,7 @@ def _solve_dual_newton(
     # which only lead into the right region, are skipped.
     first = 0
     if warm_path is not None:
-        fine = [i for i, e in enumerate(exponents) if e <= _WARM_FROM and e in warm_path]
+        fine = [i for i, e in enumerate(exponents) if e <= _COARSE_UNTIL and e in warm_path]
         if fine and warm_kappa(fine[0]) is not None:
             first = fine[0]
 
