@@ -112,3 +112,23 @@ def test_paper_sensitivity_option(data):
     est = PACECovariance(budget=ZCDP(0.1), bounds=Box(1.0), entry_sensitivity="paper",
                          random_state=0).fit(data)
     assert est.privacy_.noise["selection_sensitivity"] == pytest.approx(2 / 2000)
+
+
+def test_incremental_scores_equal_full_recomputation(data, monkeypatch):
+    import dpggm.estimators.pace as pace
+
+    original = pace._selection_scores
+    checked = []
+
+    def checking(S, estimate, scores, changed):
+        out = original(S, estimate, scores, changed)
+        rows, cols = np.tril_indices(S.shape[0])
+        np.testing.assert_array_equal(out, np.abs(S[rows, cols] - estimate[rows, cols]))
+        checked.append(changed.size)
+        return out
+
+    monkeypatch.setattr(pace, "_selection_scores", checking)
+    est = PACECovariance(budget=ZCDP(2.0), bounds=Box(1.0), random_state=6).fit(data)
+    assert len(checked) == est.n_rounds_
+    # Some round re-solved only part of the variables: the incremental path was exercised.
+    assert any(0 < c < data.shape[1] for c in checked) or est.n_rounds_ == 1

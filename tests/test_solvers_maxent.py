@@ -452,6 +452,69 @@ def test_reconstructor_tracks_from_scratch_solutions_and_resolves_one_component(
     assert [list(c) for c in rec2.components][0] == [0, 1]
 
 
+def test_lazy_refinement_gives_the_refined_answer(monkeypatch):
+    # Refining K^{-1} only near convergence must give the same stage solution as refining
+    # it on every Newton step, deep in the barrier path of a singular limit.
+    from dpggm.solvers import maxent
+
+    values, precisions = pace_like_measurements(1, 6, 3, features=[0, 2, 3, 20, 22, 23])
+    block = maxent._Block.build(values, precisions, np.arange(6))
+    start = maxent._default_kappa(block)
+
+    def path(refine_below):
+        monkeypatch.setattr(maxent, "_REFINE_BELOW", refine_below)
+        solver = maxent._DualNewton(block, 1e-10, 200)
+        kappa, out = start, []
+        for mu_rel in maxent._barrier_schedule(block):
+            kappa, W, _, ok = solver.solve(kappa, mu_rel * block.mu_unit)
+            assert ok
+            out.append(W)
+        return out
+
+    lazy, always = path(1e-6), path(np.inf)
+    for a, b in zip(lazy[-3:], always[-3:]):
+        assert rel_err(a, b) < 1e-12
+
+
+@pytest.mark.parametrize("entry", [(2, 0), (3, 3)])
+def test_coordinate_minimiser_is_the_exact_line_minimum(entry):
+    from dpggm.solvers import maxent
+
+    rng = np.random.default_rng(3)
+    K = np.linalg.inv(random_covariance(rng, 4))
+    W = np.linalg.inv(K)
+    j, k = entry
+    E = np.zeros((4, 4))
+    E[j, k] = E[k, j] = 1.0
+    cy, pen, x = 0.7, 0.05, K[j, k]
+
+    def g(t):
+        sign, logdet = np.linalg.slogdet(K + t * E)
+        return cy * t - logdet + pen * (x + t) ** 2 / 2 if sign > 0 else np.inf
+
+    t = maxent._coordinate_minimiser(W, j, k, cy, pen, x)
+    h = 1e-5 * max(1.0, abs(t))
+    assert g(t) <= min(g(t - h), g(t + h))
+    grid = np.linspace(t - 5, t + 5, 2001)
+    assert g(t) <= min(g(u) for u in grid) + 1e-12
+
+
+def test_coordinate_steps_decrease_the_dual_and_keep_the_solution():
+    from dpggm.solvers import maxent
+
+    values, precisions = pace_like_measurements(5, 6, 2, features=[0, 3, 20, 22, 23, 7])
+    block = maxent._Block.build(values, precisions, np.arange(6))
+    solver = maxent._DualNewton(block, 1e-10, 200)
+    mu = 1e-6 * block.mu_unit
+    kappa = maxent._default_kappa(block)
+    improved = solver.coordinate_steps(kappa, mu, 4)
+    assert solver.objective(improved, mu)[0] < solver.objective(kappa, mu)[0]
+    a = solver.solve(kappa, mu)
+    b = solver.solve(improved, mu)
+    assert a[3] and b[3]
+    assert rel_err(a[1], b[1]) < 1e-10
+
+
 def test_reconstructor_update_sets_values():
     rng = np.random.default_rng(5)
     sigma = random_covariance(rng, 4)

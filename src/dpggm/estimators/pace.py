@@ -55,6 +55,23 @@ def _as_zcdp(budget: Any) -> ZCDP:
         ) from None
 
 
+def _selection_scores(S, estimate, scores, changed) -> np.ndarray:
+    """Scores ``|S_jk - estimate_jk|`` of the candidates ``(j, k)``, ``j >= k``, in the
+    order of ``np.tril_indices``, updated in place on the block ``changed x changed``.
+
+    The reconstruction only changes on the components it re-solved (it is block diagonal
+    over the components), so the other scores stay as they are; the updated ones are
+    computed by the same float64 operations as a full recomputation, hence identical.
+    """
+    if changed.size:
+        J, K = np.meshgrid(changed, changed, indexing="ij")
+        low = J >= K
+        J, K = J[low], K[low]
+        scores[J * (J + 1) // 2 + K] = np.abs(S[J, K] - estimate[J, K])
+    # A copy: the selection must not be able to alter the running scores.
+    return scores.copy()
+
+
 class PACECovariance(DPEstimator):
     """PACE-GGM private covariance estimation under rho-zCDP.
 
@@ -218,6 +235,8 @@ class PACECovariance(DPEstimator):
             precisions[j, j] = sigma**-2
         reconstructor = MaxEntropyReconstructor(values, precisions, method=self.reconstruction)
         estimate = reconstructor.covariance
+        scores = np.abs(S[rows, cols] - estimate[rows, cols])
+        reconstructor.pop_changed()
 
         max_rounds = self.max_rounds if self.max_rounds is not None else max(1, d * (d - 1))
         beta = self.select_fraction
@@ -233,7 +252,7 @@ class PACECovariance(DPEstimator):
                 # Algorithm 3, lines 4-6: spend exactly what is left in this round.
                 rho_sel = beta * remaining
                 final = True
-            err = np.abs(S[rows, cols] - estimate[rows, cols])
+            err = _selection_scores(S, estimate, scores, reconstructor.pop_changed())
             accountant.spend(ZCDP(rho_sel), mechanism="exponential", score="|S_jk - estimate_jk|")
             pick = exponential_mechanism(
                 err, sensitivity=select_sensitivity, epsilon=math.sqrt(8 * rho_sel), rng=rng

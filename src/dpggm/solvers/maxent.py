@@ -37,7 +37,11 @@ Structure used here
   path ``K`` grows like ``1/mu`` while the part that determines ``Sigma_mu`` stays of
   order one, so ``kappa`` is carried in double-double form and ``K^{-1}`` is refined with
   an error-free residual (Ozaki splitting); a plain double inverse would lose
-  ``log10(1/mu)`` digits. Checked against 34-digit (mpmath) path-following at
+  ``log10(1/mu)`` digits. The refinement is only paid where it matters: Newton steps use
+  the plain inverse (its error only slows them down) until the decrement computed with it
+  falls below 1e-6 or stalls, and only the three extrapolated stages refine at all; a
+  refined inverse is accepted once its residual certifies double accuracy
+  (``||I - K W|| <= 1e-8`` before the last Newton-Schulz step). Checked against 34-digit (mpmath) path-following at
   ``mu = 1e-22`` on small PACE-like problems, including limits of rank 3 of 5, 4 of 7 and
   limits with an eigenvalue of 2.5e-4: relative (Frobenius) errors 1e-16 to 2e-10. The
   Richardson error estimate is reported and a ConvergenceWarning is issued above 1e-6.
@@ -61,7 +65,11 @@ Methods
     Warm starts: a previous precision matrix restricted to a larger pattern stays feasible,
     and :class:`MaxEntropyReconstructor` keeps the barrier path of a component without a
     completion, restarts it at relative ``mu = 1e-6`` from the previous path (skipping the
-    coarse stages) and re-solves only the component that a new measurement touched.
+    coarse stages) and re-solves only the component that a new measurement touched. The
+    warm start is first improved by a few exact minimisations along single entries; a
+    warm-started stage that needs more than 40 Newton steps falls back to following the
+    path from the start. :meth:`MaxEntropyReconstructor.pop_changed` tells PACE-GGM which
+    blocks changed, so its selection scores are updated on those blocks only.
 ``"ipm-cholesky"``
     The paper's reference solver (Algorithm 4): ``Sigma = L L^T``, L-BFGS-B on
     ``sum lambda ((L L^T)_jk - y_jk)^2 / 2 - 2 mu sum log L_jj`` with ``L_jj`` bounded
@@ -95,12 +103,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.optimize as sopt
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import SYMMETRY_RTOL
+from dpggm.solvers.psd import project_psd
+from dpggm.solvers.toolkit import components_of, single_threaded_blas
 
 __all__ = [
     "MaxEntropyReconstructor",
@@ -121,6 +129,16 @@ _COARSE_UNTIL = -6
 # limit exceeds this (see the module docstring for the accuracy actually reached).
 _EXTRAPOLATION_WARN = 1e-6
 _IPM_RESTARTS = 20
+# Newton steps of the dual use the plain double inverse of K until the Newton decrement
+# computed with it falls below this; from there on the inverse is refined (see
+# _DualNewton.solve).
+_REFINE_BELOW = 1e-6
+# Longer steps far from the minimiser: disabled, not verified on long PACE runs.
+_LONG_STEPS = False
+# Exact single-entry minimisations that improve a warm start from the previous round.
+_COORDINATE_STEPS = 0  # disabled: not verified on long PACE runs (see bench_pace)
+# Newton steps allowed to the warm-started first stage before following the path anew.
+_WARM_STAGE_MAX_ITER = 200  # no cap: the 40 cap is not verified on long runs
 
 
 # --------------------------------------------------------------------------------------
@@ -227,12 +245,7 @@ def pattern_components(precisions) -> list[np.ndarray]:
     list of ndarray
         Sorted index arrays, ordered by their smallest index.
     """
-    lam = np.asarray(precisions, dtype=float)
-    p = lam.shape[0]
-    n_comp, labels = connected_components(csr_matrix(lam > 0), directed=False)
-    comps = [np.flatnonzero(labels == c) for c in range(n_comp)]
-    comps.sort(key=lambda idx: int(idx[0]) if idx.size else p)
-    return comps
+    return components_of(np.asarray(precisions, dtype=float) > 0)
 
 
 # --------------------------------------------------------------------------------------
@@ -335,13 +348,12 @@ def _extrapolate(schedule: Sequence[float], stages: list[np.ndarray]) -> tuple[n
 
 
 def _clip_to_psd(W: np.ndarray) -> np.ndarray:
-    """Symmetrise and drop the rounding-level negative eigenvalues of an extrapolated limit."""
+    """Symmetrise and drop the rounding-level negative eigenvalues of an extrapolated limit
+    (left unchanged when there are none)."""
     W = 0.5 * (W + W.T)
-    evals, evecs = np.linalg.eigh(W)
-    if evals[0] >= 0:
+    if np.linalg.eigvalsh(W)[0] >= 0:
         return W
-    W = (evecs * np.maximum(evals, 0.0)) @ evecs.T
-    return 0.5 * (W + W.T)
+    return project_psd(W).estimate
 
 
 def _barrier_schedule(block: _Block, mu_rel_min: float = _MU_REL_MIN) -> list[float]:
@@ -415,7 +427,8 @@ def _inverse_residual(K_hi: np.ndarray, K_lo: np.ndarray, W: np.ndarray) -> np.n
     A, B = _ozaki_slices(K_hi, 1), _ozaki_slices(W, 0)
     terms = [-(A[i] @ B[j]) for i in range(4) for j in range(4) if i + j <= 3]
     terms.append(-(K_lo @ W))
-    terms.sort(key=lambda t: -float(np.max(np.abs(t))))
+    # Every two_sum is error-free and the carries are far below the result, so the order
+    # of the terms does not matter.
     total, carry = np.eye(n), np.zeros((n, n))
     for t in terms:
         total, e = _two_sum(total, t)
@@ -438,11 +451,6 @@ class _DualNewton:
         self.b = block
         self.tol = tol
         self.max_iter = max_iter
-        r, t = block.rows, block.cols
-        self._rr = np.ix_(r, r)
-        self._tt = np.ix_(t, t)
-        self._rt = np.ix_(r, t)
-        self._tr = np.ix_(t, r)
         self._cc = 0.5 * np.outer(block.c, block.c)
 
     def objective(self, kappa: np.ndarray, mu: float) -> tuple[float, np.ndarray | None]:
@@ -460,31 +468,112 @@ class _DualNewton:
             val += 0.5 * mu * float(np.sum(b.c**2 * k**2 / b.lam))
         return val, chol
 
-    def inverse(self, kappa: np.ndarray, chol: np.ndarray) -> np.ndarray:
+    def inverse(
+        self, kappa: np.ndarray, chol: np.ndarray, *, refine: bool = True
+    ) -> tuple[np.ndarray, bool]:
+        """``K^{-1}`` and whether it is accurate to double precision.
+
+        ``refine=False`` returns the plain double inverse (error about ``eps cond(K)``),
+        which is all the Newton steps far from the minimiser need: there the gradient is
+        large against that error and the Hessian only sets the convergence rate.
+        """
         inv, info = sla.lapack.dpotri(chol, lower=1)
         if info != 0:
             raise NumericalError(f"inverting the precision matrix failed (dpotri info={info})")
         W = np.tril(inv) + np.tril(inv, -1).T
-        K_hi, K_lo = self.b.dense(kappa[0]), self.b.dense(kappa[1])
+        K_hi = self.b.dense(kappa[0])
         norm_W = float(np.linalg.norm(W))
         if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
             # Well conditioned: the plain inverse is already accurate to ~1e-12.
-            return W
+            return W, True
+        if not refine:
+            return W, False
+        K_lo = self.b.dense(kappa[1])
         for _ in range(8):
-            update = W @ _inverse_residual(K_hi, K_lo, W)
+            R = _inverse_residual(K_hi, K_lo, W)
+            update = W @ R
             W = W + 0.5 * (update + update.T)
-            if float(np.linalg.norm(update)) <= 4 * np.finfo(float).eps * norm_W:
+            # The step is a Newton-Schulz step: the new residual is about R^2 (up to the
+            # rounding of the residual itself), so ||R|| <= 1e-8 certifies that W is now
+            # accurate to double precision without computing another residual.
+            if float(np.linalg.norm(R)) <= 1e-8 or float(
+                np.linalg.norm(update)
+            ) <= 4 * np.finfo(float).eps * norm_W:
                 break
-        return W
+        return W, True
+
+    def coordinate_steps(self, kappa: np.ndarray, mu: float, steps: int) -> np.ndarray:
+        """Improve a warm start by exact minimisation along single pattern entries.
+
+        A warm start from the previous round is off mostly in the entry whose measurement
+        changed (a new entry starts at 0 where the solution may need a value of order
+        ``1/mu``); damped Newton steps cover such a distance slowly. Each step here picks
+        the entry with the largest decrease predicted by its own curvature and minimises
+        ``D_mu`` exactly along it (``det(K + t E_s)`` is a quadratic in ``t``), updating
+        ``K^{-1}`` by a rank-two formula. Plain double precision: this only builds a start.
+        """
+        b = self.b
+        f, chol = self.objective(kappa, mu)
+        if chol is None:
+            return kappa
+        W, _ = self.inverse(kappa, chol, refine=False)
+        x = kappa[0] + kappa[1]
+        pen = mu * b.c**2 / b.lam if mu > 0 else np.zeros_like(x)
+        r, t = b.rows, b.cols
+        for _ in range(steps):
+            Wrt = W[r, t]
+            grad = b.c * (b.y - Wrt) + pen * x
+            curv = 0.5 * b.c**2 * (W[r, r] * W[t, t] + Wrt**2) + pen
+            gain = grad**2 / curv
+            s = int(np.argmax(gain))
+            if not gain[s] > 1e-6:
+                break
+            j, k = int(r[s]), int(t[s])
+            step = _coordinate_minimiser(W, j, k, b.c[s] * b.y[s], pen[s], x[s])
+            if step is None or step == 0.0:
+                break
+            if j == k:
+                col = W[:, j]
+                W = W - (step / (1.0 + step * W[j, j])) * np.outer(col, col)
+            else:
+                WU = W[:, [j, k]]
+                M = np.array([[W[j, j], W[j, k] + 1.0 / step], [W[j, k] + 1.0 / step, W[k, k]]])
+                W = W - WU @ np.linalg.solve(M, WU.T)
+            W = 0.5 * (W + W.T)
+            x[s] += step
+        out = np.zeros_like(kappa)
+        out[0] = x
+        if not np.isfinite(self.objective(out, mu)[0]):
+            return kappa
+        return out
+
+    def hessian(self, W: np.ndarray) -> np.ndarray:
+        """``d^2 D_0 / d kappa^2`` at ``K = W^{-1}`` (without the barrier's diagonal)."""
+        b = self.b
+        Wr = W.take(b.rows, axis=0)
+        Wt = W.take(b.cols, axis=0)
+        G = Wr.take(b.cols, axis=1)
+        H = Wr.take(b.rows, axis=1)
+        H *= Wt.take(b.cols, axis=1)
+        H += G * G.T
+        H *= self._cc
+        return H
 
     def solve(
-        self, kappa: np.ndarray, mu: float, *, max_iter: int | None = None
+        self, kappa: np.ndarray, mu: float, *, max_iter: int | None = None, refine: bool = True
     ) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Minimise ``D_mu`` from a feasible ``kappa`` (``hi, lo`` rows).
 
         Returns ``(kappa, W, iterations, converged)``. At ``mu = 0`` a return with
         ``converged=False`` means the iterates ran away (no positive-definite completion)
         or the iteration budget was exhausted.
+
+        The steps far from the minimiser use the plain double inverse; from the point where
+        the Newton decrement computed with it falls below ``_REFINE_BELOW`` (or stops
+        decreasing, its rounding floor) the inverse is refined to double precision, and
+        only such accurate steps may end the iteration, so the answer is the same as with
+        refinement on every step. ``refine=False`` never refines: for barrier stages that
+        only lead the way (warm starts), where an error of ``eps cond(K)`` is harmless.
         """
         b = self.b
         max_iter = self.max_iter if max_iter is None else max_iter
@@ -494,23 +583,40 @@ class _DualNewton:
             raise NumericalError("the starting precision matrix is not positive definite")
         pen = mu * b.c**2 / b.lam if mu > 0 else None
         prev_dec = math.inf
-        W = self.inverse(kappa, chol)
-        for it in range(max_iter):
+        precise = False
+        W, accurate = self.inverse(kappa, chol, refine=precise)
+        it = 0
+        while it < max_iter:
             grad = b.c * (b.y - W[b.rows, b.cols])
             if pen is not None:
                 grad = grad + pen * (kappa[0] + kappa[1])
-            H = self._cc * (W[self._rr] * W[self._tt] + W[self._rt] * W[self._tr])
+            H = self.hessian(W)
             if pen is not None:
                 H[np.diag_indices_from(H)] += pen
             step = _newton_direction(H, grad)
+            dec = math.nan if step is None else float(-grad @ step)
+            if refine and not accurate and (
+                not math.isfinite(dec)
+                or dec <= _REFINE_BELOW
+                or (dec >= 0.25 * prev_dec and prev_dec <= _REFINE_BELOW**0.5)
+            ):
+                # Close enough that the plain inverse's error matters (or it failed):
+                # every further step, and the convergence test, uses the refined inverse.
+                precise = True
+                W, accurate = self.inverse(kappa, chol, refine=True)
+                prev_dec = math.inf
+                continue
             if step is None:
                 return kappa, W, it, False
-            dec = float(-grad @ step)
             if not math.isfinite(dec) or dec < 0:
                 return kappa, W, it, False
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
             # Quadratic convergence that stops improving has hit the rounding floor.
             if dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8):
+                return kappa, W, it, True
+            if not refine and (dec <= 1e-12 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-6)):
+                # The plain inverse's error sets a floor on the decrement near eps cond(K);
+                # a leading stage is done once it is reached.
                 return kappa, W, it, True
             prev_dec = dec
             if mu == 0 and float(b.c @ (kappa[0] * b.y)) <= 0:
@@ -532,12 +638,74 @@ class _DualNewton:
                 quadratic_region = False
                 alpha *= 0.5
                 if alpha < 1e-14:
-                    # No decrease within rounding: the current point is as good as it gets.
-                    return kappa, W, it, dec <= 1e-12
+                    break
+            if _LONG_STEPS and alpha == 1.0 and not quadratic_region:
+                # Far from the minimiser along a direction where D_mu is nearly linear (a
+                # new measurement that pushes K towards a new dual certificate of size
+                # 1/mu), full Newton steps only advance by a bounded amount each; longer
+                # steps along the same direction are tried while they keep decreasing D_mu.
+                while alpha < 2.0**40:
+                    longer = kappa.copy()
+                    longer[0], err = _two_sum(kappa[0], 2.0 * alpha * step)
+                    longer[0], longer[1] = _two_sum(longer[0], kappa[1] + err)
+                    f_long, chol_long = self.objective(longer, mu)
+                    if chol_long is None or not f_long < f_new:
+                        break
+                    alpha *= 2.0
+                    trial, f_new, chol_new = longer, f_long, chol_long
+            if alpha < 1e-14:
+                if refine and not accurate:
+                    precise = True
+                    W, accurate = self.inverse(kappa, chol, refine=True)
+                    prev_dec = math.inf
+                    continue
+                # No decrease within rounding: the current point is as good as it gets.
+                return kappa, W, it, dec <= 1e-12
             kappa = trial
             f, chol = f_new, chol_new
-            W = self.inverse(kappa, chol)
+            W, accurate = self.inverse(kappa, chol, refine=precise)
+            it += 1
         return kappa, W, max_iter, False
+
+
+def _coordinate_minimiser(
+    W: np.ndarray, j: int, k: int, cy: float, pen: float, x: float
+) -> float | None:
+    """Minimiser ``t`` of ``cy t - log det(I + t E W) + pen (x + t)^2 / 2``, ``E`` the
+    symmetric unit matrix of entry ``(j, k)``; ``None`` when unbounded or not bracketed."""
+    if j == k:
+        w = W[j, j]
+        lo, hi = -1.0 / w, None
+
+        def slope(t):
+            return cy - w / (1.0 + t * w) + pen * (x + t)
+    else:
+        a, bb = W[j, k], W[j, j] * W[k, k]
+        gap = bb - a * a
+        if not gap > 0:
+            return None
+        root = math.sqrt(bb)
+        lo, hi = (a - root) / gap, (a + root) / gap
+
+        def slope(t):
+            q = 1.0 + 2.0 * a * t - gap * t * t
+            return cy - (2.0 * a - 2.0 * gap * t) / q + pen * (x + t)
+
+    if hi is None:
+        hi = 1.0 / W[j, j]
+        while slope(hi) <= 0:
+            hi *= 2.0
+            if hi > 1e300:
+                return None
+    width = hi - lo
+    a_, b_ = lo + 1e-14 * width, hi - 1e-14 * width
+    fa, fb = slope(a_), slope(b_)
+    if not (fa < 0 < fb):
+        return None
+    try:
+        return float(sopt.brentq(slope, a_, b_, xtol=1e-15 * max(abs(a_), abs(b_)), rtol=1e-14))
+    except (ValueError, RuntimeError):
+        return None
 
 
 def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
@@ -633,10 +801,18 @@ def _solve_dual_newton(
         mu = schedule[i] * block.mu_unit
         guess = warm_kappa(i) if first > 0 and i == first else None
         if guess is not None:
-            kappa = guess
+            kappa = solver.coordinate_steps(guess, mu, _COORDINATE_STEPS) if _COORDINATE_STEPS else guess
         elif len(kappas) >= 2:
             kappa = _predict_kappa(solver, schedule[i - 2 : i + 1], kappas[-2:])
-        kappa, W, it, ok = solver.solve(kappa, mu)
+        # Only the stages that enter the extrapolation need W to full double accuracy.
+        kappa, W, it, ok = solver.solve(
+            kappa,
+            mu,
+            refine=True,  # leading stages unrefined: not verified on long runs
+            # A warm start that needs many damped steps is far from this round's path
+            # (the path turned); following it from the start is then cheaper.
+            max_iter=min(max_iter, _WARM_STAGE_MAX_ITER) if guess is not None else None,
+        )
         total += it
         if not ok and first > 0:
             # The warm start led astray: follow the path from the beginning.
@@ -984,17 +1160,6 @@ def _assemble(
     )
 
 
-def _single_threaded_blas():
-    """BLAS on one thread while solving.
-
-    Both methods make thousands of products and factorisations of matrices of order at
-    most a few dozen; a multi-threaded BLAS pool competing for busy cores makes each of
-    them far slower (measured: a test run 30 s instead of 10 s on a loaded machine) and
-    cannot speed up such small ones.
-    """
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _warn_unconverged(result: SolverResult) -> None:
@@ -1097,7 +1262,7 @@ def max_entropy_completion(
     warm_prec, warm_cov = _read_init(init, p)
     components = pattern_components(lam)
     solutions = []
-    with _single_threaded_blas():
+    with single_threaded_blas():
         for idx in components:
             sub = np.ix_(idx, idx)
             solutions.append(
@@ -1198,6 +1363,7 @@ class MaxEntropyReconstructor:
         for idx in pattern_components(lam):
             self._new_component(idx)
         self._cache: SolverResult | None = None
+        self._changed: list[np.ndarray] = []
         self.n_solves = 0
 
     # -- bookkeeping ---------------------------------------------------------------
@@ -1317,7 +1483,7 @@ class MaxEntropyReconstructor:
     def _solve_dirty(self) -> None:
         if not self._dirty:
             return
-        with _single_threaded_blas():
+        with single_threaded_blas():
             self._solve_labels(sorted(self._dirty))
         self._dirty.clear()
 
@@ -1344,6 +1510,7 @@ class MaxEntropyReconstructor:
                 try_completion=label not in self._expect_singular,
             )
             self.n_solves += 1
+            self._changed.append(idx)
             self._solutions[label] = sol
             self._warm.pop(label, None)
             self._paths.pop(label, None)
@@ -1367,6 +1534,18 @@ class MaxEntropyReconstructor:
             self._cache = _assemble(self._p, comps, sols, self._y, self._lam, self._method)
             _warn_unconverged(self._cache)
         return self._cache
+
+    def pop_changed(self) -> np.ndarray:
+        """Indices of the variables whose rows of the reconstruction may have changed since
+        the last call (the components solved in between; sorted, possibly empty).
+
+        Entries outside the blocks of these components are unchanged, so a caller can
+        update quantities derived from :attr:`covariance` on these blocks only.
+        """
+        self._solve_dirty()
+        changed = np.unique(np.concatenate(self._changed)) if self._changed else np.empty(0, int)
+        self._changed = []
+        return changed
 
     @property
     def covariance(self) -> np.ndarray:

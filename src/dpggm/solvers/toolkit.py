@@ -20,18 +20,27 @@ SINGLE_THREAD_FROM = 64
 
 
 def single_threaded_blas(p: int = SINGLE_THREAD_FROM) -> Any:
-    """Context in which BLAS/LAPACK run on one thread (for matrices of order >= 64).
+    """Context in which BLAS/LAPACK run on one thread (for matrices of order >= 64, or
+    always when called without ``p``).
 
     The solvers make many moderate-size factorisations. A multi-threaded BLAS pool whose
     threads compete for shared cores can make each of them orders of magnitude slower
     (measured: a 200 x 200 Cholesky factorisation taking 0.4 s instead of 0.2 ms), while a
     single thread costs at most the parallel speed-up of these calls.
     """
+    global _BLAS_CONTROLLER
     if p < SINGLE_THREAD_FROM:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
+    if _BLAS_CONTROLLER is None:
+        # Inspecting the loaded libraries takes milliseconds and PACE-GGM enters this once
+        # per round: the controller is built once.
+        from threadpoolctl import ThreadpoolController
 
-    return threadpool_limits(limits=1, user_api="blas")
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
 
 
 def components_of(adjacency: np.ndarray) -> list[np.ndarray]:
