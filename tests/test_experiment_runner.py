@@ -62,7 +62,7 @@ def test_cells_run_in_axis_order_with_one_context_per_model_and_keyed_draws():
     assert cells == [(m, n, r) for m in (1, 2) for n in (5, 7) for r in range(3)]
     assert seen == [(k, 12) for k in range(1, 13)]
     records = results.parts["toy"].records
-    assert list(records.columns[:3]) == ["model", "n", "repetition"]
+    assert list(records.columns) == ["method", "value", "model", "n", "repetition"]
     # The value of a repetition is its own keyed draw: recompute one by hand.
     row = records[(records["model"] == 2) & (records["n"] == 7) & (records["repetition"] == 1)]
     expected = 20.0 + 7 + repetition_rng(7, "toy", 2, 7, 1).standard_normal()

@@ -129,7 +129,7 @@ class Part:
         tuple of names takes tuples of values (axes that vary together).
     cell : callable
         ``cell(Cell) -> iterable of dict``: the records of one repetition of one cell.
-        The engine puts the axis values and ``repetition`` in front of each record.
+        The engine adds the axis values and ``repetition`` that a record lacks.
     repetitions : int
         Repetitions of every cell.
     context : callable, optional
@@ -252,7 +252,10 @@ def _run_part(
                     if part.on_failure is not None
                     else [{"failure": str(error)}]
                 )
-            records.extend({**params, "repetition": repetition, **r} for r in produced)
+            given = {**params, "repetition": repetition}
+            for record in produced:
+                # The record's own keys keep their order; missing axis values follow.
+                records.append({**record, **{k: v for k, v in given.items() if k not in record}})
             done += 1
             if progress is not None:
                 progress(done, total)
