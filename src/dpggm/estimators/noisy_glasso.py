@@ -81,7 +81,7 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.estimators.data import as_matrix
-from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
 from dpggm.solvers.glasso import graphical_lasso
@@ -261,8 +261,10 @@ def select_alpha(
 
     Raises
     ------
+    NoSolutionError
+        If no penalty has a finite MSE (a ``ValueError`` too).
     ValueError
-        If no penalty has a finite MSE, or the options are invalid.
+        If the options are invalid.
 
     Notes
     -----
@@ -281,7 +283,7 @@ def select_alpha(
     curve = mse[order]
     finite = np.isfinite(curve)
     if not finite.any():
-        raise ValueError(
+        raise NoSolutionError(
             "no penalty on the grid has a solution (every cross-validated MSE is infinite); "
             "use larger alphas or penalize_diagonal=True"
         )

@@ -50,6 +50,7 @@ __all__ = [
     "Results",
     "attempt",
     "run",
+    "write_outputs",
 ]
 
 
@@ -322,19 +323,50 @@ def run(
 
 
 def _write_outputs(results: Results, directory: Path, *, overwrite: bool) -> None:
-    """Render every output into a hidden staging directory beside the targets, then move
-    them in; without ``overwrite`` a target that appeared meanwhile undoes the files
-    already moved, so a run leaves all of its files or none."""
     spec = results.spec
-    staging = Path(tempfile.mkdtemp(dir=directory, prefix=f".{spec.name}.", suffix=".tmp"))
+    files: dict[str, Any] = {}
+    for key, name in spec.outputs.items():
+        if key in results.tables:
+            files[name] = results.tables[key]
+        else:
+            files[name] = lambda build=spec.figures[key]: build(results)
+    write_outputs(directory, files, overwrite=overwrite, label=spec.name)
+
+
+def write_outputs(
+    directory: Any, files: Mapping[str, Any], *, overwrite: bool = False, label: str = "outputs"
+) -> None:
+    """Write a set of files into ``directory``: all of them or none.
+
+    Every file is rendered into a hidden staging directory beside the targets, then moved
+    in; without ``overwrite`` a target that appeared meanwhile undoes the files already
+    moved.
+
+    Parameters
+    ----------
+    directory : path
+        An existing directory (see :func:`~dpggm.experiments._common.check_out_dir`).
+    files : mapping
+        ``{file name: content}``; a DataFrame is written as CSV, a matplotlib Figure as
+        PNG, and a callable without arguments is called (inside the staging step, so
+        that a failure leaves nothing behind) for one of the two.
+    overwrite : bool, default=False
+        Replace existing files; otherwise an existing one is a ``FileExistsError``.
+    label : str
+        Part of the staging directory's name.
+    """
+    directory = Path(directory)
+    staging = Path(tempfile.mkdtemp(dir=directory, prefix=f".{label}.", suffix=".tmp"))
     placed: list[Path] = []
     try:
-        for key, name in spec.outputs.items():
-            if key in results.tables:
-                write_csv(results.tables[key], staging / name)
+        for name, content in files.items():
+            if callable(content):
+                content = content()
+            if isinstance(content, pd.DataFrame):
+                write_csv(content, staging / name)
             else:
-                write_figure(spec.figures[key](results), staging / name)
-        for name in spec.outputs.values():
+                write_figure(content, staging / name)
+        for name in files:
             target = directory / name
             if overwrite:
                 os.replace(staging / name, target)
