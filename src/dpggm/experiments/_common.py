@@ -31,8 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import NumericalError
-
 __all__ = [
     "NA_LIMIT",
     "aggregate",
@@ -46,7 +44,6 @@ __all__ = [
     "gaussian_row_norm_bound",
     "loglog_slope",
     "mean_and_standard_error",
-    "no_solution",
     "repetition_rng",
     "report_progress",
     "write_csv",
@@ -231,13 +228,6 @@ def format_mean_se(mean: float, se: float, *, digits: int = 3, limit: float | No
     if not math.isfinite(se):
         return f"{mean:.{digits}g}"
     return f"{mean:.{digits}g} ({se:.{digits}g})"
-
-
-def no_solution(error: BaseException) -> bool:
-    """Whether ``error`` is the solver reporting that the penalised problem on a noisy
-    matrix has no solution (a released variance too negative for the penalty), which an
-    experiment records as a failed repetition rather than a crash."""
-    return isinstance(error, NumericalError)
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
