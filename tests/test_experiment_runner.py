@@ -154,6 +154,13 @@ def test_outputs_are_checked_before_any_work_and_written_all_or_nothing(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "toy.png", "toy_values.csv"]
 
 
+def test_a_part_needs_at_least_one_repetition():
+    spec = ExperimentSpec("none", [Part(name="p", axes={"x": (1,)}, cell=lambda c: [],
+                                        repetitions=0)])
+    with pytest.raises(ValueError, match="repetitions of part 'p' must be an integer >= 1"):
+        run(spec)
+
+
 def test_outputs_must_name_a_table_or_figure():
     spec = ExperimentSpec(
         "typo",

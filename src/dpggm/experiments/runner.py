@@ -35,6 +35,7 @@ from dpggm.exceptions import NumericalError
 from dpggm.experiments._common import (
     aggregate,
     check_out_dir,
+    check_positive_int,
     check_random_seed,
     repetition_rng,
     write_csv,
@@ -305,6 +306,8 @@ def run(
     unknown = [key for key in spec.outputs if key not in spec.tables and key not in spec.figures]
     if unknown:
         raise ValueError(f"outputs name no table or figure of {spec.name}: {unknown!r}")
+    for part in spec.parts:
+        check_positive_int(part.repetitions, name=f"repetitions of part {part.name!r}")
     directory = check_out_dir(out, spec.outputs.values(), overwrite=overwrite)
     total = sum(len(part.cells()) * part.repetitions for part in spec.parts)
     results = Results(spec, {}, {})
