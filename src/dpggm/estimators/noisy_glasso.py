@@ -261,8 +261,10 @@ def select_alpha(
 
     Raises
     ------
+    NoSolutionError
+        If no penalty has a finite MSE (a ``ValueError`` too).
     ValueError
-        If no penalty has a finite MSE, or the options are invalid.
+        If the options are invalid.
 
     Notes
     -----

@@ -31,19 +31,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import NumericalError
-
 __all__ = [
     "NA_LIMIT",
     "aggregate",
+    "check_integers",
     "check_out_dir",
     "check_positive_int",
+    "check_positive_number",
+    "check_positive_numbers",
     "check_random_seed",
     "format_mean_se",
     "gaussian_row_norm_bound",
     "loglog_slope",
     "mean_and_standard_error",
-    "no_solution",
     "repetition_rng",
     "report_progress",
     "write_csv",
@@ -70,6 +70,56 @@ def check_positive_int(value: Any, *, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
     return int(value)
+
+
+def check_positive_number(value: Any, *, name: str) -> float:
+    """A finite number > 0 (not a bool), with an error that names the parameter."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+def check_positive_numbers(
+    values: Any, *, name: str, upper: float | None = None
+) -> tuple[float, ...]:
+    """A non-empty sequence of finite numbers > 0 (and <= ``upper``), as floats."""
+    try:
+        values = tuple(values)
+    except TypeError:
+        values = ()
+    if not values or not all(
+        isinstance(v, numbers.Real)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and v > 0
+        and (upper is None or v <= upper)
+        for v in values
+    ):
+        bound = f" and <= {upper}" if upper is not None else ""
+        raise ValueError(
+            f"{name} must be a non-empty sequence of numbers > 0{bound}; got {values!r}"
+        )
+    return tuple(float(v) for v in values)
+
+
+def check_integers(values: Any, *, name: str, minimum: int = 1) -> tuple[int, ...]:
+    """A non-empty sequence of integers >= ``minimum`` (not bools)."""
+    try:
+        values = tuple(values)
+    except TypeError:
+        values = ()
+    if not values or not all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) and int(v) >= minimum
+        for v in values
+    ):
+        raise ValueError(
+            f"{name} must be a non-empty sequence of integers >= {minimum}; got {values!r}"
+        )
+    return tuple(int(v) for v in values)
 
 
 def _key_to_int(key: Any) -> int:
@@ -178,13 +228,6 @@ def format_mean_se(mean: float, se: float, *, digits: int = 3, limit: float | No
     if not math.isfinite(se):
         return f"{mean:.{digits}g}"
     return f"{mean:.{digits}g} ({se:.{digits}g})"
-
-
-def no_solution(error: BaseException) -> bool:
-    """Whether ``error`` is the solver reporting that the penalised problem on a noisy
-    matrix has no solution (a released variance too negative for the penalty), which an
-    experiment records as a failed repetition rather than a crash."""
-    return isinstance(error, NumericalError)
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:

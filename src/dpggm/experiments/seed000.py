@@ -50,8 +50,8 @@ sample; the comparison with the non-private estimate is not part of any release.
 from __future__ import annotations
 
 import math
-import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,17 +62,24 @@ from dpggm.estimators.covariance import PrivateCovariance
 from dpggm.estimators.precision import GraphicalLasso, RidgePrecision
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.experiments._common import (
-    aggregate,
-    check_out_dir,
+    check_integers,
     check_positive_int,
+    check_positive_number,
+    check_positive_numbers,
     check_random_seed,
     format_mean_se,
     gaussian_row_norm_bound,
     loglog_slope,
-    no_solution,
     repetition_rng,
-    write_csv,
-    write_figure,
+)
+from dpggm.experiments.runner import (
+    Aggregation,
+    Cell,
+    ExperimentSpec,
+    Part,
+    Results,
+    attempt,
+    run,
 )
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.metrics.graph import edge_auc, edge_scores_to_roc
@@ -100,14 +107,34 @@ ROC_PATH_LENGTH = 15
 ROC_PATH_RANGE = 1e-2
 ROC_FPR_GRID = np.linspace(0.0, 1.0, 101)
 
-_OUTPUT_NAMES = (
-    "seed000_errors.csv",
-    "seed000_table1_dp_rp.csv",
-    "seed000_table2_dp_agl.csv",
-    "seed000_trend.csv",
-    "seed000_settings.csv",
-)
-_ROC_OUTPUT_NAMES = ("seed000_roc_auc.csv", "seed000_roc_curves.csv", "seed000_roc.png")
+_OUTPUTS = {
+    "errors": "seed000_errors.csv",
+    "table1_dp_rp": "seed000_table1_dp_rp.csv",
+    "table2_dp_agl": "seed000_table2_dp_agl.csv",
+    "trend": "seed000_trend.csv",
+    "settings": "seed000_settings.csv",
+}
+_ROC_OUTPUTS = {
+    "roc_auc": "seed000_roc_auc.csv",
+    "roc_curves": "seed000_roc_curves.csv",
+    "roc_figure": "seed000_roc.png",
+}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The validated arguments of :func:`run_seed000`."""
+
+    p: int
+    inner: int
+    models: tuple[int, ...]
+    sizes: tuple[int, ...]
+    epsilons: tuple[float, ...]
+    repetitions: int
+    roc_repetitions: int
+    ridge_factor: float
+    alpha_factors: tuple[float, ...]
+    auto_alpha: bool
 
 
 def _calibration_note(epsilon: float) -> str:
@@ -121,16 +148,6 @@ def _check_choice(values: Any, *, name: str, allowed: tuple) -> tuple:
     if not values or any(v not in allowed for v in values):
         raise ValueError(f"{name} must be a non-empty subset of {allowed}; got {values!r}")
     return values
-
-
-def _check_positive_numbers(values: Any, *, name: str) -> tuple[float, ...]:
-    try:
-        numbers_ = tuple(float(v) for v in values)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of numbers > 0; got {values!r}") from None
-    if not numbers_ or not all(math.isfinite(v) and v > 0 for v in numbers_):
-        raise ValueError(f"{name} must be a non-empty sequence of numbers > 0; got {values!r}")
-    return numbers_
 
 
 def _errors(estimate: np.ndarray, reference: np.ndarray) -> dict[str, float]:
@@ -152,13 +169,10 @@ RAW_AGL = "DP-AGL raw release (paper)"
 
 
 def _solve_raw(S: np.ndarray, alpha: float) -> np.ndarray | None:
-    """The paper's DP-AGL: ADMM with a penalised diagonal on the release as it is."""
-    try:
-        return graphical_lasso(S, alpha, method="admm", penalize_diagonal=True).estimate
-    except (ValueError, ArithmeticError) as error:
-        if no_solution(error):
-            return None
-        raise
+    """The paper's DP-AGL: ADMM with a penalised diagonal on the release as it is; None
+    when the problem has no solution."""
+    result = attempt(graphical_lasso, S, alpha, method="admm", penalize_diagonal=True)
+    return None if result is None else result.estimate
 
 
 def _fit_agl(alpha: Any, budget: Any, bounds: RowNorm, X: np.ndarray, rng: Any):
@@ -171,115 +185,142 @@ def _fit_agl(alpha: Any, budget: Any, bounds: RowNorm, X: np.ndarray, rng: Any):
         bounds=bounds,
         random_state=rng,
     )
-    try:
-        return estimator.fit(X)
-    except (ValueError, ArithmeticError) as error:
-        if no_solution(error):
-            return None
-        raise
+    return attempt(estimator.fit, X)
 
 
-def _error_records(
-    *,
-    X: np.ndarray,
-    n: int,
-    model: int,
-    repetition: int,
-    bounds: RowNorm,
-    ridge: float,
-    ridge_label: str,
-    alphas: dict[str, Any],
-    epsilons: tuple[float, ...],
-    random_state: int,
-) -> list[dict[str, Any]]:
-    records = []
-    reference_rp = RidgePrecision(ridge=ridge, budget=NonPrivate(), bounds=bounds).fit(X)
-    references_agl = {
-        label: _fit_agl(alpha, NonPrivate(), bounds, X, None)
-        for label, alpha in alphas.items()
-        if alpha != "auto"
+# ---------------------------------------------------------------------------------------
+# the error tables (paper Tables 1-2)
+
+
+def _model_context(settings: _Settings, random_state: int, model: int) -> dict[str, Any]:
+    """The model, its declared row bound and the penalties (public: from the model)."""
+    p = settings.p
+    truth = make_seed000_model(
+        model,
+        n_samples=1,
+        n_features=p,
+        inner_dimension=settings.inner,
+        random_state=repetition_rng(random_state, "seed000-model", model),
+    )
+    B = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
+    scale = B * B / p
+    alphas: dict[str, Any] = {f"alpha={f:g}*B^2/p": f * scale for f in settings.alpha_factors}
+    if settings.auto_alpha:
+        alphas["alpha=auto"] = "auto"
+    return {
+        "truth": truth,
+        "B": B,
+        "bounds": RowNorm(B),
+        "ridge": settings.ridge_factor * scale**2,
+        "ridge_label": f"ridge={settings.ridge_factor:g}*(B^2/p)^2",
+        "alphas": alphas,
     }
-    for epsilon in epsilons:
-        budget = ApproxDP(epsilon, 1.0 / n)
-        keys = ("seed000-noise", model, n, repetition, epsilon)
-        # Every fit at this (sample, epsilon) draws its noise from the same stream, so the
-        # methods and penalties are compared on the same release.
-        private_rp = RidgePrecision(
-            ridge=ridge,
-            budget=budget,
-            bounds=bounds,
-            random_state=repetition_rng(random_state, *keys),
-        ).fit(X)
-        noise = private_rp.privacy_.noise
-        sigma = float(noise["sigma"])
-        sensitivity = float(noise["l2_sensitivity"])
-        common = {
-            "model": model,
-            "n": n,
-            "epsilon": epsilon,
-            "delta": 1.0 / n,
-            "repetition": repetition,
-            "sigma": sigma,
-            "sigma_classical_formula": sensitivity * math.sqrt(2 * math.log(1.25 * n)) / epsilon,
-            "calibration": _calibration_note(epsilon),
+
+
+def _agl_records(
+    *, label: str, alpha: Any, X: np.ndarray, budget: Any, rng: Any, model: dict[str, Any],
+    references: dict[str, Any], common: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """DP-AGL at one penalty on one release, and the paper's solve of the raw release."""
+    bounds = model["bounds"]
+    private = _fit_agl(alpha, budget, bounds, X, rng)
+    if private is None:
+        return [{"method": "DP-AGL", "penalty": label, "penalty_value": math.nan, **common,
+                 **_FAILED, "converged": False, "repaired": 0.0}]
+    reference = (
+        references[label]
+        if alpha != "auto"
+        else _fit_agl(private.alpha_, NonPrivate(), bounds, X, None)
+    )
+    records = [{
+        "method": "DP-AGL",
+        "penalty": label,
+        "penalty_value": private.alpha_,
+        **common,
+        **_errors(private.precision_, reference.precision_),
+        "converged": bool(private.converged_ and reference.converged_),
+        "repaired": float(_was_repaired(private)),
+    }]
+    if alpha != "auto":
+        raw = _solve_raw(private.noisy_covariance_, private.alpha_)
+        records.append({
+            "method": RAW_AGL,
+            "penalty": label,
+            "penalty_value": private.alpha_,
+            **common,
+            **(_FAILED if raw is None else _errors(raw, reference.precision_)),
+            "converged": raw is not None,
+            "repaired": 0.0,
+        })
+    return records
+
+
+def _error_cell(cell: Cell, *, epsilons: tuple[float, ...]) -> list[dict[str, Any]]:
+    """One sample of (model, n): DP-RP and DP-AGL at every epsilon and penalty."""
+    model, n, repetition = cell.params["model"], cell.params["n"], cell.repetition
+    context = cell.context
+    bounds, ridge = context["bounds"], context["ridge"]
+    X = context["truth"].resample(
+        n_samples=n, random_state=cell.rng("seed000-data", model, n, repetition)
+    ).X
+    clipped = float(np.mean(np.linalg.norm(X, axis=1) > context["B"]))
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference_rp = RidgePrecision(ridge=ridge, budget=NonPrivate(), bounds=bounds).fit(X)
+        references_agl = {
+            label: _fit_agl(alpha, NonPrivate(), bounds, X, None)
+            for label, alpha in context["alphas"].items()
+            if alpha != "auto"
         }
-        records.append(
-            {
+        for epsilon in epsilons:
+            budget = ApproxDP(epsilon, 1.0 / n)
+            keys = ("seed000-noise", model, n, repetition, epsilon)
+            # Every fit at this (sample, epsilon) draws its noise from the same stream, so
+            # the methods and penalties are compared on the same release.
+            private_rp = RidgePrecision(
+                ridge=ridge, budget=budget, bounds=bounds, random_state=cell.rng(*keys)
+            ).fit(X)
+            noise = private_rp.privacy_.noise
+            sensitivity = float(noise["l2_sensitivity"])
+            common = {
+                "model": model,
+                "n": n,
+                "epsilon": epsilon,
+                "delta": 1.0 / n,
+                "repetition": repetition,
+                "sigma": float(noise["sigma"]),
+                "sigma_classical_formula": sensitivity
+                * math.sqrt(2 * math.log(1.25 * n))
+                / epsilon,
+                "calibration": _calibration_note(epsilon),
+            }
+            records.append({
                 "method": "DP-RP",
-                "penalty": ridge_label,
+                "penalty": context["ridge_label"],
                 "penalty_value": ridge,
                 **common,
                 **_errors(private_rp.precision_, reference_rp.precision_),
                 "converged": True,
                 "repaired": 0.0,
-            }
-        )
-        for label, alpha in alphas.items():
-            private = _fit_agl(alpha, budget, bounds, X, repetition_rng(random_state, *keys))
-            if private is None:
-                records.append(
-                    {
-                        "method": "DP-AGL",
-                        "penalty": label,
-                        "penalty_value": math.nan,
-                        **common,
-                        **_FAILED,
-                        "converged": False,
-                        "repaired": 0.0,
-                    }
-                )
-                continue
-            reference = (
-                references_agl[label]
-                if alpha != "auto"
-                else _fit_agl(private.alpha_, NonPrivate(), bounds, X, None)
-            )
-            records.append(
-                {
-                    "method": "DP-AGL",
-                    "penalty": label,
-                    "penalty_value": private.alpha_,
-                    **common,
-                    **_errors(private.precision_, reference.precision_),
-                    "converged": bool(private.converged_ and reference.converged_),
-                    "repaired": float(_was_repaired(private)),
-                }
-            )
-            if alpha == "auto":
-                continue
-            raw = _solve_raw(private.noisy_covariance_, private.alpha_)
-            records.append(
-                {
-                    "method": RAW_AGL,
-                    "penalty": label,
-                    "penalty_value": private.alpha_,
-                    **common,
-                    **(_FAILED if raw is None else _errors(raw, reference.precision_)),
-                    "converged": raw is not None,
-                    "repaired": 0.0,
-                }
-            )
-    return records
+            })
+            for label, alpha in context["alphas"].items():
+                records.extend(_agl_records(
+                    label=label, alpha=alpha, X=X, budget=budget, rng=cell.rng(*keys),
+                    model=context, references=references_agl, common=common,
+                ))
+    return [
+        {**r, "not_converged": float(not r["converged"]), "clipped": clipped} for r in records
+    ]
+
+
+def _errors_table(results: Results) -> pd.DataFrame:
+    errors = results.parts["errors"].aggregated.copy()
+    # A repetition without a solution did not converge either; count it once.
+    errors["n_not_converged"] = (errors["n_not_converged"].astype(int) - errors["n_failed"]).clip(
+        lower=0
+    )
+    return errors
 
 
 def _wide_table(errors: pd.DataFrame, methods: tuple[str, ...]) -> pd.DataFrame:
@@ -335,6 +376,64 @@ def _trend(errors: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _settings_table(results: Results, p: int) -> pd.DataFrame:
+    """Per model the declared bound, the penalties and the fraction of rows clipped."""
+    part = results.parts["errors"]
+    samples = part.records.drop_duplicates(["model", "n", "repetition"])
+    rows = []
+    for (model,), context in part.contexts.items():
+        clipped = samples.loc[samples["model"] == model, "clipped"].to_numpy(dtype=float)
+        rows.append(
+            {
+                "model": model,
+                "p": p,
+                "trace_sigma": float(np.trace(context["truth"].covariance)),
+                "row_bound_B": context["B"],
+                "bound_rule": f"Laurent-Massart level exceeded w.p. <= "
+                f"{ROW_BOUND_TAIL:g} under the model's covariance (public for a synthetic model)",
+                "clipped_fraction_mean": float(np.mean(clipped[np.isfinite(clipped)])),
+                "ridge": context["ridge"],
+                **{
+                    f"alpha {label}": value
+                    for label, value in context["alphas"].items()
+                    if value != "auto"
+                },
+                "admm_penalty": "solver default (adaptive); paper: 100",
+                "paper_bound": "data's maximum row norm (data-dependent; not used)",
+                "paper_penalty": "non-private 5-fold CV (not used)",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _error_part(settings: _Settings, random_state: int) -> Part:
+    by = ["method", "penalty", "model", "n", "epsilon", "delta", "calibration"]
+    return Part(
+        name="errors",
+        label="error tables",
+        axes={"model": settings.models, "n": settings.sizes},
+        repetitions=settings.repetitions,
+        context=lambda params: _model_context(settings, random_state, params["model"]),
+        context_axes=("model",),
+        cell=lambda cell: _error_cell(cell, epsilons=settings.epsilons),
+        aggregation=Aggregation(
+            by=by,
+            metrics=[f"rel_{norm}" for norm in NORMS],
+            extra={
+                "sigma_mean": ("sigma", "mean"),
+                "sigma_classical_formula_mean": ("sigma_classical_formula", "mean"),
+                "penalty_value_mean": ("penalty_value", "mean"),
+                "n_not_converged": ("not_converged", "sum"),
+                "n_repaired": ("repaired", "sum"),
+            },
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the ROC experiment (paper Figure 1)
+
+
 def _alpha_grid(S: np.ndarray) -> np.ndarray:
     """Penalties from the largest off-diagonal magnitude of the released matrix down by a
     factor ``ROC_PATH_RANGE``: computed from the release only (post-processing)."""
@@ -349,88 +448,104 @@ def _edge_scores(S: np.ndarray) -> np.ndarray:
     scores = np.zeros_like(S)
     previous = None
     for alpha in _alpha_grid(S):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                # The problem is strictly convex, so the solver only changes the speed;
-                # warm-started coordinate descent ("auto") is far quicker along a path.
-                previous = graphical_lasso(
-                    S, float(alpha), method="auto", penalize_diagonal=True, init=previous
-                )
-        except (ValueError, ArithmeticError) as error:
-            if no_solution(error):
-                break
-            raise
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            # The problem is strictly convex, so the solver only changes the speed;
+            # warm-started coordinate descent ("auto") is far quicker along a path.
+            previous = attempt(
+                graphical_lasso, S, float(alpha), method="auto", penalize_diagonal=True,
+                init=previous,
+            )
+        if previous is None:
+            break
         support = np.abs(previous.estimate) > 0
         scores = np.where(support & (scores == 0), alpha, scores)
     np.fill_diagonal(scores, 0.0)
     return scores
 
 
-def _roc_experiment(
-    *, repetitions: int, random_state: int
-) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+def _roc_budgets() -> dict[str, Any]:
+    return {"non-private": NonPrivate()} | {
+        f"epsilon={eps:g}": ApproxDP(eps, ROC_DELTA) for eps in ROC_EPSILONS
+    }
+
+
+def _roc_context(random_state: int, model: int) -> dict[str, Any]:
+    truth = make_seed000_model(
+        model,
+        n_samples=1,
+        n_features=ROC_N_FEATURES,
+        random_state=repetition_rng(random_state, "seed000-roc-model", model),
+    )
+    return {
+        "truth": truth,
+        "bounds": RowNorm(gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)),
+    }
+
+
+def _roc_cell(cell: Cell) -> list[dict[str, Any]]:
+    """One release of one sample, its penalty path (post-processing) and its ROC."""
+    model, label, repetition = cell.params["model"], cell.params["budget"], cell.repetition
+    truth = cell.context["truth"]
+    X = truth.resample(
+        n_samples=ROC_SAMPLE_SIZE, random_state=cell.rng("seed000-roc-data", model, repetition)
+    ).X
+    S = (
+        PrivateCovariance(
+            budget=_roc_budgets()[label],
+            bounds=cell.context["bounds"],
+            psd=False,
+            random_state=cell.rng("seed000-roc-noise", model, repetition, label),
+        )
+        .fit(X)
+        .noisy_covariance_
+    )
+    scores = _edge_scores(S)
+    fpr, tpr, _ = edge_scores_to_roc(scores, truth.adjacency)
+    return [{
+        "model": model,
+        "budget": label,
+        "repetition": repetition,
+        "auc": edge_auc(scores, truth.adjacency),
+        "tpr": np.interp(ROC_FPR_GRID, fpr, tpr),
+    }]
+
+
+def _roc_curves(results: Results) -> pd.DataFrame:
+    """Vertical average of the per-repetition ROC curves on a grid of FPR."""
+    curves = []
+    records = results.parts["roc"].records
+    for (model, label), group in records.groupby(["model", "budget"], sort=False):
+        tprs = list(group["tpr"])
+        curves.append(
+            pd.DataFrame(
+                {
+                    "model": model,
+                    "budget": label,
+                    "fpr": ROC_FPR_GRID,
+                    "tpr_mean": np.mean(tprs, axis=0),
+                    "tpr_se": np.std(tprs, axis=0, ddof=1) / math.sqrt(len(tprs))
+                    if len(tprs) > 1
+                    else np.nan,
+                }
+            )
+        )
+    return pd.concat(curves, ignore_index=True)
+
+
+def _roc_figure(results: Results) -> Any:
     # A bare Figure renders with Agg when saved and leaves pyplot's global state alone.
     from matplotlib.figure import Figure
 
-    budgets: list[tuple[str, Any]] = [("non-private", NonPrivate())] + [
-        (f"epsilon={eps:g}", ApproxDP(eps, ROC_DELTA)) for eps in ROC_EPSILONS
-    ]
-    auc_records, curves = [], []
+    curves, records = results.tables["roc_curves"], results.parts["roc"].records
     figure = Figure(figsize=(5 * len(ROC_MODELS), 4.5))
     axes = figure.subplots(1, len(ROC_MODELS))
     for axis, model in zip(np.atleast_1d(axes), ROC_MODELS):
-        truth = make_seed000_model(
-            model,
-            n_samples=1,
-            n_features=ROC_N_FEATURES,
-            random_state=repetition_rng(random_state, "seed000-roc-model", model),
-        )
-        bounds = RowNorm(gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL))
-        for label, budget in budgets:
-            tprs, aucs = [], []
-            for repetition in range(repetitions):
-                X = truth.resample(
-                    n_samples=ROC_SAMPLE_SIZE,
-                    random_state=repetition_rng(
-                        random_state, "seed000-roc-data", model, repetition
-                    ),
-                ).X
-                # One release; the penalty path below is its post-processing.
-                S = (
-                    PrivateCovariance(
-                        budget=budget,
-                        bounds=bounds,
-                        psd=False,
-                        random_state=repetition_rng(
-                            random_state, "seed000-roc-noise", model, repetition, label
-                        ),
-                    )
-                    .fit(X)
-                    .noisy_covariance_
-                )
-                scores = _edge_scores(S)
-                fpr, tpr, _ = edge_scores_to_roc(scores, truth.adjacency)
-                tprs.append(np.interp(ROC_FPR_GRID, fpr, tpr))
-                aucs.append(edge_auc(scores, truth.adjacency))
-                auc_records.append(
-                    {"model": model, "budget": label, "repetition": repetition, "auc": aucs[-1]}
-                )
-            mean_tpr = np.mean(tprs, axis=0)
-            curves.append(
-                pd.DataFrame(
-                    {
-                        "model": model,
-                        "budget": label,
-                        "fpr": ROC_FPR_GRID,
-                        "tpr_mean": mean_tpr,
-                        "tpr_se": np.std(tprs, axis=0, ddof=1) / math.sqrt(len(tprs))
-                        if len(tprs) > 1
-                        else np.nan,
-                    }
-                )
-            )
-            axis.plot(ROC_FPR_GRID, mean_tpr, label=f"{label} (AUC {np.mean(aucs):.2f})")
+        for label in _roc_budgets():
+            curve = curves[(curves["model"] == model) & (curves["budget"] == label)]
+            aucs = records.loc[(records["model"] == model) & (records["budget"] == label), "auc"]
+            axis.plot(ROC_FPR_GRID, curve["tpr_mean"].to_numpy(),
+                      label=f"{label} (AUC {np.mean(aucs.to_numpy(dtype=float)):.2f})")
         axis.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=0.8)
         axis.set_title(
             f"Model {model}: p={ROC_N_FEATURES}, n={ROC_SAMPLE_SIZE}, delta={ROC_DELTA:g}"
@@ -438,9 +553,86 @@ def _roc_experiment(
         axis.set_xlabel("false positive rate")
         axis.set_ylabel("true positive rate")
         axis.legend(loc="lower right", fontsize=8)
+    repetitions = int(records["repetition"].max()) + 1
     figure.suptitle(f"DP-AGL edge recovery, mean ROC over {repetitions} repetitions")
-    auc = aggregate(pd.DataFrame(auc_records), by=["model", "budget"], metrics=["auc"])
-    return auc, pd.concat(curves, ignore_index=True), figure
+    return figure
+
+
+def _roc_part(settings: _Settings, random_state: int) -> Part:
+    return Part(
+        name="roc",
+        label="ROC",
+        axes={"model": ROC_MODELS, "budget": tuple(_roc_budgets())},
+        repetitions=settings.roc_repetitions,
+        context=lambda params: _roc_context(random_state, params["model"]),
+        context_axes=("model",),
+        cell=_roc_cell,
+        aggregation=Aggregation(by=["model", "budget"], metrics=["auc"]),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the experiment
+
+
+def _validate(
+    *, full: bool, repetitions: Any, roc_repetitions: Any, n_features: Any, models: Any,
+    sample_sizes: Any, epsilons: Any, ridge_factor: Any, alpha_factors: Any, auto_alpha: bool,
+) -> _Settings:
+    preset = _FULL if full else _REDUCED
+    p = check_positive_int(
+        preset["n_features"] if n_features is None else n_features, name="n_features"
+    )
+    if p < 2:
+        raise ValueError(f"n_features must be an integer >= 2; got {p}")
+    alpha_factors = tuple(() if alpha_factors is None else alpha_factors)
+    if alpha_factors:
+        alpha_factors = check_positive_numbers(alpha_factors, name="alpha_factors")
+    if not alpha_factors and not auto_alpha:
+        raise ValueError("alpha_factors must be non-empty when auto_alpha is False")
+    return _Settings(
+        p=p,
+        inner=max(preset["inner_dimension"], p),
+        models=_check_choice(
+            PAPER_MODELS if models is None else models, name="models", allowed=PAPER_MODELS
+        ),
+        sizes=check_integers(
+            PAPER_SAMPLE_SIZES if sample_sizes is None else sample_sizes,
+            name="sample_sizes", minimum=2,
+        ),
+        epsilons=check_positive_numbers(
+            PAPER_EPSILONS if epsilons is None else epsilons, name="epsilons"
+        ),
+        repetitions=check_positive_int(
+            preset["repetitions"] if repetitions is None else repetitions, name="repetitions"
+        ),
+        roc_repetitions=check_positive_int(
+            preset["roc_repetitions"] if roc_repetitions is None else roc_repetitions,
+            name="roc_repetitions",
+        ),
+        ridge_factor=check_positive_number(ridge_factor, name="ridge_factor"),
+        alpha_factors=alpha_factors,
+        auto_alpha=bool(auto_alpha),
+    )
+
+
+def _spec(settings: _Settings, *, random_state: int, roc: bool) -> ExperimentSpec:
+    tables = {
+        "errors": _errors_table,
+        "table1_dp_rp": lambda r: _wide_table(r.tables["errors"], ("DP-RP",)),
+        "table2_dp_agl": lambda r: _wide_table(r.tables["errors"], ("DP-AGL", RAW_AGL)),
+        "trend": lambda r: _trend(r.tables["errors"]),
+        "settings": lambda r: _settings_table(r, settings.p),
+    }
+    parts = [_error_part(settings, random_state)]
+    outputs = dict(_OUTPUTS)
+    if roc:
+        parts.append(_roc_part(settings, random_state))
+        tables["roc_auc"] = lambda r: r.parts["roc"].aggregated
+        tables["roc_curves"] = _roc_curves
+        outputs.update(_ROC_OUTPUTS)
+    figures = {"roc_figure": _roc_figure} if roc else {}
+    return ExperimentSpec("seed000", parts, tables=tables, figures=figures, outputs=outputs)
 
 
 def run_seed000(
@@ -517,150 +709,18 @@ def run_seed000(
     Privacy: an evaluation on synthetic data; each repetition spends its stated budget
     once, and the non-private references are for comparison only.
     """
-    preset = _FULL if full else _REDUCED
     random_state = check_random_seed(random_state)
-    repetitions = check_positive_int(
-        preset["repetitions"] if repetitions is None else repetitions, name="repetitions"
+    settings = _validate(
+        full=full,
+        repetitions=repetitions,
+        roc_repetitions=roc_repetitions,
+        n_features=n_features,
+        models=models,
+        sample_sizes=sample_sizes,
+        epsilons=epsilons,
+        ridge_factor=ridge_factor,
+        alpha_factors=alpha_factors,
+        auto_alpha=auto_alpha,
     )
-    roc_repetitions = check_positive_int(
-        preset["roc_repetitions"] if roc_repetitions is None else roc_repetitions,
-        name="roc_repetitions",
-    )
-    p = check_positive_int(
-        preset["n_features"] if n_features is None else n_features, name="n_features"
-    )
-    if p < 2:
-        raise ValueError(f"n_features must be an integer >= 2; got {p}")
-    models = _check_choice(
-        PAPER_MODELS if models is None else models, name="models", allowed=PAPER_MODELS
-    )
-    sizes = tuple(
-        check_positive_int(n, name="sample_sizes")
-        for n in (PAPER_SAMPLE_SIZES if sample_sizes is None else sample_sizes)
-    )
-    if not sizes or min(sizes) < 2:
-        raise ValueError(f"sample_sizes must be integers >= 2; got {sizes!r}")
-    epsilons = _check_positive_numbers(
-        PAPER_EPSILONS if epsilons is None else epsilons, name="epsilons"
-    )
-    (ridge_factor,) = _check_positive_numbers([ridge_factor], name="ridge_factor")
-    alpha_factors = (
-        _check_positive_numbers(alpha_factors, name="alpha_factors")
-        if (alpha_factors is not None and len(tuple(alpha_factors)) > 0)
-        else ()
-    )
-    if not alpha_factors and not auto_alpha:
-        raise ValueError("alpha_factors must be non-empty when auto_alpha is False")
-    names = _OUTPUT_NAMES + (_ROC_OUTPUT_NAMES if roc else ())
-    directory = check_out_dir(out_dir, names, overwrite=overwrite)
-    inner = max(preset["inner_dimension"], p)
-
-    started = time.perf_counter()
-    records, settings = [], []
-    for model in models:
-        truth = make_seed000_model(
-            model,
-            n_samples=1,
-            n_features=p,
-            inner_dimension=inner,
-            random_state=repetition_rng(random_state, "seed000-model", model),
-        )
-        B = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
-        bounds = RowNorm(B)
-        scale = B * B / p
-        ridge = ridge_factor * scale**2
-        alphas: dict[str, Any] = {f"alpha={f:g}*B^2/p": f * scale for f in alpha_factors}
-        if auto_alpha:
-            alphas["alpha=auto"] = "auto"
-        clipped = []
-        for n in sizes:
-            for repetition in range(repetitions):
-                X = truth.resample(
-                    n_samples=n,
-                    random_state=repetition_rng(random_state, "seed000-data", model, n, repetition),
-                ).X
-                clipped.append(float(np.mean(np.linalg.norm(X, axis=1) > B)))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    records.extend(
-                        _error_records(
-                            X=X,
-                            n=n,
-                            model=model,
-                            repetition=repetition,
-                            bounds=bounds,
-                            ridge=ridge,
-                            ridge_label=f"ridge={ridge_factor:g}*(B^2/p)^2",
-                            alphas=alphas,
-                            epsilons=epsilons,
-                            random_state=random_state,
-                        )
-                    )
-        settings.append(
-            {
-                "model": model,
-                "p": p,
-                "trace_sigma": float(np.trace(truth.covariance)),
-                "row_bound_B": B,
-                "bound_rule": f"Laurent-Massart level exceeded w.p. <= "
-                f"{ROW_BOUND_TAIL:g} under the model's covariance (public for a synthetic model)",
-                "clipped_fraction_mean": float(np.mean(clipped)),
-                "ridge": ridge,
-                **{f"alpha {label}": value for label, value in alphas.items() if value != "auto"},
-                "admm_penalty": "solver default (adaptive); paper: 100",
-                "paper_bound": "data's maximum row norm (data-dependent; not used)",
-                "paper_penalty": "non-private 5-fold CV (not used)",
-            }
-        )
-    raw = pd.DataFrame(records)
-    raw["not_converged"] = (~raw["converged"].astype(bool)).astype(float)
-    by = ["method", "penalty", "model", "n", "epsilon", "delta", "calibration"]
-    errors = aggregate(raw, by=by, metrics=[f"rel_{norm}" for norm in NORMS])
-    extra = (
-        raw.groupby(by, sort=False)
-        .agg(
-            sigma_mean=("sigma", "mean"),
-            sigma_classical_formula_mean=("sigma_classical_formula", "mean"),
-            penalty_value_mean=("penalty_value", "mean"),
-            n_not_converged=("not_converged", "sum"),
-            n_repaired=("repaired", "sum"),
-        )
-        .reset_index()
-    )
-    errors = errors.merge(extra, on=by, how="left")
-    errors["n_not_converged"] = (errors["n_not_converged"].astype(int) - errors["n_failed"]).clip(
-        lower=0
-    )
-    tables_seconds = time.perf_counter() - started
-
-    result: dict[str, pd.DataFrame] = {
-        "errors": errors,
-        "table1_dp_rp": _wide_table(errors, ("DP-RP",)),
-        "table2_dp_agl": _wide_table(errors, ("DP-AGL", RAW_AGL)),
-        "trend": _trend(errors),
-        "settings": pd.DataFrame(settings),
-    }
-    timing = [{"part": "error tables", "seconds": tables_seconds}]
-    figure = None
-    if roc:
-        started = time.perf_counter()
-        auc, curves, figure = _roc_experiment(
-            repetitions=roc_repetitions, random_state=random_state
-        )
-        result["roc_auc"] = auc
-        result["roc_curves"] = curves
-        timing.append({"part": "ROC", "seconds": time.perf_counter() - started})
-    result["timing"] = pd.DataFrame(timing)
-
-    if directory is not None:
-        for key, name in zip(
-            ("errors", "table1_dp_rp", "table2_dp_agl", "trend", "settings"), _OUTPUT_NAMES
-        ):
-            write_csv(result[key], directory / name, overwrite=overwrite)
-        if roc:
-            write_csv(result["roc_auc"], directory / "seed000_roc_auc.csv", overwrite=overwrite)
-            write_csv(
-                result["roc_curves"], directory / "seed000_roc_curves.csv", overwrite=overwrite
-            )
-            write_figure(figure, directory / "seed000_roc.png", overwrite=overwrite)
-    return result
+    spec = _spec(settings, random_state=random_state, roc=roc)
+    return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables

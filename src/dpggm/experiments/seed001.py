@@ -48,7 +48,6 @@ reproduce the paper's comparison.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from typing import Any
 
@@ -60,16 +59,22 @@ from dpggm.estimators.precision import GraphicalLasso, OutputPerturbationPrecisi
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.experiments._common import (
     NA_LIMIT,
-    aggregate,
-    check_out_dir,
     check_positive_int,
+    check_positive_number,
+    check_positive_numbers,
     check_random_seed,
     format_mean_se,
     mean_and_standard_error,
-    no_solution,
     repetition_rng,
-    write_csv,
-    write_figure,
+)
+from dpggm.experiments.runner import (
+    Aggregation,
+    Cell,
+    ExperimentSpec,
+    Part,
+    Results,
+    attempt,
+    run,
 )
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.metrics.matrix import relative_error
@@ -84,6 +89,7 @@ PAPER_EPSILONS = (0.5, 1.0, 1.5)
 PAPER_RATIOS = (0.5, 1.0, 1.5)
 ADDED_RATIOS = (20.0,)
 INVALID = "INVALID guarantee"
+NOT_APPLICABLE = "n/a (ε ≥ 1)"
 
 _FULL = {"n_features": 400, "repetitions": 10, "ratios": PAPER_RATIOS}
 _REDUCED = {"n_features": 50, "repetitions": 3, "ratios": PAPER_RATIOS + ADDED_RATIOS}
@@ -98,40 +104,106 @@ _METHODS = (
     ("SULQ", "approx", "sulq", "approx", "valid"),
 )
 POSTPROCESSING = ("none (paper)", "library repair")
+APPROX_FAMILY = f"(epsilon, delta={PAPER_DELTA:g})-DP"
 
-_OUTPUT_NAMES = (
-    "seed001_errors.csv",
-    "seed001_table1_pure_dp.csv",
-    "seed001_table2_approx_dp.csv",
-    "seed001_ordering.csv",
-    "seed001_errors.png",
-)
+_OUTPUTS = {
+    "errors": "seed001_errors.csv",
+    "table1_pure_dp": "seed001_table1_pure_dp.csv",
+    "table2_approx_dp": "seed001_table2_approx_dp.csv",
+    "ordering": "seed001_ordering.csv",
+    "figure": "seed001_errors.png",
+}
 
 
 def _solve(S: np.ndarray, alpha: float) -> np.ndarray | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            # A bounded iteration count: on a release with no solution ADMM may otherwise
-            # spend its whole default budget before the divergence is certain.
-            return graphical_lasso(S, alpha, max_iter=1000).estimate
-    except (ValueError, ArithmeticError) as error:
-        if no_solution(error):
-            return None
-        raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # A bounded iteration count: on a release with no solution ADMM may otherwise
+        # spend its whole default budget before the divergence is certain.
+        result = attempt(graphical_lasso, S, alpha, max_iter=1000)
+    return None if result is None else result.estimate
 
 
-def _records_for_sample(
-    *,
-    X: np.ndarray,
-    ratio: float,
+def _common_fields(
+    *, label: str, family: str, validity: str, epsilon: float, ratio: float, n: int, p: int,
     repetition: int,
-    epsilons: tuple[float, ...],
-    alpha: float,
-    random_state: int,
+) -> dict[str, Any]:
+    return {
+        "family": "epsilon-DP" if family == "pure" else APPROX_FAMILY,
+        "method": label,
+        "validity": validity,
+        "epsilon": epsilon,
+        "r": ratio,
+        "n": n,
+        "p": p,
+        "repetition": repetition,
+    }
+
+
+def _method_records(
+    *, X: np.ndarray, reference: np.ndarray, method: tuple, epsilon: float, alpha: float,
+    rng: Any, common: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    n, p = X.shape
+    """One mechanism at one epsilon on one sample, with and without the library repair."""
+    label, family, mechanism, kind, validity = method
     bounds = RowNorm(1.0)
+    budget = PureDP(epsilon) if kind == "pure" else ApproxDP(epsilon, PAPER_DELTA)
+    if mechanism == "wishart" and epsilon >= 1:
+        return [
+            {**common, "postprocessing": post, "rel_fro": math.nan, "repaired": math.nan,
+             "status": NOT_APPLICABLE}
+            for post in POSTPROCESSING
+        ]
+    if mechanism == "output":
+        estimator = OutputPerturbationPrecision(
+            alpha=alpha, budget=budget, bounds=bounds, allow_invalid=True, random_state=rng
+        ).fit(X)
+        error = relative_error(estimator.precision_, estimator.non_private_precision_)
+        return [
+            {**common, "postprocessing": post, "rel_fro": error, "repaired": 0.0, "status": "ok"}
+            for post in POSTPROCESSING
+        ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        estimator = GraphicalLasso(
+            alpha=alpha,
+            budget=budget,
+            bounds=bounds,
+            mechanism=mechanism,
+            allow_invalid=(validity == INVALID),
+            max_iter=1000,
+            random_state=rng,
+        ).fit(X)
+    repaired = bool(getattr(estimator, "n_diagonal_repaired_", 0)) or bool(
+        getattr(estimator, "repaired_", False)
+    )
+    # The paper's pipeline: the graphical lasso on the raw release itself.
+    estimate = _solve(estimator.noisy_covariance_, alpha)
+    return [
+        {
+            **common,
+            "postprocessing": "library repair",
+            "rel_fro": relative_error(estimator.precision_, reference),
+            "repaired": float(repaired),
+            "status": "ok",
+        },
+        {
+            **common,
+            "postprocessing": "none (paper)",
+            "rel_fro": math.nan if estimate is None else relative_error(estimate, reference),
+            "repaired": 0.0,
+            "status": "ok" if estimate is not None else "no solution",
+        },
+    ]
+
+
+def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: float):
+    """One sample at ratio ``r``: every mechanism at every epsilon."""
+    ratio, repetition = cell.params["r"], cell.repetition
+    n = int(round(ratio * p))
+    X = cell.context.resample(
+        n_samples=n, random_state=cell.rng("seed001-data", ratio, repetition)
+    ).X
     reference = _solve(X.T @ X / n, alpha)
     if reference is None:
         raise NumericalError(
@@ -139,94 +211,40 @@ def _records_for_sample(
         )
     records = []
     for epsilon in epsilons:
-        for label, family, mechanism, kind, validity in _METHODS:
-            common = {
-                "family": "epsilon-DP"
-                if family == "pure"
-                else f"(epsilon, delta={PAPER_DELTA:g})-DP",
-                "method": label,
-                "validity": validity,
-                "epsilon": epsilon,
-                "r": ratio,
-                "n": n,
-                "p": p,
-                "repetition": repetition,
-            }
-            rng = repetition_rng(
-                random_state, "seed001-noise", ratio, repetition, epsilon, mechanism
-            )
-            budget = PureDP(epsilon) if kind == "pure" else ApproxDP(epsilon, PAPER_DELTA)
-            if mechanism == "wishart" and epsilon >= 1:
-                for post in POSTPROCESSING:
-                    records.append(
-                        {
-                            **common,
-                            "postprocessing": post,
-                            "rel_fro": math.nan,
-                            "repaired": math.nan,
-                            "status": "n/a (ε ≥ 1)",
-                        }
-                    )
-                continue
-            if mechanism == "output":
-                estimator = OutputPerturbationPrecision(
-                    alpha=alpha, budget=budget, bounds=bounds, allow_invalid=True, random_state=rng
-                ).fit(X)
-                error = relative_error(estimator.precision_, estimator.non_private_precision_)
-                for post in POSTPROCESSING:
-                    records.append(
-                        {
-                            **common,
-                            "postprocessing": post,
-                            "rel_fro": error,
-                            "repaired": 0.0,
-                            "status": "ok",
-                        }
-                    )
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                estimator = GraphicalLasso(
-                    alpha=alpha,
-                    budget=budget,
-                    bounds=bounds,
-                    mechanism=mechanism,
-                    allow_invalid=(validity == INVALID),
-                    max_iter=1000,
-                    random_state=rng,
-                ).fit(X)
-            repaired = bool(getattr(estimator, "n_diagonal_repaired_", 0)) or bool(
-                getattr(estimator, "repaired_", False)
-            )
-            records.append(
-                {
-                    **common,
-                    "postprocessing": "library repair",
-                    "rel_fro": relative_error(estimator.precision_, reference),
-                    "repaired": float(repaired),
-                    "status": "ok",
-                }
-            )
-            # The paper's pipeline: the graphical lasso on the raw release itself.
-            estimate = _solve(estimator.noisy_covariance_, alpha)
-            records.append(
-                {
-                    **common,
-                    "postprocessing": "none (paper)",
-                    "rel_fro": math.nan
-                    if estimate is None
-                    else relative_error(estimate, reference),
-                    "repaired": 0.0,
-                    "status": "ok" if estimate is not None else "no solution",
-                }
-            )
+        for method in _METHODS:
+            label, family, mechanism, _, validity = method
+            common = _common_fields(label=label, family=family, validity=validity,
+                                    epsilon=epsilon, ratio=ratio, n=n, p=p, repetition=repetition)
+            rng = cell.rng("seed001-noise", ratio, repetition, epsilon, mechanism)
+            records.extend(_method_records(X=X, reference=reference, method=method,
+                                           epsilon=epsilon, alpha=alpha, rng=rng, common=common))
     return records
+
+
+def _no_reference(cell: Cell, error: NumericalError, *, p: int, epsilons: tuple[float, ...]):
+    """A sample whose non-private reference has no solution: every cell of it failed."""
+    ratio, n = cell.params["r"], int(round(cell.params["r"] * p))
+    return [
+        {
+            **_common_fields(label=label, family=family, validity=validity, epsilon=epsilon,
+                             ratio=ratio, n=n, p=p, repetition=cell.repetition),
+            "postprocessing": post,
+            "rel_fro": math.nan,
+            "repaired": 0.0,
+            "status": NOT_APPLICABLE
+            if mechanism == "wishart" and epsilon >= 1
+            else "no solution",
+        }
+        for epsilon in epsilons
+        for label, family, mechanism, _, validity in _METHODS
+        for post in POSTPROCESSING
+    ]
 
 
 def _cell(group: pd.DataFrame) -> str:
     status = set(group["status"])
-    if status == {"n/a (ε ≥ 1)"}:
-        return "n/a (ε ≥ 1)"
+    if status == {NOT_APPLICABLE}:
+        return NOT_APPLICABLE
     values = group["rel_fro"].to_numpy(dtype=float)
     failed = int(np.sum(~np.isfinite(values)))
     if failed == len(values):
@@ -260,6 +278,16 @@ def _wide_table(raw: pd.DataFrame, family: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _errors_table(results: Results) -> pd.DataFrame:
+    errors = results.parts["errors"].aggregated.copy()
+    errors["n_repaired"] = errors["n_repaired"].astype(int)
+    errors["display"] = [
+        format_mean_se(m, s, digits=4, limit=NA_LIMIT) if math.isfinite(m) else "no solution"
+        for m, s in zip(errors["rel_fro_mean"], errors["rel_fro_se"])
+    ]
+    return errors
+
+
 def _ordering(errors: pd.DataFrame) -> pd.DataFrame:
     """Gaussian against Laplace at the same epsilon (the Gaussian also has delta = 1e-4,
     so the guarantees are not identical; this is the paper's comparison)."""
@@ -288,6 +316,67 @@ def _ordering(errors: pd.DataFrame) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _figure(errors: pd.DataFrame) -> Any:
+    """Relative Frobenius error against epsilon, one panel per privacy family, one line per
+    method and post-processing (averaged over the other settings)."""
+    # A bare Figure renders with Agg when saved and leaves pyplot's global state alone.
+    from matplotlib.figure import Figure
+
+    families = list(dict.fromkeys(errors["family"]))
+    figure = Figure(figsize=(6 * max(len(families), 1), 4.5))
+    axes = figure.subplots(1, max(len(families), 1), squeeze=False)[0]
+    for axis, family in zip(axes, families):
+        subset = errors[(errors["family"] == family) & np.isfinite(errors["rel_fro_mean"])]
+        for (method, post), group in subset.groupby(["method", "postprocessing"], sort=False):
+            line = group.groupby("epsilon")["rel_fro_mean"].mean().sort_index()
+            axis.plot(line.index, line.to_numpy(), marker="o", label=f"{method} ({post})")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("epsilon")
+        axis.set_ylabel("relative Frobenius error")
+        axis.set_title(str(family))
+        axis.legend(fontsize=7)
+    return figure
+
+
+def _spec(
+    *, p: int, ratios: tuple[float, ...], epsilons: tuple[float, ...], alpha: float,
+    repetitions: int, random_state: int,
+) -> ExperimentSpec:
+    def model(params: Any) -> Any:
+        return make_seed001_uut(
+            n_samples=1,
+            n_features=p,
+            density=2.0 / (p - 1),
+            normalize_rows=True,
+            random_state=repetition_rng(random_state, "seed001-model"),
+        )
+
+    part = Part(
+        name="errors",
+        label="tables",
+        axes={"r": ratios},
+        repetitions=repetitions,
+        context=model,
+        cell=lambda cell: _cell_records(cell, p=p, epsilons=epsilons, alpha=alpha),
+        on_failure=lambda cell, error: _no_reference(cell, error, p=p, epsilons=epsilons),
+        aggregation=Aggregation(
+            by=["postprocessing", "family", "method", "validity", "epsilon", "r", "n", "p"],
+            metrics=["rel_fro"],
+            extra={"n_repaired": ("repaired", "sum")},
+            where=lambda records: records["status"] != NOT_APPLICABLE,
+        ),
+    )
+    tables = {
+        "errors": _errors_table,
+        "table1_pure_dp": lambda r: _wide_table(r.parts["errors"].records, "epsilon-DP"),
+        "table2_approx_dp": lambda r: _wide_table(r.parts["errors"].records, APPROX_FAMILY),
+        "ordering": lambda r: _ordering(r.tables["errors"]),
+    }
+    figures = {"figure": lambda r: _figure(r.tables["errors"])}
+    return ExperimentSpec("seed001", [part], tables=tables, figures=figures, outputs=_OUTPUTS)
 
 
 def run_seed001(
@@ -356,102 +445,19 @@ def run_seed001(
     )
     if p < 3:
         raise ValueError(f"n_features must be an integer >= 3; got {p}")
-    ratios = tuple(preset["ratios"] if ratios is None else ratios)
-    if not ratios or not all(
-        isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0
-        for r in ratios
-    ):
-        raise ValueError(f"ratios must be a non-empty sequence of numbers > 0; got {ratios!r}")
-    ratios = tuple(float(r) for r in ratios)
+    ratios = check_positive_numbers(preset["ratios"] if ratios is None else ratios, name="ratios")
     if min(round(r * p) for r in ratios) < 2:
         raise ValueError(
             f"ratios must give n = round(r p) >= 2 samples; got ratios={ratios!r} with p={p}"
         )
-    epsilons = tuple(PAPER_EPSILONS if epsilons is None else epsilons)
-    if not epsilons or not all(
-        isinstance(e, (int, float)) and not isinstance(e, bool) and math.isfinite(e) and e > 0
-        for e in epsilons
-    ):
-        raise ValueError(f"epsilons must be a non-empty sequence of numbers > 0; got {epsilons!r}")
-    epsilons = tuple(float(e) for e in epsilons)
-    if (
-        isinstance(alpha, bool)
-        or not isinstance(alpha, (int, float))
-        or not (math.isfinite(alpha) and alpha > 0)
-    ):
-        raise ValueError(f"alpha must be a finite number > 0; got {alpha!r}")
-    directory = check_out_dir(out_dir, _OUTPUT_NAMES, overwrite=overwrite)
-
-    started = time.perf_counter()
-    truth = make_seed001_uut(
-        n_samples=1,
-        n_features=p,
-        density=2.0 / (p - 1),
-        normalize_rows=True,
-        random_state=repetition_rng(random_state, "seed001-model"),
+    spec = _spec(
+        p=p,
+        ratios=ratios,
+        epsilons=check_positive_numbers(
+            PAPER_EPSILONS if epsilons is None else epsilons, name="epsilons"
+        ),
+        alpha=check_positive_number(alpha, name="alpha"),
+        repetitions=repetitions,
+        random_state=random_state,
     )
-    records = []
-    for ratio in ratios:
-        n = int(round(ratio * p))
-        for repetition in range(repetitions):
-            X = truth.resample(
-                n_samples=n,
-                random_state=repetition_rng(random_state, "seed001-data", ratio, repetition),
-            ).X
-            records.extend(
-                _records_for_sample(
-                    X=X,
-                    ratio=ratio,
-                    repetition=repetition,
-                    epsilons=epsilons,
-                    alpha=float(alpha),
-                    random_state=random_state,
-                )
-            )
-    raw = pd.DataFrame(records)
-    by = ["postprocessing", "family", "method", "validity", "epsilon", "r", "n", "p"]
-    applicable = raw[raw["status"] != "n/a (ε ≥ 1)"]
-    errors = aggregate(applicable, by=by, metrics=["rel_fro"])
-    repaired = applicable.groupby(by, sort=False)["repaired"].sum().astype(int)
-    errors = errors.merge(repaired.rename("n_repaired").reset_index(), on=by, how="left")
-    errors["display"] = [
-        format_mean_se(m, s, digits=4, limit=NA_LIMIT) if math.isfinite(m) else "no solution"
-        for m, s in zip(errors["rel_fro_mean"], errors["rel_fro_se"])
-    ]
-    result = {
-        "errors": errors,
-        "table1_pure_dp": _wide_table(raw, "epsilon-DP"),
-        "table2_approx_dp": _wide_table(raw, f"(epsilon, delta={PAPER_DELTA:g})-DP"),
-        "ordering": _ordering(errors),
-        "timing": pd.DataFrame([{"part": "tables", "seconds": time.perf_counter() - started}]),
-    }
-    if directory is not None:
-        for key, name in zip(
-            ("errors", "table1_pure_dp", "table2_approx_dp", "ordering"), _OUTPUT_NAMES
-        ):
-            write_csv(result[key], directory / name, overwrite=overwrite)
-        write_figure(_figure(errors), directory / "seed001_errors.png", overwrite=overwrite)
-    return result
-
-
-def _figure(errors: pd.DataFrame) -> Any:
-    """Relative Frobenius error against epsilon, one panel per privacy family, one line per
-    method and post-processing (averaged over the other settings)."""
-    # A bare Figure renders with Agg when saved and leaves pyplot's global state alone.
-    from matplotlib.figure import Figure
-
-    families = list(dict.fromkeys(errors["family"]))
-    figure = Figure(figsize=(6 * max(len(families), 1), 4.5))
-    axes = figure.subplots(1, max(len(families), 1), squeeze=False)[0]
-    for axis, family in zip(axes, families):
-        subset = errors[(errors["family"] == family) & np.isfinite(errors["rel_fro_mean"])]
-        for (method, post), group in subset.groupby(["method", "postprocessing"], sort=False):
-            line = group.groupby("epsilon")["rel_fro_mean"].mean().sort_index()
-            axis.plot(line.index, line.to_numpy(), marker="o", label=f"{method} ({post})")
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.set_xlabel("epsilon")
-        axis.set_ylabel("relative Frobenius error")
-        axis.set_title(str(family))
-        axis.legend(fontsize=7)
-    return figure
+    return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables

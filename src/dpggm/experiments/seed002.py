@@ -61,11 +61,9 @@ from dpggm.experiments._common import (
     check_positive_int,
     check_random_seed,
     gaussian_row_norm_bound,
-    no_solution,
     repetition_rng,
-    write_csv,
-    write_figure,
 )
+from dpggm.experiments.runner import Cell, ExperimentSpec, Part, attempt, run, write_outputs
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.publish import publish
 from dpggm.metrics.graph import edge_auc, edge_scores_to_roc
@@ -119,13 +117,10 @@ def _relative_frobenius(estimate: np.ndarray, truth: np.ndarray) -> float:
 
 def _fit(X: Any, truth: SyntheticData, **params: Any) -> tuple[dict[str, float], Any]:
     """Fit one estimator; AUC and error, or NaN (counted as failed) when no solution."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            est = NoisyGraphicalLasso(**params).fit(X)
-    except (ValueError, ArithmeticError) as error:
-        if not no_solution(error):
-            raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = attempt(NoisyGraphicalLasso(**params).fit, X)
+    if est is None:
         return {"auc": math.nan, "frobenius": math.nan, "alpha": math.nan}, None
     return {
         "auc": edge_auc(est.edge_scores(), truth.adjacency),
@@ -319,32 +314,59 @@ def run_table_1a(
             return {"alpha": "cv", "release": release, "cv": cv}
         return {"alpha": "cv", "noise_sigma": sigma, "cv": cv}
 
-    records: list[dict[str, Any]] = []
-    roc: dict[Any, Any] = {}
-    for n in sizes:
-        for repetition in range(repetitions):
-            truth = make_chain(
-                n_samples=n,
-                n_features=n_features,
-                random_state=repetition_rng(random_state, "seed002-chain", n, repetition),
-            )
-            rows, curves = _cell_records(
-                truth=truth,
-                noise_levels=levels,
-                keys=("chain", n, repetition),
-                random_state=random_state,
-                params_for=params_for,
-                with_min_mse=True,
-                keep_roc=repetition == 0,
-            )
-            for row in rows:
-                row.update({"n": n, "p": n_features, "repetition": repetition})
-            records.extend(rows)
-            if curves:
-                roc[n] = curves
-    runs = pd.DataFrame(records)
-    table = _summarise(runs, ["n", "noise"], PAPER_TABLE_1A, "n")
-    return table, runs, roc
+    def cell(cell: Cell) -> list[dict[str, Any]]:
+        n, repetition = cell.params["n"], cell.repetition
+        truth = make_chain(
+            n_samples=n,
+            n_features=n_features,
+            random_state=cell.rng("seed002-chain", n, repetition),
+        )
+        fields = {"n": n, "p": n_features, "repetition": repetition}
+        return _sample_records(cell, truth, levels, ("chain", n, repetition), params_for,
+                               with_min_mse=True, fields=fields)
+
+    part = Part(name="1a", label="table 1(a)", axes={"n": sizes}, cell=cell,
+                repetitions=repetitions)
+    return _table_of(part, random_state, ["n", "noise"], PAPER_TABLE_1A, "n")
+
+
+def _sample_records(
+    cell: Cell, truth: SyntheticData, levels: tuple, keys: tuple, params_for: Any, *,
+    with_min_mse: bool, fields: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Every noise level of one sample; the first repetition also keeps its ROC curves
+    (in ``roc_curves`` of its first record, left out of the runs table)."""
+    rows, curves = _cell_records(
+        truth=truth,
+        noise_levels=levels,
+        keys=keys,
+        random_state=cell.random_state,
+        params_for=params_for,
+        with_min_mse=with_min_mse,
+        keep_roc=cell.repetition == 0,
+    )
+    for row in rows:
+        row.update(fields)
+    if curves:
+        rows[0]["roc_curves"] = curves
+    return rows
+
+
+def _runs_and_roc(records: pd.DataFrame, key: str) -> tuple[pd.DataFrame, dict[Any, Any]]:
+    if "roc_curves" not in records:
+        return records, {}
+    kept = records[records["roc_curves"].notna()]
+    roc = {value: curves for value, curves in zip(kept[key], kept["roc_curves"])}
+    return records.drop(columns=["roc_curves"]), roc
+
+
+def _table_of(
+    part: Part, random_state: int, by: list[str], paper: dict, paper_key: str
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[Any, Any]]:
+    """Run one table's grid on the engine: (summary, runs, ROC curves of repetition 0)."""
+    results = run(ExperimentSpec(f"seed002-{part.name}", [part]), random_state=random_state)
+    runs, roc = _runs_and_roc(results.parts[part.name].records, paper_key)
+    return _summarise(runs, by, paper, paper_key), runs, roc
 
 
 def _fixed_penalty(data: np.ndarray, noise_variance: float) -> float:
@@ -395,49 +417,35 @@ def run_table_1b(
             return {"alpha": alpha, "release": release}
         return {"alpha": alpha, "noise_sigma": sigma}
 
-    records: list[dict[str, Any]] = []
-    roc: dict[Any, Any] = {}
-    for sparsity in sparsities:
-        for repetition in range(repetitions):
-            truth = make_sparse_precision(
-                n_samples=n,
-                n_features=p,
-                sparsity=float(sparsity),
-                diagonal="row_sum",
-                random_state=repetition_rng(random_state, "seed002-sparse", sparsity, repetition),
-            )
-            rows, curves = _cell_records(
-                truth=truth,
-                noise_levels=levels,
-                keys=("sparse", float(sparsity), repetition),
-                random_state=random_state,
-                params_for=params_for,
-                with_min_mse=False,
-                keep_roc=repetition == 0,
-            )
-            for row in rows:
-                row.update({"sparsity": float(sparsity), "n": n, "p": p, "repetition": repetition})
-            records.extend(rows)
-            if curves:
-                roc[float(sparsity)] = curves
-            del truth
-    runs = pd.DataFrame(records)
-    table = _summarise(runs, ["sparsity", "noise"], PAPER_TABLE_1B, "sparsity")
-    return table, runs, roc
+    def cell(cell: Cell) -> list[dict[str, Any]]:
+        sparsity, repetition = cell.params["sparsity"], cell.repetition
+        truth = make_sparse_precision(
+            n_samples=n,
+            n_features=p,
+            sparsity=float(sparsity),
+            diagonal="row_sum",
+            random_state=cell.rng("seed002-sparse", sparsity, repetition),
+        )
+        fields = {"sparsity": float(sparsity), "n": n, "p": p, "repetition": repetition}
+        return _sample_records(cell, truth, levels, ("sparse", float(sparsity), repetition),
+                               params_for, with_min_mse=False, fields=fields)
+
+    part = Part(name="1b", label="table 1(b)", axes={"sparsity": tuple(sparsities)}, cell=cell,
+                repetitions=repetitions)
+    return _table_of(part, random_state, ["sparsity", "noise"], PAPER_TABLE_1B, "sparsity")
 
 
 def _roc_figure(roc_1a: dict[Any, Any], roc_1b: dict[Any, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # A bare Figure renders with Agg when saved and leaves pyplot's global state alone.
+    from matplotlib.figure import Figure
 
     panels = [(f"chain, n = {n}", curves) for n, curves in roc_1a.items()] + [
         (f"1000 nodes, sparsity {100 * s:g}%", curves) for s, curves in roc_1b.items()
     ]
     columns = max(1, min(4, len(panels)))
     rows = max(1, math.ceil(len(panels) / columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 3.4 * rows), squeeze=False)
+    figure = Figure(figsize=(3.6 * columns, 3.4 * rows))
+    axes = figure.subplots(rows, columns, squeeze=False)
     for ax in axes.ravel()[len(panels) :]:
         ax.set_visible(False)
     for ax, (title, curves) in zip(axes.ravel(), panels):
@@ -520,32 +528,33 @@ def run_seed002(
     directory = check_out_dir(out_dir, names, overwrite=overwrite)
     result: dict[str, pd.DataFrame] = {}
     timing = []
-    roc_1a: dict[Any, Any] = {}
-    roc_1b: dict[Any, Any] = {}
-    if "1a" in tables:
+    roc: dict[str, dict[Any, Any]] = {"1a": {}, "1b": {}}
+    # The two tables are separate runs of the engine (through the module's functions, so
+    # that each can be run, and replaced in tests, on its own); their files are written
+    # together below.
+    for table in ("1a", "1b"):
+        if table not in tables:
+            continue
         started = time.perf_counter()
-        result["table_1a"], result["runs_1a"], roc_1a = run_table_1a(
-            repetitions=repetitions, random_state=random_state
-        )
-        timing.append({"part": "table 1(a)", "seconds": time.perf_counter() - started})
-    if "1b" in tables:
-        started = time.perf_counter()
-        result["table_1b"], result["runs_1b"], roc_1b = run_table_1b(
-            full=full, repetitions=repetitions, random_state=random_state
-        )
-        timing.append({"part": "table 1(b)", "seconds": time.perf_counter() - started})
+        if table == "1a":
+            summary, runs, roc["1a"] = run_table_1a(
+                repetitions=repetitions, random_state=random_state
+            )
+        else:
+            summary, runs, roc["1b"] = run_table_1b(
+                full=full, repetitions=repetitions, random_state=random_state
+            )
+        result[f"table_{table}"], result[f"runs_{table}"] = summary, runs
+        timing.append({"part": f"table 1({table[1]})", "seconds": time.perf_counter() - started})
     result["timing"] = pd.DataFrame(timing)
     if directory is not None:
-        for key in ("table_1a", "runs_1a", "table_1b", "runs_1b"):
-            if key in result:
-                write_csv(result[key], directory / f"seed002_{key}.csv", overwrite=overwrite)
-        figure = _roc_figure(roc_1a, roc_1b)
-        try:
-            write_figure(figure, directory / "seed002_roc.png", overwrite=overwrite)
-        finally:
-            import matplotlib.pyplot as plt
-
-            plt.close(figure)
+        files: dict[str, Any] = {
+            f"seed002_{key}.csv": result[key]
+            for key in ("table_1a", "runs_1a", "table_1b", "runs_1b")
+            if key in result
+        }
+        files["seed002_roc.png"] = lambda: _roc_figure(roc["1a"], roc["1b"])
+        write_outputs(directory, files, overwrite=overwrite, label="seed002")
     return result
 
 

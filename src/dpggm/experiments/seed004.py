@@ -37,7 +37,6 @@ once.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -46,16 +45,15 @@ import pandas as pd
 from dpggm.datasets.synthetic import make_sparse_covariance
 from dpggm.estimators.precision import ThresholdedCovariance
 from dpggm.experiments._common import (
-    aggregate,
-    check_out_dir,
+    check_integers,
     check_positive_int,
+    check_positive_numbers,
     check_random_seed,
     gaussian_row_norm_bound,
     loglog_slope,
     repetition_rng,
-    write_csv,
-    write_figure,
 )
+from dpggm.experiments.runner import Aggregation, Cell, ExperimentSpec, Part, Results, run
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.metrics.matrix import relative_error
 from dpggm.privacy.budgets import ApproxDP, NonPrivate
@@ -84,12 +82,13 @@ _REDUCED = {
     "epsilons": (0.1, 0.5, 1.0, 2.0),
 }
 
-_OUTPUT_NAMES = (
-    "seed004_errors.csv",
-    "seed004_trend.csv",
-    "seed004_settings.csv",
-    "seed004_figure1.png",
-)
+_OUTPUTS = {
+    "errors": "seed004_errors.csv",
+    "trend": "seed004_trend.csv",
+    "settings": "seed004_settings.csv",
+    "figure": "seed004_figure1.png",
+}
+_METRICS = ("rel_spectral", "kept_offdiagonal", "threshold", "clipped_fraction")
 
 
 def _settings(preset: dict[str, Any], include_non_private: bool) -> list[dict[str, Any]]:
@@ -105,24 +104,6 @@ def _settings(preset: dict[str, Any], include_non_private: bool) -> list[dict[st
     for epsilon in [*preset["epsilons"], *extra]:
         rows.append({"panel": "privacy", "p": preset["eps_p"], "sr": 0.2, "epsilon": epsilon})
     return rows
-
-
-def _check_numbers(values: Any, *, name: str, upper: float | None = None) -> tuple[float, ...]:
-    values = tuple(values)
-    ok = bool(values) and all(
-        isinstance(v, (int, float))
-        and not isinstance(v, bool)
-        and math.isfinite(v)
-        and v > 0
-        and (upper is None or v <= upper)
-        for v in values
-    )
-    if not ok:
-        bound = f" and <= {upper}" if upper is not None else ""
-        raise ValueError(
-            f"{name} must be a non-empty sequence of numbers > 0{bound}; got {values!r}"
-        )
-    return tuple(float(v) for v in values)
 
 
 def _figure(errors: pd.DataFrame) -> Any:
@@ -247,6 +228,172 @@ def _one_run(
     }
 
 
+def _model(params: dict[str, Any], *, random_state: int, epsilons: list[Any]) -> dict[str, Any]:
+    """The sparse model of (p, sr), rescaled by its public row-norm factor."""
+    p, sr = params["p"], params["sr"]
+    truth = make_sparse_covariance(
+        n_samples=2,
+        n_features=p,
+        sparsity_ratio=sr,
+        random_state=repetition_rng(random_state, "seed004-model", p, sr),
+    )
+    factor = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
+    target = np.asarray(truth.covariance) / factor**2
+    return {
+        "truth": truth,
+        "factor": factor,
+        "target": target,
+        "gamma": float(np.max(np.diag(target))),
+        "sr": sr,
+        "epsilons": epsilons,
+    }
+
+
+def _sample_records(cell: Cell) -> list[dict[str, Any]]:
+    """One sample of (p, sr, n), thresholded at every privacy level the panels use."""
+    p, sr, n, repetition = cell.params["p"], cell.params["sr"], cell.params["n"], cell.repetition
+    model = cell.context
+    sample = model["truth"].resample(
+        n_samples=n, random_state=cell.rng("seed004-data", p, sr, n, repetition)
+    )
+    X = sample.X / model["factor"]
+    return [
+        {"epsilon": epsilon, **_one_run(model, X, epsilon, repetition, cell.random_state)}
+        for epsilon in model["epsilons"]
+    ]
+
+
+def _per_panel(
+    records: list[dict[str, Any]], *, grid: list[dict[str, Any]], sizes: tuple[int, ...],
+    repetitions: int,
+) -> pd.DataFrame:
+    """Lay the runs out per panel setting: a run shared by two panels appears in both."""
+    computed = {
+        (r["p"], r["sr"], r.get("epsilon"), r["n"], r["repetition"]): r for r in records
+    }
+    rows = []
+    for setting in grid:
+        for n in sizes:
+            for repetition in range(repetitions):
+                key = (setting["p"], setting["sr"], setting["epsilon"], n, repetition)
+                # A sample whose runs failed has no entry: its metrics are missing.
+                run_ = computed.get(key, {})
+                rows.append({
+                    **setting,
+                    "n": n,
+                    "delta": 1.0 / n if setting["epsilon"] != NON_PRIVATE else 0.0,
+                    "repetition": repetition,
+                    **{key: run_[key] for key in _METRICS if key in run_},
+                })
+    raw = pd.DataFrame(rows)
+    raw["epsilon"] = raw["epsilon"].astype(object)
+    return raw
+
+
+def _errors_table(results: Results) -> pd.DataFrame:
+    part = results.parts["errors"]
+    errors = part.aggregated.copy()
+    errors["true_offdiagonal_nonzeros"] = [
+        int(np.count_nonzero(part.contexts[(p, sr)]["target"]) - p)
+        for p, sr in zip(errors["p"], errors["sr"])
+    ]
+    return errors
+
+
+def _settings_table(results: Results) -> pd.DataFrame:
+    part = results.parts["errors"]
+    raw = part.records
+    return pd.DataFrame(
+        [
+            {
+                "p": p,
+                "sr": sr,
+                "rescaling_factor_c": m["factor"],
+                "rule": f"x -> x/c, U -> U/c^2; c = Laurent-Massart level exceeded w.p. <= "
+                f"{ROW_BOUND_TAIL:g} under the model's covariance (public for a synthetic model)",
+                "declared_bound": "RowNorm(1)",
+                "clipped_fraction_mean": float(
+                    raw.loc[(raw["p"] == p) & (raw["sr"] == sr), "clipped_fraction"].mean()
+                ),
+                "unscaled_expected_row_norm": float(math.sqrt(np.trace(m["truth"].covariance))),
+                "gamma": m["gamma"],
+                "gamma_rule": "largest variance of the rescaled model (paper: unspecified)",
+                "spectral_norm_U": float(np.linalg.norm(m["target"], 2)),
+            }
+            for (p, sr), m in part.contexts.items()
+        ]
+    )
+
+
+def _spec(preset: dict[str, Any], *, include_non_private: bool, random_state: int) -> ExperimentSpec:
+    grid = _settings(preset, include_non_private)
+    # The panels share settings (p = 50, sr = 0.2, epsilon = 1 appears in all three) and
+    # every privacy level of a model uses the same samples: each sample is drawn once and
+    # each distinct run is computed once.
+    epsilons: dict[tuple[int, float], list[Any]] = {}
+    for setting in grid:
+        levels = epsilons.setdefault((setting["p"], setting["sr"]), [])
+        if setting["epsilon"] not in levels:
+            levels.append(setting["epsilon"])
+    part = Part(
+        name="errors",
+        label="figure 1",
+        axes={("p", "sr"): list(epsilons), "n": preset["sample_sizes"]},
+        repetitions=preset["repetitions"],
+        context=lambda params: _model(
+            params, random_state=random_state, epsilons=epsilons[(params["p"], params["sr"])]
+        ),
+        context_axes=("p", "sr"),
+        cell=_sample_records,
+        arrange=lambda records: _per_panel(
+            records, grid=grid, sizes=preset["sample_sizes"], repetitions=preset["repetitions"]
+        ),
+        aggregation=Aggregation(
+            by=["panel", "p", "sr", "epsilon", "n", "delta"],
+            metrics=["rel_spectral"],
+            extra={
+                "kept_offdiagonal_mean": ("kept_offdiagonal", "mean"),
+                "threshold_mean": ("threshold", "mean"),
+            },
+        ),
+    )
+    tables = {
+        "errors": _errors_table,
+        "trend": lambda r: _trend(r.tables["errors"]),
+        "settings": _settings_table,
+    }
+    figures = {"figure": lambda r: _figure(r.tables["errors"])}
+    return ExperimentSpec("seed004", [part], tables=tables, figures=figures, outputs=_OUTPUTS)
+
+
+def _preset(
+    *, full: bool, repetitions: Any, sample_sizes: Any, sparsity_ratios: Any,
+    dimensions: Any, epsilons: Any, sparsity_p: Any, privacy_p: Any,
+) -> dict[str, Any]:
+    """The preset's grids with the caller's overrides, validated."""
+    preset = dict(_FULL if full else _REDUCED)
+    preset["repetitions"] = check_positive_int(
+        preset["repetitions"] if repetitions is None else repetitions, name="repetitions"
+    )
+    if sample_sizes is not None:
+        preset["sample_sizes"] = check_integers(sample_sizes, name="sample_sizes", minimum=2)
+    if sparsity_ratios is not None:
+        preset["sparsity_ratios"] = check_positive_numbers(
+            sparsity_ratios, name="sparsity_ratios", upper=1.0
+        )
+    if dimensions is not None:
+        preset["dimensions"] = check_integers(dimensions, name="dimensions")
+    if epsilons is not None:
+        preset["epsilons"] = check_positive_numbers(epsilons, name="epsilons")
+    if sparsity_p is not None:
+        preset["sr_p"] = check_positive_int(sparsity_p, name="sparsity_p")
+    if privacy_p is not None:
+        preset["eps_p"] = check_positive_int(privacy_p, name="privacy_p")
+    if min([*preset["dimensions"], preset["sr_p"], preset["eps_p"]]) < 2:
+        raise ValueError("every dimension must be an integer >= 2")
+    return preset
+
+
 def run_seed004(
     *,
     full: bool = False,
@@ -304,131 +451,16 @@ def run_seed004(
 
     Privacy: an evaluation on synthetic data.
     """
-    preset = dict(_FULL if full else _REDUCED)
     random_state = check_random_seed(random_state)
-    preset["repetitions"] = check_positive_int(
-        preset["repetitions"] if repetitions is None else repetitions, name="repetitions"
+    preset = _preset(
+        full=full,
+        repetitions=repetitions,
+        sample_sizes=sample_sizes,
+        sparsity_ratios=sparsity_ratios,
+        dimensions=dimensions,
+        epsilons=epsilons,
+        sparsity_p=sparsity_p,
+        privacy_p=privacy_p,
     )
-    if sample_sizes is not None:
-        preset["sample_sizes"] = tuple(
-            check_positive_int(n, name="sample_sizes") for n in sample_sizes
-        )
-        if not preset["sample_sizes"] or min(preset["sample_sizes"]) < 2:
-            raise ValueError(f"sample_sizes must be integers >= 2; got {sample_sizes!r}")
-    if sparsity_ratios is not None:
-        preset["sparsity_ratios"] = _check_numbers(
-            sparsity_ratios, name="sparsity_ratios", upper=1.0
-        )
-    if dimensions is not None:
-        preset["dimensions"] = tuple(check_positive_int(p, name="dimensions") for p in dimensions)
-    if epsilons is not None:
-        preset["epsilons"] = _check_numbers(epsilons, name="epsilons")
-    if sparsity_p is not None:
-        preset["sr_p"] = check_positive_int(sparsity_p, name="sparsity_p")
-    if privacy_p is not None:
-        preset["eps_p"] = check_positive_int(privacy_p, name="privacy_p")
-    if min([*preset["dimensions"], preset["sr_p"], preset["eps_p"]]) < 2:
-        raise ValueError("every dimension must be an integer >= 2")
-    directory = check_out_dir(out_dir, _OUTPUT_NAMES, overwrite=overwrite)
-
-    started = time.perf_counter()
-    settings_grid = _settings(preset, include_non_private)
-    models: dict[tuple[int, float], dict[str, Any]] = {}
-    for setting in settings_grid:
-        p, sr = setting["p"], setting["sr"]
-        if (p, sr) not in models:
-            truth = make_sparse_covariance(
-                n_samples=2,
-                n_features=p,
-                sparsity_ratio=sr,
-                random_state=repetition_rng(random_state, "seed004-model", p, sr),
-            )
-            factor = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
-            target = np.asarray(truth.covariance) / factor**2
-            models[(p, sr)] = {
-                "truth": truth,
-                "factor": factor,
-                "target": target,
-                "gamma": float(np.max(np.diag(target))),
-                "sr": sr,
-                "epsilons": [],
-            }
-        if setting["epsilon"] not in models[(p, sr)]["epsilons"]:
-            models[(p, sr)]["epsilons"].append(setting["epsilon"])
-    # The panels share settings (p = 50, sr = 0.2, epsilon = 1 appears in all three) and
-    # every privacy level of a model uses the same samples: each sample is drawn once and
-    # each distinct run is computed once.
-    computed: dict[tuple, dict[str, float]] = {}
-    for (p, sr), model in models.items():
-        for n in preset["sample_sizes"]:
-            for repetition in range(preset["repetitions"]):
-                sample = model["truth"].resample(
-                    n_samples=n,
-                    random_state=repetition_rng(random_state, "seed004-data", p, sr, n, repetition),
-                )
-                X = sample.X / model["factor"]
-                for epsilon in model["epsilons"]:
-                    computed[(p, sr, epsilon, n, repetition)] = _one_run(
-                        model, X, epsilon, repetition, random_state
-                    )
-    records = [
-        {
-            **setting,
-            "n": n,
-            "delta": 1.0 / n if setting["epsilon"] != NON_PRIVATE else 0.0,
-            "repetition": repetition,
-            **computed[(setting["p"], setting["sr"], setting["epsilon"], n, repetition)],
-        }
-        for setting in settings_grid
-        for n in preset["sample_sizes"]
-        for repetition in range(preset["repetitions"])
-    ]
-    raw = pd.DataFrame(records)
-    raw["epsilon"] = raw["epsilon"].astype(object)
-    by = ["panel", "p", "sr", "epsilon", "n", "delta"]
-    errors = aggregate(raw, by=by, metrics=["rel_spectral"])
-    extra = (
-        raw.groupby(by, sort=False)
-        .agg(
-            kept_offdiagonal_mean=("kept_offdiagonal", "mean"),
-            threshold_mean=("threshold", "mean"),
-        )
-        .reset_index()
-    )
-    errors = errors.merge(extra, on=by, how="left")
-    errors["true_offdiagonal_nonzeros"] = [
-        int(np.count_nonzero(models[(p, sr)]["target"]) - p)
-        for p, sr in zip(errors["p"], errors["sr"])
-    ]
-    settings = pd.DataFrame(
-        [
-            {
-                "p": p,
-                "sr": sr,
-                "rescaling_factor_c": m["factor"],
-                "rule": f"x -> x/c, U -> U/c^2; c = Laurent-Massart level exceeded w.p. <= "
-                f"{ROW_BOUND_TAIL:g} under the model's covariance (public for a synthetic model)",
-                "declared_bound": "RowNorm(1)",
-                "clipped_fraction_mean": float(
-                    raw.loc[(raw["p"] == p) & (raw["sr"] == sr), "clipped_fraction"].mean()
-                ),
-                "unscaled_expected_row_norm": float(math.sqrt(np.trace(m["truth"].covariance))),
-                "gamma": m["gamma"],
-                "gamma_rule": "largest variance of the rescaled model (paper: unspecified)",
-                "spectral_norm_U": float(np.linalg.norm(m["target"], 2)),
-            }
-            for (p, sr), m in models.items()
-        ]
-    )
-    result = {
-        "errors": errors,
-        "trend": _trend(errors),
-        "settings": settings,
-        "timing": pd.DataFrame([{"part": "figure 1", "seconds": time.perf_counter() - started}]),
-    }
-    if directory is not None:
-        write_csv(errors, directory / "seed004_errors.csv", overwrite=overwrite)
-        write_csv(result["trend"], directory / "seed004_trend.csv", overwrite=overwrite)
-        write_csv(settings, directory / "seed004_settings.csv", overwrite=overwrite)
-        write_figure(_figure(errors), directory / "seed004_figure1.png", overwrite=overwrite)
-    return result
+    spec = _spec(preset, include_non_private=include_non_private, random_state=random_state)
+    return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables

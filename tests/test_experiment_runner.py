@@ -1,0 +1,211 @@
+"""The shared experiment engine (issue 15, item 5): cells, failures, aggregation, output."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpggm.exceptions import NoSolutionError
+from dpggm.experiments._common import (
+    check_integers,
+    check_positive_number,
+    check_positive_numbers,
+    repetition_rng,
+    report_progress,
+)
+from dpggm.experiments.runner import Aggregation, ExperimentSpec, Part, attempt, run
+
+
+def _toy_spec(*, calls: list, fail_at: tuple | None = None, figure=None) -> ExperimentSpec:
+    def context(params):
+        calls.append(("context", params["model"]))
+        return {"scale": 10.0 * params["model"]}
+
+    def cell(cell):
+        calls.append(("cell", cell.params["model"], cell.params["n"], cell.repetition))
+        if fail_at == (cell.params["model"], cell.params["n"], cell.repetition):
+            raise NoSolutionError("no solution for this draw")
+        draw = cell.rng("toy", cell.params["model"], cell.params["n"], cell.repetition)
+        value = cell.context["scale"] + cell.params["n"] + draw.standard_normal()
+        return [{"method": "a", "value": value}, {"method": "b", "value": 2 * value}]
+
+    part = Part(
+        name="toy",
+        label="toy part",
+        axes={"model": (1, 2), "n": (5, 7)},
+        repetitions=3,
+        context=context,
+        context_axes=("model",),
+        cell=cell,
+        aggregation=Aggregation(by=["method", "model", "n"], metrics=["value"]),
+    )
+    figures = {} if figure is None else {"plot": figure}
+    outputs = {"values": "toy_values.csv"} | ({"plot": "toy.png"} if figure is not None else {})
+    return ExperimentSpec(
+        "toy",
+        [part],
+        tables={"values": lambda r: r.parts["toy"].aggregated},
+        figures=figures,
+        outputs=outputs,
+    )
+
+
+def test_cells_run_in_axis_order_with_one_context_per_model_and_keyed_draws():
+    calls: list = []
+    seen = []
+    results = run(_toy_spec(calls=calls), random_state=7, progress=lambda *a: seen.append(a))
+    assert [c for c in calls if c[0] == "context"] == [("context", 1), ("context", 2)]
+    cells = [c[1:] for c in calls if c[0] == "cell"]
+    assert cells == [(m, n, r) for m in (1, 2) for n in (5, 7) for r in range(3)]
+    assert seen == [(k, 12) for k in range(1, 13)]
+    records = results.parts["toy"].records
+    assert list(records.columns) == ["method", "value", "model", "n", "repetition"]
+    # The value of a repetition is its own keyed draw: recompute one by hand.
+    row = records[(records["model"] == 2) & (records["n"] == 7) & (records["repetition"] == 1)]
+    expected = 20.0 + 7 + repetition_rng(7, "toy", 2, 7, 1).standard_normal()
+    assert row["value"].tolist() == [expected, 2 * expected]
+    table = results.tables["values"]
+    first = records[(records["method"] == "a") & (records["model"] == 1) & (records["n"] == 5)]
+    values = first["value"].to_numpy()
+    got = table.iloc[0]
+    assert (got["method"], got["model"], got["n"]) == ("a", 1, 5)
+    assert got["value_mean"] == pytest.approx(values.mean())
+    assert got["value_se"] == pytest.approx(values.std(ddof=1) / math.sqrt(3))
+    assert list(results.tables) == ["values", "timing"]
+    assert results.tables["timing"]["part"].tolist() == ["toy part"]
+
+
+def test_a_repetition_without_a_solution_is_recorded_as_failed():
+    calls: list = []
+    results = run(_toy_spec(calls=calls, fail_at=(2, 5, 1)), random_state=0)
+    table = results.tables["values"]
+    failed = table[(table["model"] == 2) & (table["n"] == 5)]
+    # The failed repetition has no method, so it forms its own group of one failure.
+    assert failed["n_failed"].tolist() == [0, 0, 1]
+    assert failed["n_reps"].tolist() == [2, 2, 1]
+    assert table["n_failed"].sum() == 1
+    records = results.parts["toy"].records
+    assert records["failure"].dropna().tolist() == ["no solution for this draw"]
+
+
+def test_other_errors_propagate():
+    def cell(cell):
+        raise ValueError("a bug, not a failed repetition")
+
+    spec = ExperimentSpec("bad", [Part(name="p", axes={"x": (1,)}, cell=cell, repetitions=1)])
+    with pytest.raises(ValueError, match="a bug"):
+        run(spec)
+
+
+def test_linked_axes_vary_together_and_arrange_reshapes_records():
+    def cell(cell):
+        return [{"y": cell.params["p"] * cell.params["sr"]}]
+
+    part = Part(
+        name="p",
+        axes={("p", "sr"): [(10, 0.5), (20, 0.25)], "n": (1, 2)},
+        cell=cell,
+        repetitions=1,
+        arrange=lambda records: pd.DataFrame(records).sort_values("n", kind="stable"),
+        aggregation=Aggregation(by=["p", "n"], metrics=["y"], extra={"total": ("y", "sum")}),
+    )
+    results = run(ExperimentSpec("linked", [part]))
+    table = results.parts["p"].aggregated
+    assert table[["p", "n"]].values.tolist() == [[10, 1], [20, 1], [10, 2], [20, 2]]
+    assert table["y_mean"].tolist() == [5.0] * 4
+    assert table["total"].tolist() == [5.0] * 4
+
+
+def test_outputs_are_checked_before_any_work_and_written_all_or_nothing(tmp_path):
+    from matplotlib.figure import Figure
+
+    def figure(results):
+        fig = Figure()
+        fig.subplots().plot([0, 1], [0, 1])
+        return fig
+
+    calls: list = []
+    run(_toy_spec(calls=calls, figure=figure), out=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.png", "toy_values.csv"]
+    assert (tmp_path / "toy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    written = pd.read_csv(tmp_path / "toy_values.csv")
+    assert written.shape == (8, 7)  # (method, model, n) groups
+
+    calls.clear()
+    with pytest.raises(FileExistsError, match="toy_values.csv"):
+        run(_toy_spec(calls=calls, figure=figure), out=tmp_path)
+    assert calls == []  # refused before the first cell
+
+    def broken(results):
+        raise RuntimeError("figure failed")
+
+    fresh = tmp_path / "fresh"
+    with pytest.raises(RuntimeError, match="figure failed"):
+        run(_toy_spec(calls=[], figure=broken), out=fresh)
+    # Neither the table rendered before the figure nor the staging directory is left.
+    assert list(fresh.iterdir()) == []
+
+    before = (tmp_path / "toy_values.csv").read_bytes()
+    run(_toy_spec(calls=[], figure=figure), random_state=1, out=tmp_path, overwrite=True)
+    assert (tmp_path / "toy_values.csv").read_bytes() != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "toy.png", "toy_values.csv"]
+
+
+def test_a_part_needs_at_least_one_repetition():
+    spec = ExperimentSpec("none", [Part(name="p", axes={"x": (1,)}, cell=lambda c: [],
+                                        repetitions=0)])
+    with pytest.raises(ValueError, match="repetitions of part 'p' must be an integer >= 1"):
+        run(spec)
+
+
+def test_outputs_must_name_a_table_or_figure():
+    spec = ExperimentSpec(
+        "typo",
+        [Part(name="p", axes={"x": (1,)}, cell=lambda c: [{"y": 1.0}], repetitions=1)],
+        outputs={"tabel": "x.csv"},
+    )
+    with pytest.raises(ValueError, match="tabel"):
+        run(spec)
+
+
+def test_the_progress_display_still_counts_keyed_draws():
+    ticks = []
+    with report_progress(lambda: ticks.append(1)):
+        run(_toy_spec(calls=[]))
+    assert len(ticks) == 12
+
+
+def test_attempt_turns_no_solution_into_none_and_nothing_else():
+    def no_solution():
+        raise NoSolutionError("unbounded")
+
+    def bad_input():
+        raise ValueError("alpha must be > 0")
+
+    assert attempt(no_solution) is None
+    assert attempt(np.add, 1, 2) == 3
+    with pytest.raises(ValueError, match="alpha"):
+        attempt(bad_input)
+
+
+@pytest.mark.parametrize("bad", [(), (0.0,), (1.0, -2.0), (True,), ("0.5",), (math.inf,), None])
+def test_check_positive_numbers_rejects(bad):
+    with pytest.raises(ValueError, match="epsilons must be a non-empty sequence of numbers > 0"):
+        check_positive_numbers(bad, name="epsilons")
+
+
+def test_check_positive_numbers_upper_bound_and_scalar_and_integer_checks():
+    assert check_positive_numbers((1, np.float64(0.5)), name="x") == (1.0, 0.5)
+    with pytest.raises(ValueError, match=r"sr must be .* and <= 1.0; got \(1.5,\)"):
+        check_positive_numbers((1.5,), name="sr", upper=1.0)
+    assert check_positive_number(2, name="alpha") == 2.0
+    for bad in (0, -1.0, math.nan, False, "1"):
+        with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+            check_positive_number(bad, name="alpha")
+    assert check_integers((2, np.int64(3)), name="sizes", minimum=2) == (2, 3)
+    for bad in ((1,), (2.0,), (True,), ()):
+        with pytest.raises(ValueError, match="sizes must be a non-empty sequence of integers >= 2"):
+            check_integers(bad, name="sizes", minimum=2)
