@@ -272,3 +272,15 @@ def test_without_release_privacy_is_unknown():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = GWishartGraph(noise_sigma=0.1, n_iter=500, random_state=0).fit(X)
     assert est.privacy_.validity == "unknown"
+
+
+def test_seed002_table_1a_has_a_gwishart_column():
+    from dpggm.experiments.seed002 import run_table_1a
+
+    table, runs, _ = run_table_1a(repetitions=1, sample_sizes=(300,), snr_levels=(40.0,),
+                                  n_features=6, cv=2, gwishart_iter=4000)
+    assert runs["auc_gwishart"].between(0.9, 1.0).all()
+    assert {"auc_gwishart_mean", "gwishart_max_abs_diff_mean"} <= set(table.columns)
+    default, _, _ = run_table_1a(repetitions=1, sample_sizes=(300,), snr_levels=(40.0,),
+                                 n_features=6, cv=2)
+    assert "auc_gwishart" not in default.columns and "auc_gwishart_mean" not in default.columns
