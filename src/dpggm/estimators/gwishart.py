@@ -42,9 +42,9 @@ Single-edge moves restricted to chordal graphs mix slowly when the signal is str
 ``p`` is large: an edge can be added only once the common neighbours of its ends separate
 them, so a chain that attached a vertex to the wrong part of the graph must first undo
 that. On a 10-node chain with ``n = 500`` the default 20 000 iterations agree across chains
-to 0.1; on a 50-node chain the chains reach graphs within a few log units of the truth's
-posterior after ~200 000 iterations but still disagree on some edges. The diagnostic
-(``convergence_``) reports this; it is not hidden by the defaults.
+to 0.1; on a 50-node chain the chains reach graphs within about ten log units of the
+true graph's posterior after 200 000 iterations but still disagree on some edges. The
+diagnostic (``convergence_``) reports this; it is not hidden by the defaults.
 
 Estimates
 ---------
