@@ -43,9 +43,9 @@ from dpggm.estimators.registry import METHODS, make_estimator
 N, P = 200, 4
 INVALID_BY_DESIGN = {"wishart-pure", "output-perturbation", "OutputPerturbationPrecision"}
 GRAPH = {"glasso", "pace", "GraphicalLasso", "PACECovariance", "NoisyGraphicalLasso",
-         "NeighborhoodSelection", "SCIO"}
+         "NeighborhoodSelection", "SCIO", "GWishartGraph"}
 REGRESSORS = {"AdaSSP", "PrivateLinearRegression"}
-POST_PROCESSING = {"NoisyGraphicalLasso", "NeighborhoodSelection", "SCIO"}
+POST_PROCESSING = {"NoisyGraphicalLasso", "NeighborhoodSelection", "SCIO", "GWishartGraph"}
 
 
 def _budget_for(name: str):
@@ -78,6 +78,10 @@ def _class_factory(cls):
             if "budget" in params:
                 inner["budget"] = params.pop("budget")
             params.setdefault("covariance_estimator", PrivateCovariance(**inner))
+            return cls(**params)
+        if name == "GWishartGraph":
+            params.setdefault("noise_sigma", 0.0)
+            params.setdefault("n_iter", 6000)
             return cls(**params)
         if name in POST_PROCESSING:
             params.setdefault("noise_sigma", 0.0)
@@ -132,7 +136,7 @@ def test_every_exported_estimator_is_covered():
     names = {c.__name__ for c in EXPORTED}
     assert {"PrivateCovariance", "PACECovariance", "AdaSSP", "SCIO",
             "NoisyGraphicalLasso"} <= names
-    assert len(EXPORTED) == 16
+    assert len(EXPORTED) == 17
     assert len(METHODS) >= 14
 
 

@@ -34,6 +34,7 @@ _EXPORTS = {
     "NoisyGraphicalLasso": "dpggm.estimators.noisy_glasso",
     "PACECovariance": "dpggm.estimators.pace",
     "PrivateGraph": "dpggm.estimators.graph",
+    "GWishartGraph": "dpggm.estimators.gwishart",
     "GraphicalLasso": "dpggm.estimators.precision",
     "OutputPerturbationPrecision": "dpggm.estimators.precision",
     "RidgePrecision": "dpggm.estimators.precision",
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
         SCIO,
         NeighborhoodSelection,
     )
+    from dpggm.estimators.gwishart import GWishartGraph
     from dpggm.estimators.noisy_glasso import (
         NoisyGraphicalLasso,
     )
@@ -85,6 +87,7 @@ __all__ = [
     "AdaSSP",
     "AdaptiveCovariance",
     "DiagonalCovariance",
+    "GWishartGraph",
     "GraphicalLasso",
     "NeighborhoodSelection",
     "NoisyGraphicalLasso",

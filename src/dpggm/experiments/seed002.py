@@ -34,6 +34,12 @@ What differs from the paper, and why:
   (Theorem 4.1) reads the range and column energies off the private data; it is shown in
   ``mu_paper`` only for comparison. At these SNRs both are enormous: a per-record
   release at 20 dB offers no meaningful privacy.
+* **G-Wishart baseline.** The paper compares with BDgraph. With ``full=True`` Table 1(a)
+  adds :class:`~dpggm.estimators.gwishart.GWishartGraph` (Metropolis-Hastings over
+  decomposable graphs, posterior edge-inclusion probabilities as scores, on the same
+  bias-corrected release; ``GWISHART_ITER`` iterations per chain, two chains): columns
+  ``auc_gwishart`` and ``gwishart_max_abs_diff`` (the chains' largest disagreement on an
+  edge's inclusion probability, its convergence diagnostic).
 * **Reduced run.** Table 1(a) runs at the paper's size by default. Table 1(b) keeps the
   paper's 1000 nodes and ``n = 10 000`` but, unless ``full=True``, uses one repetition and
   the noise levels {none, 60, 20} dB; ``full=True`` uses all six levels and
@@ -54,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.datasets.synthetic import SyntheticData, make_chain, make_sparse_precision
+from dpggm.estimators.gwishart import GWishartGraph
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso, select_alpha
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.experiments._common import (
@@ -95,6 +102,8 @@ SAMPLE_SIZES_1A = (50, 500, 5000)
 SPARSITIES_1B = (0.99, 0.98, 0.95, 0.90)
 REDUCED_SNR_1B = (60.0, 20.0)
 REPORT_DELTA = 1e-5
+# Iterations per chain of the G-Wishart baseline (Table 1(a), full runs only).
+GWISHART_ITER = 40_000
 ROW_BOUND_TAIL = 1e-3
 # Table 1(b) penalty: this multiple of sqrt(log p / n) times the mean variance.
 PENALTY_FACTOR_1B = 0.5
@@ -179,6 +188,7 @@ def _cell_records(
     params_for: Any,
     with_min_mse: bool,
     keep_roc: bool,
+    gwishart_iter: int = 0,
 ) -> tuple[list[dict[str, Any]], dict[Any, dict[str, np.ndarray]]]:
     """All noise levels of one data sample: publish, fit both estimators, score."""
     X = truth.X
@@ -192,6 +202,7 @@ def _cell_records(
         row: dict[str, Any] = {"noise": _noise_label(snr), "snr_db": snr}
         if snr is None:
             data = X
+            release = None
             corrected_params = params_for(X, 0.0, None)
             scores, est = _fit(X, truth, **corrected_params)
             row.update({f"{k}_corrected": v for k, v in scores.items()})
@@ -222,6 +233,10 @@ def _cell_records(
                     row[f"auc_min_mse_{label}"] = _min_mse_auc(est, data, truth, params)
                 estimates[label] = est
             row.update(_privacy_columns(release))
+        if gwishart_iter:
+            row.update(_gwishart_columns(data, truth, release, gwishart_iter,
+                                         repetition_rng(random_state, "seed002-gwishart",
+                                                        *keys, snr)))
         row["row_bound_B"] = bound
         row["clipped_fraction"] = clipped_fraction
         records.append(row)
@@ -238,13 +253,33 @@ def _cell_records(
     return records, roc
 
 
+def _gwishart_columns(data: Any, truth: SyntheticData, release: Any, n_iter: int,
+                      rng: np.random.Generator) -> dict[str, float]:
+    source = {"noise_sigma": 0.0} if release is None else {"release": release}
+    with warnings.catch_warnings():
+        # Non-convergence is recorded in gwishart_max_abs_diff, not warned per cell.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = GWishartGraph(**source, n_iter=n_iter, random_state=rng).fit(data)
+    return {
+        "auc_gwishart": edge_auc(est.edge_scores(), truth.adjacency),
+        "gwishart_max_abs_diff": est.convergence_["max_abs_diff"],
+    }
+
+
 def _summarise(runs: pd.DataFrame, by: list[str], paper: dict, paper_key: str) -> pd.DataFrame:
     metrics = [
         "auc_corrected",
         "auc_uncorrected",
         "frobenius_corrected",
         "frobenius_uncorrected",
-    ] + [m for m in ("auc_min_mse_corrected", "auc_min_mse_uncorrected") if m in runs]
+    ] + [
+        m
+        for m in (
+            "auc_min_mse_corrected", "auc_min_mse_uncorrected", "auc_gwishart",
+            "gwishart_max_abs_diff",
+        )
+        if m in runs
+    ]
     rows = []
     for group_values, group in runs.groupby(by, sort=False, dropna=False):
         row: dict[str, Any] = dict(zip(by, group_values))
@@ -277,6 +312,7 @@ def run_table_1a(
     n_features: int = 50,
     cv: int = 5,
     random_state: int = 0,
+    gwishart_iter: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Any, Any]]:
     """Table 1(a): the 50-node chain.
 
@@ -290,6 +326,8 @@ def run_table_1a(
     cv : int, default=5
         Folds of the cross-validation.
     random_state : int, default=0
+    gwishart_iter : int, default=0
+        Iterations per chain of the G-Wishart baseline; 0 leaves it out.
 
     Returns
     -------
@@ -323,7 +361,7 @@ def run_table_1a(
         )
         fields = {"n": n, "p": n_features, "repetition": repetition}
         return _sample_records(cell, truth, levels, ("chain", n, repetition), params_for,
-                               with_min_mse=True, fields=fields)
+                               with_min_mse=True, fields=fields, gwishart_iter=gwishart_iter)
 
     part = Part(name="1a", label="table 1(a)", axes={"n": sizes}, cell=cell,
                 repetitions=repetitions)
@@ -332,7 +370,7 @@ def run_table_1a(
 
 def _sample_records(
     cell: Cell, truth: SyntheticData, levels: tuple, keys: tuple, params_for: Any, *,
-    with_min_mse: bool, fields: dict[str, Any],
+    with_min_mse: bool, fields: dict[str, Any], gwishart_iter: int = 0,
 ) -> list[dict[str, Any]]:
     """Every noise level of one sample; the first repetition also keeps its ROC curves
     (in ``roc_curves`` of its first record, left out of the runs table)."""
@@ -344,6 +382,7 @@ def _sample_records(
         params_for=params_for,
         with_min_mse=with_min_mse,
         keep_roc=cell.repetition == 0,
+        gwishart_iter=gwishart_iter,
     )
     for row in rows:
         row.update(fields)
@@ -487,7 +526,7 @@ def run_seed002(
     full : bool, default=False
         Table 1(b) at the paper's full size (six noise levels, ``repetitions``
         repetitions); by default one repetition at {none, 60, 20} dB. Table 1(a) always
-        runs at the paper's size.
+        runs at the paper's size; ``full=True`` adds its G-Wishart baseline.
     repetitions : int, default=10
         Repetitions of Table 1(a) (and of Table 1(b) with ``full=True``).
     random_state : int, default=0
@@ -538,7 +577,8 @@ def run_seed002(
         started = time.perf_counter()
         if table == "1a":
             summary, runs, roc["1a"] = run_table_1a(
-                repetitions=repetitions, random_state=random_state
+                repetitions=repetitions, random_state=random_state,
+                gwishart_iter=GWISHART_ITER if full else 0,
             )
         else:
             summary, runs, roc["1b"] = run_table_1b(
@@ -566,6 +606,8 @@ def _print(result: dict[str, pd.DataFrame]) -> None:
         "auc_uncorrected_mean",
         "auc_uncorrected_sd",
         "auc_min_mse_corrected_mean",
+        "auc_gwishart_mean",
+        "gwishart_max_abs_diff_mean",
         "frobenius_corrected_mean",
         "frobenius_uncorrected_mean",
         "auc_paper",
