@@ -120,6 +120,8 @@ def run_demo(*, console: Console | None = None, random_state: int = 0) -> list[d
     console.print(table)
     console.print(
         "Each fit records its guarantee in privacy_: budget, (epsilon, delta), neighbouring "
-        "relation, bounds, mechanism and noise scale."
+        "relation, bounds, mechanism and noise scale. The demo is seeded so that it can be "
+        "repeated, which makes it an experiment, not a private release: validity 'none'. "
+        "A release uses random_state=None or 'secure' (the command line's default)."
     )
     return rows
