@@ -16,9 +16,12 @@ from dpggm.datasets import make_raw_chain
 from dpggm.mechanisms.private_bounds import (
     QUANTILE_SCORE_SENSITIVITY,
     candidate_grid,
+    norm_budget_needed,
+    private_norm_bound,
     private_ranges,
+    quantile_cell_scores,
     quantile_scores,
-    tail_quantile,
+    range_budget_needed,
 )
 from dpggm.metrics.graph import support_f1
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, PureDP, exact_cost
@@ -64,8 +67,23 @@ def test_quantile_score_sensitivity_holds_for_neighbours():
         z = np.append(x, rng.normal() * 10)
         def score(v, q=q):
             return quantile_scores(np.sort(v), q, candidates=grid)
-        assert np.max(np.abs(score(x) - score(y))) <= QUANTILE_SCORE_SENSITIVITY
-        assert np.max(np.abs(score(x) - score(z))) <= QUANTILE_SCORE_SENSITIVITY
+        def cells(v, q=q):
+            return quantile_cell_scores(np.sort(v), q, edges=grid)
+        for f in (score, cells):
+            assert np.max(np.abs(f(x) - f(y))) <= QUANTILE_SCORE_SENSITIVITY
+            assert np.max(np.abs(f(x) - f(z))) <= QUANTILE_SCORE_SENSITIVITY
+
+
+def test_cell_scores_find_a_median_inside_one_cell():
+    # A column at 300 +- 0.5 sits inside one cell of a coarse grid: every point of the grid
+    # is n/2 ranks from the median, but the cell that holds it scores 0.
+    x = np.sort(300 + np.random.default_rng(0).uniform(-0.5, 0.5, size=1001))
+    grid = candidate_grid(per_octave=4)
+    points = quantile_scores(x, 0.5, candidates=grid)
+    assert np.all(points <= -500)
+    cells = quantile_cell_scores(x, 0.5, edges=grid)
+    best = np.flatnonzero(cells == 0)
+    assert best.size == 1 and grid[best[0]] < 300 < grid[best[0] + 1]
 
 
 def test_private_ranges_follow_each_column_scale(raw_chain):
@@ -87,25 +105,59 @@ def test_private_ranges_follow_each_column_scale(raw_chain):
 
 def test_private_ranges_epsilons_fit_the_budget():
     X = np.random.default_rng(0).normal(size=(500, 4))
-    rho = ZCDP(0.3)
-    ranges = private_ranges(X, budget=rho, rng=np.random.default_rng(0))
-    spent = (Fraction(ranges.epsilon_per_median) ** 2 / 8 * 4
-             + Fraction(ranges.epsilon_per_quantile) ** 2 / 8 * 8)
+    ranges = private_ranges(X, budget=ZCDP(0.3), rng=np.random.default_rng(0))
+    spent = sum((Fraction(e) ** 2 / 8 * 4 for e in ranges.epsilons.values()), Fraction(0))
     assert spent <= Fraction(0.3)
     assert spent > Fraction(0.3) * Fraction(999, 1000)
     pure = private_ranges(X, budget=PureDP(1.2), rng=np.random.default_rng(0))
-    assert Fraction(pure.epsilon_per_median) * 4 + Fraction(pure.epsilon_per_quantile) * 8 <= (
-        Fraction(1.2))
-    with pytest.raises(ValueError, match="quantile must be a number in"):
-        private_ranges(X, budget=rho, quantile=0.5, rng=np.random.default_rng(0))
+    assert sum(Fraction(e) * 4 for e in pure.epsilons.values()) <= Fraction(1.2)
+    with pytest.raises(ValueError, match="width must be a finite number > 0"):
+        private_ranges(X, budget=ZCDP(0.3), width=0, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="ZCDP, PureDP or ApproxDP"):
         private_ranges(X, budget=GDP(1.0), rng=np.random.default_rng(0))
 
 
-def test_tail_quantile_grows_for_small_samples():
-    assert tail_quantile(n=20000, epsilon=0.2, n_candidates=7681) == 0.01
-    small = tail_quantile(n=500, epsilon=0.2, n_candidates=7681)
-    assert 0.01 < small <= 0.25
+def test_private_ranges_of_a_small_sample_at_the_needed_budget():
+    # 178 records: at the budget range_budget_needed states, every column's range is
+    # centred within one standard deviation of its median and 1 to 10 deviations wide,
+    # in 19 of 20 runs or more; at a tenth of it, ranges go wrong.
+    X = np.random.default_rng(5).lognormal(size=(178, 6)) * np.geomspace(0.01, 1e4, 6)
+    need = range_budget_needed(n=178, p=6)
+    sd, median = X.std(axis=0), np.median(X, axis=0)
+
+    def good_runs(budget):
+        good = 0
+        for seed in range(20):
+            r = private_ranges(X, budget=budget, rng=np.random.default_rng(seed))
+            width = r.half_width / sd
+            good += bool(np.all((np.abs(r.center - median) < sd) & (width > 0.5)
+                                & (width < 10)))
+        return good
+
+    assert good_runs(need) >= 19
+    assert good_runs(ZCDP(need.rho / 10)) <= 15
+
+
+def test_budget_needs_fall_with_the_sample_size():
+    small, large = range_budget_needed(n=200, p=10), range_budget_needed(n=20000, p=10)
+    assert small.rho == pytest.approx(large.rho * 100 ** 2)
+    assert range_budget_needed(n=200, p=20).rho == pytest.approx(2 * small.rho)
+    pure = range_budget_needed(n=200, p=10, notion=PureDP)
+    assert pure.epsilon > 0
+    assert norm_budget_needed(n=200, quantile=0.5).rho < norm_budget_needed(
+        n=200, quantile=0.9).rho
+
+
+def test_private_norm_bound_stays_on_its_public_grid():
+    z = np.random.default_rng(0).uniform(-1, 1, size=(2000, 9)) * 0.3
+    norms = np.linalg.norm(z, axis=1)
+    bound = private_norm_bound(z, cap=3.0, budget=ZCDP(0.05), quantile=0.5,
+                               rng=np.random.default_rng(0))
+    assert 0 < bound.bound <= 3.0
+    assert abs(np.mean(norms < bound.bound) - 0.5) < 0.1
+    with pytest.raises(ValueError, match="quantile must be a number in"):
+        private_norm_bound(z, cap=3.0, budget=ZCDP(0.05), quantile=1.0,
+                           rng=np.random.default_rng(0))
 
 
 # -- PrivateGraph -------------------------------------------------------------------------
@@ -121,7 +173,7 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
     assert (graph.edges_["partial_correlation"] < 0).all()
     steps = graph.privacy_.noise["breakdown"]
-    assert [s["step"] for s in steps] == ["bounds", "centring", "graph"]
+    assert [s["step"] for s in steps] == ["bounds", "norm bound", "centring", "graph"]
     total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
     assert total == Fraction(1)
     assert graph.privacy_.budget == ZCDP(1.0)
@@ -175,7 +227,9 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
 @pytest.mark.parametrize("params, message", [
     ({"method": "ridge"}, "method must be one of"),
     ({"center": "mean"}, "center must be one of 'private', 'none'"),
-    ({"bound_fraction": 0.0}, "bound_fraction must be a number in"),
+    ({"bound_fraction": 0.0}, "bound_fraction must be .auto. or a number in"),
+        ({"range_width": 0}, "range_width must be"),
+        ({"norm_quantile": 1.0}, "norm_quantile must be"),
     ({"bound_fraction": 0.6, "center_fraction": 0.5}, "must be < 1"),
     ({"alpha": "cv"}, "alpha must be 'auto' or a finite number >= 0"),
     ({"min_partial_correlation": 1.0}, "min_partial_correlation must be"),
@@ -286,7 +340,8 @@ def test_private_graph_with_public_centre(raw_chain):
     # A public mean (here the generator's own means, known without looking at the data).
     centre = np.geomspace(3.0, 300.0, frame.shape[1])
     graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
-    assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == ["bounds", "graph"]
+    assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == [
+        "bounds", "norm bound", "graph"]
     assert graph.privacy_.notes["centering"] == "public mean"
     np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
     assert support_f1(graph.adjacency_, truth) >= 0.8

@@ -54,6 +54,8 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     diagnostics: dict[str, Any] = {
         "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
     }
+    if estimator.bound_fraction_ is not None:
+        diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
     if hasattr(inner, "alpha_"):
         diagnostics["graphical-lasso penalty (rescaled data)"] = float(inner.alpha_)
         diagnostics["solver converged"] = bool(inner.converged_)
@@ -92,19 +94,27 @@ def curator_diagnostics(estimator: Any) -> list[str]:
     """Advice for the curator, computed from the private data: **never release it**."""
     n, p = estimator.n_samples_, estimator.n_features_in_
     n_edges = int(estimator.adjacency_.sum() // 2)
-    lines = [f"rows changed by clipping: {estimator.n_clipped_rows_} of {n} "
-             f"({100 * estimator.n_clipped_rows_ / n:.1f}%)"]
-    share = estimator.n_clipped_rows_ / n
-    if share > 0.5 and estimator.ranges_ is None:
-        lines.append("most rows were clipped: the graph describes the clipped data; try "
-                     "--bound auto (or a larger declared bound)")
-    elif share > 0.5:
-        lines.append("most rows have some value outside its private range (each column "
-                     "clips its tails; with many columns most rows touch one): the graph "
-                     "describes the clipped data. A larger budget or more records gives "
-                     "ranges closer to the data's own tails.")
-    elif share == 0 and estimator.ranges_ is None:
-        lines.append("no row was clipped: a smaller declared bound would mean less noise")
+    counts = estimator.clipping_
+    lines = [f"rows changed by clipping: {counts['changed']} of {n} "
+             f"({100 * counts['changed'] / n:.1f}%)"]
+    outside = counts["outside_ranges"] / n
+    if estimator.ranges_ is None:
+        if outside > 0.5:
+            lines.append("most rows were clipped: the graph describes the clipped data; try "
+                         "--bound auto (or a larger declared bound)")
+        elif outside == 0:
+            lines.append("no row was clipped: a smaller declared bound would mean less noise")
+    else:
+        lines.append(f"  {counts['outside_ranges']} with a value outside its column's private "
+                     "range (median +- 5 MADs)")
+        if counts["over_norm_bound"]:
+            lines.append(f"  {counts['over_norm_bound']} shrunk onto the private row-norm "
+                         "bound (about half by design: less noise for a smaller scale; "
+                         "partial correlations are little affected)")
+        if outside > 0.2:
+            lines.append("many rows have a value far in a column's tail (heavy tails or "
+                         "skew): the graph describes the clipped data. A log transform of "
+                         "skewed positive columns usually helps.")
     if n_edges == 0:
         lines.append("the graph is EMPTY: the noise hides every dependence at this budget. "
                      "Try a larger budget, more records or fewer columns (what matters is "
@@ -127,8 +137,9 @@ def graph(
     center: Annotated[str, typer.Option(
         help="private, none, or a CSV file of a public mean")] = "private",
     method: Annotated[str, typer.Option(help=f"one of: {', '.join(GRAPH_METHODS)}")] = "glasso",
-    bound_fraction: Annotated[float, typer.Option(
-        help="share of the budget for --bound auto")] = 0.125,
+    bound_fraction: Annotated[str, typer.Option(
+        help="share of the budget for --bound auto: a number in (0, 1), or auto (from the "
+             "numbers of rows and columns)")] = "auto",
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private")] = 0.0625,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
@@ -156,7 +167,8 @@ def graph(
         raise UserError(f"no such file: {data}")
     estimator = PrivateGraph(
         budget=budget, bounds=bound, center=parse_center(center), method=method,
-        bound_fraction=bound_fraction, center_fraction=center_fraction,
+        bound_fraction=_parse_fraction(bound_fraction, "--bound-fraction"),
+        center_fraction=center_fraction,
         random_state=random_state,
     )
     recover_pending(Path(out).parent if str(out.parent) else Path("."),
@@ -193,6 +205,15 @@ def graph(
     console.print(f"{n_edges} edges among {estimator.n_features_in_} variables; validity "
                   f"{estimator.privacy_.validity}", markup=False)
     console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+
+
+def _parse_fraction(text: str, option: str) -> Any:
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"{option} must be a number in (0, 1) or auto; got {text!r}") from None
 
 
 def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, random_state: Any) -> Any:

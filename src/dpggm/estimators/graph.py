@@ -3,11 +3,13 @@
 :class:`PrivateGraph` composes three private steps under one total budget, each checked
 against one :class:`~dpggm.privacy.PrivacyAccountant` before it runs:
 
-1. **bounds** (``bounds="auto"``): per-column clipping ranges from private quantiles
+1. **bounds** (``bounds="auto"``): per-column ranges, private median +- 5 private MADs
    (:func:`dpggm.mechanisms.private_bounds.private_ranges`); every column is mapped onto
    ``[-1, 1]`` by its own range, so columns on very different scales are treated alike;
-2. **centring** (``center="private"``): a private mean of the rescaled records, which are
-   then centred and clipped to the (released) shifted box;
+   then a private row-norm bound (:func:`~dpggm.mechanisms.private_bounds.private_norm_bound`)
+   inside that box, since typical rows are far shorter than the box's corner;
+2. **centring** (``center="private"``): a private mean of the bounded records, which are
+   then centred and clipped again to a bound computed from released values;
 3. **graph**: the recommended covariance release and graph solver (``method``) on the
    centred, rescaled records -- by default the Gaussian mechanism on the second moment
    and the graphical lasso with the noise-calibrated penalty ``alpha="auto"``.
@@ -33,7 +35,15 @@ from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Box, RowNorm, check_bounds, check_neighbors
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.private_bounds import PrivateRanges, private_ranges
+from dpggm.mechanisms.private_bounds import (
+    RANGE_WIDTH,
+    PrivateNormBound,
+    PrivateRanges,
+    norm_budget_needed,
+    private_norm_bound,
+    private_ranges,
+    range_budget_needed,
+)
 from dpggm.mechanisms.release import release_mean
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
@@ -71,6 +81,24 @@ def partial_correlation(precision: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Share of ``bound_fraction`` that chooses the row-norm bound (the rest chooses ranges).
+_NORM_SHARE = Fraction(1, 4)
+
+
+def _exact_ranges(data: np.ndarray, *, width: float) -> PrivateRanges:
+    """The non-private counterpart of :func:`private_ranges` (exact median and MAD)."""
+    centre = np.median(data, axis=0)
+    spread = np.median(np.abs(data - centre), axis=0)
+    spread = np.where(spread > 0, spread, np.maximum(np.abs(centre), 1.0) * 2.0**-20)
+    return PrivateRanges(lower=centre - width * spread, upper=centre + width * spread,
+                         budget=NonPrivate(), epsilons={}, width=width)
+
+
+#: The range of an automatic ``bound_fraction``: it is rounded up to a power of two
+#: (so the parts of a float budget stay exact) and kept within these.
+_AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
+
+
 def _bound_share(total: Budget, fraction: Fraction) -> Budget:
     """The bound step's budget: ``fraction`` of the total's additive cost, in a notion the
     exponential mechanism satisfies (pure DP for an (epsilon, delta) total)."""
@@ -89,8 +117,10 @@ class PrivateGraph(DPEstimator):
         accounted as the ``mu**2 / 2``-zCDP it implies (the exponential mechanism of the
         bound step is not a Gaussian mechanism) and reported as zCDP. Required.
     bounds : "auto", RowNorm, Box or str, default="auto"
-        ``"auto"`` chooses per-column clipping ranges privately from ``bound_fraction``
-        of the budget. A declared bound (``"l2:B"``, ``"box:B"``, ``RowNorm``, ``Box``)
+        ``"auto"`` chooses, from ``bound_fraction`` of the budget, per-column ranges
+        (private median +- ``range_width`` private MADs) that map every column onto
+        ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
+        ``norm_quantile`` of the rescaled rows' norms. A declared bound (``"l2:B"``, ``"box:B"``, ``RowNorm``, ``Box``)
         is used as given, on the raw (or publicly centred) records.
     center : {"private", "none"} or array of shape (p,), default="private"
         ``"private"`` spends ``center_fraction`` of the budget on a private mean;
@@ -102,13 +132,28 @@ class PrivateGraph(DPEstimator):
         with ``alpha``. ``"pace"``: PACE-GGM (zCDP budgets only; needs a box bound, which
         ``bounds="auto"`` provides).
     neighbors : {"replace", "add-remove"}, default="replace"
-    bound_fraction : float in (0, 1), default=0.125
-        Share of the budget for ``bounds="auto"``.
+    bound_fraction : float in (0, 1) or "auto", default="auto"
+        Share of the budget for ``bounds="auto"`` (a quarter of it for the row-norm
+        bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 that lets
+        every private median and MAD land inside its column with probability about
+        ``1 - e**-3`` (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`):
+        it depends on ``n`` and ``p`` only, which are public under replace-one. In our
+        measurements at ``rho = 1``: 1/32 for 20 000 x 10, 1/8 for 569 x 30, 1/16 for
+        442 x 10 and 1/2 for 178 x 13 (small samples pay most to find their scales).
     center_fraction : float in (0, 1), default=0.0625
-        Share of the budget for ``center="private"``. The defaults are dyadic, so the
+        Share of the budget for ``center="private"``. The shares are dyadic, so the
         parts of a float budget are exact floats and add up to exactly the total.
-    quantile : float in (0, 0.5), default=0.01
-        Tail share clipped on each side of each column by ``bounds="auto"``.
+    range_width : float > 0, default=5.0
+        Private MADs either side of the private median (5 MADs is 3.4 standard deviations
+        of a normal column).
+    norm_quantile : float in (0, 1) or None, default=0.5
+        Target share of rescaled rows inside the private row-norm bound. Shrinking the
+        longer half of the rows onto the median norm biases the scale of
+        ``covariance_`` down but leaves the partial correlations nearly unchanged, and it
+        cuts the noise, which grows with the bound squared: on the bundled data sets at
+        ``rho = 1`` the edge F1 against the non-private graph was 0.58 / 0.70 (breast
+        cancer / diabetes) at 0.5 against 0.38 / 0.73 at 0.9 and 0.01 / 0.14 with the box
+        alone (``None``); see the user guide's "Choosing bounds and centring".
     alpha : float or "auto", default="auto"
         Graphical-lasso penalty (``method="glasso"``), on the rescaled data.
     min_partial_correlation : float in [0, 1) or "auto", default="auto"
@@ -146,16 +191,27 @@ class PrivateGraph(DPEstimator):
     n_clipped_rows_ : int
         Rows changed by clipping. **Curator-only**: computed from the private data, never
         to be released.
+    clipping_ : dict
+        **Curator-only** counts: ``rows``, ``changed``, ``outside_ranges`` (a value
+        outside its column's range, or a declared bound) and ``over_norm_bound`` (shrunk
+        onto the row-norm bound).
+    bound_fraction_ : Fraction or None
+        The share of the budget the bound step used (``bound_fraction``, or the one
+        ``"auto"`` chose from ``n`` and ``p``); ``None`` with declared bounds.
+    norm_bound_ : PrivateNormBound or None
+        The private row-norm bound (``bounds="auto"`` with ``norm_quantile``); released.
     privacy_ : PrivacyGuarantee
         ``budget`` is the total; ``noise["breakdown"]`` lists every step's spend.
     n_samples_, n_features_in_, feature_names_in_
 
     Privacy
     -------
-    Sequential composition of (1) ``2p`` exponential-mechanism quantiles (each
-    ``epsilon``-DP and ``epsilon**2/8``-zCDP, score sensitivity 1), (2) a Gaussian (or,
-    under pure DP, Laplace) mean of records in ``[-1, 1]^p`` and (3) the covariance
-    release of the centred records clipped to a box computed from (1) and (2) only. Every
+    Sequential composition of (1) ``3p`` exponential-mechanism quantiles (each
+    ``epsilon``-DP and ``epsilon**2/8``-zCDP, score sensitivity 1), (2) one more for the
+    row-norm bound, (3) a Gaussian (or, under pure DP, Laplace) mean of the bounded
+    records and (4) the covariance release of the centred records clipped to a bound
+    computed from released values only. An automatic ``bound_fraction`` depends on ``n``
+    and ``p``, public under replace-one (the only relation offered). Every
     spend is checked by one accountant; the parts add up to at most the total (exactly
     the total for the default dyadic shares). The graph solver, the rescaling to raw units
     and the edge list are post-processing.
@@ -174,9 +230,10 @@ class PrivateGraph(DPEstimator):
         "bounds": AnyOf(Options("auto"), BOUNDS),
         "center": AnyOf(Options("private", "none"), VECTOR),
         "method": Options("glasso", "pace"),
-        "bound_fraction": fraction(),
+        "bound_fraction": AnyOf(Options("auto"), fraction()),
         "center_fraction": fraction(),
-        "quantile": Interval(0, 0.5),
+        "range_width": Interval(0, None, closed="neither"),
+        "norm_quantile": AnyOf(Options(None), Interval(0, 1)),
         "alpha": AnyOf(Options("auto"), Interval(0, None, closed="left")),
         "min_partial_correlation": AnyOf(Options("auto"), Interval(0, 1, closed="left")),
     }
@@ -189,9 +246,10 @@ class PrivateGraph(DPEstimator):
         center: Any = "private",
         method: str = "glasso",
         neighbors: str = "replace",
-        bound_fraction: float = 0.125,
+        bound_fraction: Any = "auto",
         center_fraction: float = 0.0625,
-        quantile: float = 0.01,
+        range_width: float = RANGE_WIDTH,
+        norm_quantile: Any = 0.5,
         alpha: Any = "auto",
         min_partial_correlation: Any = "auto",
         report_delta: float = DEFAULT_REPORT_DELTA,
@@ -204,7 +262,8 @@ class PrivateGraph(DPEstimator):
         self.neighbors = neighbors
         self.bound_fraction = bound_fraction
         self.center_fraction = center_fraction
-        self.quantile = quantile
+        self.range_width = range_width
+        self.norm_quantile = norm_quantile
         self.alpha = alpha
         self.min_partial_correlation = min_partial_correlation
         self.report_delta = report_delta
@@ -238,12 +297,16 @@ class PrivateGraph(DPEstimator):
                     f"center must be a finite public mean vector of length {p}; got shape "
                     f"{center.shape}"
                 )
-        if auto:
+        fixed_bound_fraction = not (isinstance(self.bound_fraction, str)
+                                    and self.bound_fraction == "auto")
+        if auto and fixed_bound_fraction:
             check_fraction(self.bound_fraction, name="bound_fraction")
         if isinstance(center, str) and center == "private":
             check_fraction(self.center_fraction, name="center_fraction")
+        # An automatic bound fraction is at most 1/2, and center_fraction < 1/2 is checked
+        # where it is combined with it.
         if auto and isinstance(center, str) and center == "private" and (
-            self.bound_fraction + self.center_fraction >= 1
+            (self.bound_fraction if fixed_bound_fraction else 0.5) + self.center_fraction >= 1
         ):
             raise ValueError(
                 "bound_fraction + center_fraction must be < 1 (the rest releases the "
@@ -299,47 +362,77 @@ class PrivateGraph(DPEstimator):
 
         # 1. Bounds: map every column onto [-1, 1] by its private range.
         ranges: PrivateRanges | None = None
+        norm_bound: PrivateNormBound | None = None
+        with_norm = (declared is None and self.method != "pace"
+                     and self.norm_quantile is not None)
+        bound_fraction = (self._auto_bound_fraction(budget, n, p, with_norm)
+                          if declared is None and not non_private else None)
+        self.bound_fraction_ = bound_fraction
+        outside = np.zeros(n, dtype=bool)
         if declared is None:
             if non_private:
-                lo = np.quantile(data, self.quantile, axis=0)
-                hi = np.quantile(data, 1 - self.quantile, axis=0)
-                hi = np.where(hi > lo, hi, lo + 1.0)
-                ranges = PrivateRanges(lower=lo, upper=hi, budget=NonPrivate(),
-                                       epsilon_per_quantile=math.inf,
-                                       quantile=float(self.quantile))
+                ranges = _exact_ranges(data, width=float(self.range_width))
             else:
-                share = _bound_share(budget, Fraction(self.bound_fraction))
+                share = _bound_share(budget, bound_fraction * (
+                    (1 - _NORM_SHARE) if with_norm else 1))
                 accountant.spend(share, mechanism="private ranges (exponential mechanism)")
-                ranges = private_ranges(data, budget=share, quantile=self.quantile, rng=rng)
+                ranges = private_ranges(data, budget=share, rng=rng,
+                                        width=float(self.range_width))
                 breakdown.append({"step": "bounds", "budget": share,
-                                  "mechanism": "exponential-mechanism quantiles",
-                                  "epsilon_per_quantile": ranges.epsilon_per_quantile})
+                                  "mechanism": "exponential-mechanism median and MAD",
+                                  "epsilons": dict(ranges.epsilons)})
             if not isinstance(center, str):
                 # A public centre: keep it, with a symmetric range about it.
                 half = np.maximum(np.abs(ranges.lower), np.abs(ranges.upper))
                 ranges = PrivateRanges(lower=-half, upper=half, budget=ranges.budget,
-                                       epsilon_per_quantile=ranges.epsilon_per_quantile,
-                                       quantile=ranges.quantile)
-            z, clipped = ranges.transform(data)
+                                       epsilons=ranges.epsilons, width=ranges.width)
+            outside |= ranges.outside(data)
+            n_outside_ranges = int(outside.sum())
+            z, _ = ranges.transform(data)
             shift, scale = ranges.center, ranges.half_width
-            box = np.ones(p)
+            inner_bounds: Any = Box(tuple(np.ones(p)))
         else:
-            z, clipped = declared.clip(data)
+            z, _ = declared.clip(data)
+            outside |= np.any(z != data, axis=1)
+            n_outside_ranges = 0
             shift, scale = np.zeros(p), np.ones(p)
-            box = None
-        # 2. Centring: a private mean of the bounded records, then re-clip to the
-        # shifted box, which is computed from released values only.
+            inner_bounds = declared
+        # 2. A row-norm bound inside the box: a box bound charges every record as if all
+        # its coordinates were extreme at once (||b||^2 = p), while typical rows are far
+        # shorter, so a private quantile of the row norms cuts the noise several-fold.
+        if with_norm:
+            cap = math.sqrt(p)
+            if non_private:
+                norms = np.sqrt(np.einsum("ij,ij->i", z, z))
+                chosen = float(np.quantile(norms, self.norm_quantile)) or cap
+                norm_bound = PrivateNormBound(bound=min(chosen, cap), cap=cap,
+                                              quantile=float(self.norm_quantile),
+                                              epsilon=math.inf, budget=NonPrivate())
+            else:
+                share = _bound_share(budget, bound_fraction * _NORM_SHARE)
+                accountant.spend(share, mechanism="private row-norm bound (exponential mechanism)")
+                norm_bound = private_norm_bound(z, cap=cap, budget=share,
+                                                quantile=float(self.norm_quantile), rng=rng)
+                breakdown.append({"step": "norm bound", "budget": share,
+                                  "mechanism": "exponential-mechanism row-norm quantile",
+                                  "epsilon": norm_bound.epsilon})
+            inner_bounds = RowNorm(norm_bound.bound)
+            before = z
+            z, _ = inner_bounds.clip(z)
+            over_norm = np.any(z != before, axis=1)
+            outside |= over_norm
+        # 3. Centring: a private mean of the bounded records. The centred records are
+        # clipped again (to the same ball, or to the box shifted by the released mean),
+        # a function of released values only.
         mean_z = None
-        inner_bounds: Any = declared if declared is not None else Box(tuple(box))
         if private_centre:
-            mean_bounds = inner_bounds
             if non_private:
                 mean_z = z.mean(axis=0)
             else:
                 share = scale_budget(budget, Fraction(self.center_fraction))
                 accountant.spend(share, mechanism="private mean")
                 mean_z, mean_noise = release_mean(
-                    z.sum(axis=0), n=n, bounds=mean_bounds, budget=share, ctx=self._ctx
+                    z.sum(axis=0), n=n, bounds=inner_bounds, budget=share, ctx=self._ctx
                 )
                 breakdown.append({"step": "centring", "budget": share,
                                   "mechanism": "Gaussian mean" if "mean_sigma" in mean_noise
@@ -347,9 +440,18 @@ class PrivateGraph(DPEstimator):
             z = z - mean_z
             if isinstance(inner_bounds, Box):
                 inner_bounds = Box(tuple(inner_bounds.vector(p) + np.abs(mean_z)))
+            elif with_norm:
+                z, _ = inner_bounds.clip(z)
             else:
                 inner_bounds = RowNorm(inner_bounds.bound + float(np.linalg.norm(mean_z)))
-        # 3. The graph, from everything that remains.
+        clipped = int(outside.sum())
+        self.clipping_ = {
+            "rows": n,
+            "changed": clipped,
+            "outside_ranges": n_outside_ranges,
+            "over_norm_bound": int(over_norm.sum()) if with_norm else 0,
+        }
+        # 4. The graph, from everything that remains.
         rest = NonPrivate() if non_private else accountant.remaining
         inner = self._inner_estimator(rest, inner_bounds, rng)
         inner.fit(pd.DataFrame(z, columns=columns))
@@ -359,9 +461,33 @@ class PrivateGraph(DPEstimator):
                               "mechanism": inner.privacy_.mechanism, **inner.privacy_.noise})
         self._finish(inner, values, columns, scale, shift + public_shift, mean_z, ranges,
                      clipped, X)
+        self.norm_bound_ = norm_bound
         self.privacy_ = self._guarantee(requested, budget, inner, accountant, breakdown,
                                         declared, ranges, inner_bounds)
         return self
+
+    def _auto_bound_fraction(self, budget: Budget, n: int, p: int,
+                             with_norm: bool) -> Fraction:
+        """``bound_fraction``, or for ``"auto"`` the share the bound step needs to choose
+        its ranges (and row-norm bound) reliably at this ``n`` and ``p`` -- public
+        quantities -- rounded up to a power of two within ``_AUTO_BOUND_FRACTIONS``."""
+        if not isinstance(self.bound_fraction, str):
+            return Fraction(self.bound_fraction)
+        notion = ZCDP if isinstance(budget, ZCDP) else PureDP
+        available = (exact_cost(budget, ZCDP)[0] if notion is ZCDP
+                     else Fraction(budget.epsilon))
+        ranges_need = Fraction(exact_cost(range_budget_needed(n=n, p=p, notion=notion),
+                                          notion)[0])
+        need = ranges_need / ((1 - _NORM_SHARE) if with_norm else 1)
+        if with_norm:
+            norm_need = exact_cost(norm_budget_needed(
+                n=n, quantile=float(self.norm_quantile), notion=notion), notion)[0]
+            need = max(need, Fraction(norm_need) / _NORM_SHARE)
+        low, high = _AUTO_BOUND_FRACTIONS
+        fraction = low
+        while fraction < high and fraction * available < need:
+            fraction *= 2
+        return fraction
 
     def _inner_estimator(self, rest: Budget, bounds: Any, rng: np.random.Generator) -> Any:
         # A "secure" run keeps drawing from the cryptographic source; otherwise the inner
@@ -429,6 +555,7 @@ class PrivateGraph(DPEstimator):
         )
         private_mean = isinstance(self.center, str) and self.center == "private"
         mechanism = (f"PrivateGraph: {'private ranges + ' if declared is None else ''}"
+                     f"{'private norm bound + ' if self.norm_bound_ is not None else ''}"
                      f"{'private mean + ' if private_mean else ''}"
                      f"{inner.privacy_.mechanism}")
         notes: dict[str, Any] = {"centering": self.center if isinstance(self.center, str)
