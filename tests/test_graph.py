@@ -364,3 +364,24 @@ def test_cli_solve_keeps_names(tmp_path):
     record = json.loads((tmp_path / "s2" / "result.json").read_text())
     assert record["features"] == ["x0", "x1", "x2"]
     assert "carries no names" in record["feature_names"]
+
+
+def test_curator_diagnostics_name_a_binary_column_and_the_norm_clipping():
+    from dpggm.cli.graph import curator_diagnostics
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.normal(50, 10, 2000), "bmi": rng.normal(26, 4, 2000),
+                          "sex": rng.integers(1, 3, 2000).astype(float)})
+    graph = PrivateGraph(budget=ZCDP(10.0), random_state=0).fit(frame)
+    counts = graph.clipping_
+    assert counts["rows"] == 2000
+    # Half the rows are shrunk onto the median norm, by design.
+    assert 800 < counts["over_norm_bound"] < 1200
+    assert counts["outside_by_column"]["sex"] > 0.3 * 2000
+    assert counts["outside_by_column"]["age"] < 0.01 * 2000
+    text = "\n".join(curator_diagnostics(graph))
+    assert "column 'sex'" in text and "binary" in text
+    assert "column 'age'" not in text
+    # The binary column keeps two distinct levels after the mapping.
+    z_levels = np.unique(graph.ranges_.transform(frame.to_numpy())[0][:, 2])
+    assert z_levels.size == 2

@@ -111,10 +111,12 @@ def curator_diagnostics(estimator: Any) -> list[str]:
             lines.append(f"  {counts['over_norm_bound']} shrunk onto the private row-norm "
                          "bound (about half by design: less noise for a smaller scale; "
                          "partial correlations are little affected)")
-        if outside > 0.2:
-            lines.append("many rows have a value far in a column's tail (heavy tails or "
-                         "skew): the graph describes the clipped data. A log transform of "
-                         "skewed positive columns usually helps.")
+        heavy = {name: k for name, k in counts["outside_by_column"].items() if k > 0.1 * n}
+        for name, k in heavy.items():
+            lines.append(f"  column {name!r}: {k} values ({100 * k / n:.0f}%) outside its range. "
+                         "Expected for a binary or heavily tied column (its levels stay "
+                         "distinct); otherwise a heavy tail or skew, which a log transform of "
+                         "a positive column usually helps")
     if n_edges == 0:
         lines.append("the graph is EMPTY: the noise hides every dependence at this budget. "
                      "Try a larger budget, more records or fewer columns (what matters is "

@@ -193,8 +193,8 @@ class PrivateGraph(DPEstimator):
         to be released.
     clipping_ : dict
         **Curator-only** counts: ``rows``, ``changed``, ``outside_ranges`` (a value
-        outside its column's range, or a declared bound) and ``over_norm_bound`` (shrunk
-        onto the row-norm bound).
+        outside its column's range, or a declared bound), ``over_norm_bound`` (shrunk
+        onto the row-norm bound) and ``outside_by_column``.
     bound_fraction_ : Fraction or None
         The share of the budget the bound step used (``bound_fraction``, or the one
         ``"auto"`` chose from ``n`` and ``p``); ``None`` with declared bounds.
@@ -388,13 +388,15 @@ class PrivateGraph(DPEstimator):
                                        epsilons=ranges.epsilons, width=ranges.width)
             outside |= ranges.outside(data)
             n_outside_ranges = int(outside.sum())
+            by_column = np.sum((data < ranges.lower) | (data > ranges.upper), axis=0)
             z, _ = ranges.transform(data)
             shift, scale = ranges.center, ranges.half_width
             inner_bounds: Any = Box(tuple(np.ones(p)))
         else:
             z, _ = declared.clip(data)
             outside |= np.any(z != data, axis=1)
-            n_outside_ranges = 0
+            n_outside_ranges = int(outside.sum())
+            by_column = np.sum(z != data, axis=0)
             shift, scale = np.zeros(p), np.ones(p)
             inner_bounds = declared
         # 2. A row-norm bound inside the box: a box bound charges every record as if all
@@ -450,6 +452,7 @@ class PrivateGraph(DPEstimator):
             "changed": clipped,
             "outside_ranges": n_outside_ranges,
             "over_norm_bound": int(over_norm.sum()) if with_norm else 0,
+            "outside_by_column": {str(c): int(k) for c, k in zip(columns, by_column)},
         }
         # 4. The graph, from everything that remains.
         rest = NonPrivate() if non_private else accountant.remaining
