@@ -128,6 +128,35 @@ def test_exponential_passes():
     assert result.verdict == "pass", result.event
 
 
+@pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound"])
+def test_private_bound_quantiles_pass_under_both_relations(name):
+    results = audit(name, quick=True)
+    assert {r.relation for r in results} == {"replace", "add-remove"}
+    assert all(r.verdict == "pass" for r in results), [r.event for r in results]
+
+
+def test_a_quantile_with_a_third_of_its_sensitivity_fails():
+    # The same worst-case pair catches a median cell run at three times its stated epsilon
+    # (what a score sensitivity of 1/3 would give).
+    import dataclasses
+
+    from dpggm.audit.core import Release, audit_target
+    from dpggm.audit.targets import _QUANTILE_GRID, get_target
+    from dpggm.mechanisms.private_bounds import private_quantile_cell
+
+    def overstated(values, relation, rng, runs):
+        ordered = np.sort(values)
+        picks = [private_quantile_cell(ordered, 0.5, edges=_QUANTILE_GRID, epsilon=3.0,
+                                       rng=rng)[0] for _ in range(runs)]
+        return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+    broken = dataclasses.replace(get_target("private-median-cell"), release=overstated,
+                                 expected="fail", double=True)
+    result = audit_target(broken, "replace", samples=4000, seed=0)
+    assert result.verdict == "fail"
+    assert result.epsilon_lower_bound > 1.0
+
+
 def test_refused_relation_is_reported():
     results = {r.relation: r for r in audit("wishart", samples=40)}
     assert results["add-remove"].verdict == "refused"

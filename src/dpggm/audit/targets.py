@@ -460,6 +460,83 @@ register_target(Target(
 ))
 
 
+# Private bounds: the quantile mechanisms behind ``bounds="auto"``. Eleven values, one of
+# which moves from far below every candidate to far above (or is added/removed there):
+# every count in the score moves by one, the worst case of the sensitivity analysis.
+_QUANTILE_BASE = np.array([0.3, 0.5, 0.7, 1.1, 1.3, 1.7, 2.1, 2.9, 3.7, 5.0])
+_QUANTILE_GRID = np.array([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def _quantile_datasets(relation: str) -> dict[str, np.ndarray]:
+    if relation == "replace":
+        return {"low": np.append(_QUANTILE_BASE, -100.0), "high": np.append(_QUANTILE_BASE, 100.0)}
+    return {"base": _QUANTILE_BASE, "low": np.append(_QUANTILE_BASE, -100.0),
+            "high": np.append(_QUANTILE_BASE, 100.0)}
+
+
+def _quantile_pairs(relation: str) -> list[tuple[str, str]]:
+    if relation == "replace":
+        return [("low", "high")]
+    return [("base", "low"), ("base", "high")]
+
+
+def _median_cell_release(values: np.ndarray, relation: str, rng: np.random.Generator,
+                         runs: int) -> Release:
+    from dpggm.mechanisms.private_bounds import private_quantile_cell
+
+    ordered = np.sort(values)
+    picks = [private_quantile_cell(ordered, 0.5, edges=_QUANTILE_GRID, epsilon=1.0, rng=rng)[0]
+             for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-median-cell",
+    summary="private_quantile_cell (bounds='auto' medians and MADs): 11 values, 8 cells, "
+            "epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_quantile_datasets,
+    pairs=_quantile_pairs,
+    release=_median_cell_release,
+    quick_samples=4000,
+    full_samples=100000,
+))
+
+
+_NORM_CAP = 8.0
+
+
+def _norm_datasets(relation: str) -> dict[str, np.ndarray]:
+    # Row norms: 0 lies below every candidate of the grid (which ends at cap / 256) and the
+    # cap itself is never below one, so the changed row moves every count by one.
+    rows = {"low": np.append(_QUANTILE_BASE, 0.0), "high": np.append(_QUANTILE_BASE, _NORM_CAP)}
+    if relation != "replace":
+        rows["base"] = _QUANTILE_BASE
+    return rows
+
+
+def _norm_bound_release(norms: np.ndarray, relation: str, rng: np.random.Generator,
+                        runs: int) -> Release:
+    from dpggm.mechanisms.private_bounds import private_norm_bound
+
+    rows = norms[:, None]
+    picks = [private_norm_bound(rows, cap=_NORM_CAP, budget=ZCDP(1 / 8), quantile=0.5,
+                                rng=rng).bound for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-norm-bound",
+    summary="private_norm_bound (bounds='auto' row-norm quantile): rho=1/8, epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_norm_datasets,
+    pairs=_quantile_pairs,
+    release=_norm_bound_release,
+    quick_samples=4000,
+    full_samples=100000,
+))
+
+
 # ------------------------------------------------------------------------- test double
 
 def _broken_release(data: np.ndarray, relation: str, rng: np.random.Generator,
