@@ -1,22 +1,32 @@
 """The clipped second moment of a large Parquet data set through Dask, with bounded memory.
 
 Writes ``--rows`` x ``--features`` seeded Gaussian records (default 20 million x 50: 8 GB
-as float64) as uncompressed Parquet parts of ``--part-rows`` rows into a temporary
-directory, part by part (never the whole data set in memory), then:
+as float64) as Parquet parts of ``--part-rows`` rows into a temporary directory, part by
+part (never the whole data set in memory). The parts are uncompressed and plain-encoded
+(no codec, no dictionary: decoding is then a copy); with ``--required`` the columns are
+declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
 
 1. starts a ``LocalCluster`` of ``--workers`` single-threaded worker processes (BLAS
-   limited to one thread each, Dask's default) and computes
-   :func:`dpggm.estimators.data.clipped_second_moment` of ``dd.read_parquet(parts)``,
-   printing the wall time, rows/s, and every worker's peak resident memory;
+   limited to one thread each, Dask's default; pyarrow's pools limited to one thread) and
+   computes :func:`dpggm.estimators.data.clipped_second_moment` of
+   ``dd.read_parquet(parts)``, printing the wall time, rows/s, rows per worker
+   CPU-second, and every worker's peak resident memory;
 2. the baseline in the same run: bare NumPy ``X.T @ X`` on an in-memory slice of
-   ``--slice-rows`` rows (one thread, ``threadpoolctl``), as rows/s per core;
-3. the ratio ``baseline rows/s per core / Dask rows/s per core`` (target <= 1.5), and a
-   check of the Dask result against a NumPy reference on the first part.
+   ``--slice-rows`` rows (C order, float64, one BLAS thread) as rows per CPU-second;
+3. the ratio ``baseline rows/s per core / Dask rows/s per core`` (target <= 1.5), in CPU
+   time (robust to other load on the machine) and in wall time;
+4. where the time goes, measured in this process on one thread on the first parts (the
+   same records): pyarrow decode alone, the per-part work without Dask (decode, copy into
+   the block buffer, check, clip, ``dsyrk``), the block work alone on records already in
+   memory, and ``dsyrk`` alone, each as nanoseconds per row and as a multiple of the
+   baseline's time per row. Decode + copy + ``dsyrk`` is a floor no scheduling can remove;
+5. a check of the Dask result against a NumPy reference on the first part.
 
 The data directory is deleted at the end unless ``--keep`` is given (or ``--data DIR``
 points at existing parts, which are reused and kept).
 
-Run: ``nice -n 10 python benchmarks/bench_dask.py [--rows 20000000] [--features 50]``.
+Run: ``nice -n 10 python benchmarks/bench_dask.py [--rows 20000000] [--features 50]
+[--required]``.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,23 +48,33 @@ def part(index: int, rows: int, features: int) -> np.ndarray:
     return np.random.default_rng([2026, 11, index]).normal(size=(rows, features))
 
 
-def write_parts(folder: Path, rows: int, features: int, part_rows: int) -> int:
+def write_parts(folder: Path, rows: int, features: int, part_rows: int, required: bool) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     names = [f"x{j}" for j in range(features)]
+    schema = pa.schema([pa.field(name, pa.float64(), nullable=not required) for name in names])
     count = 0
     for start in range(0, rows, part_rows):
         values = part(count, min(part_rows, rows - start), features)
-        table = pa.table({name: values[:, j] for j, name in enumerate(names)})
+        table = pa.table({name: values[:, j] for j, name in enumerate(names)}, schema=schema)
         pq.write_table(table, folder / f"part-{count:04d}.parquet", compression="none",
                        use_dictionary=False)
         count += 1
     return count
 
 
+def _best_cpu(task: Any, repeat: int = 3) -> float:
+    best = np.inf
+    for _ in range(repeat):
+        start = time.process_time()
+        task()
+        best = min(best, time.process_time() - start)
+    return best
+
+
 def baseline_rows_per_second(folder: Path, slice_rows: int) -> tuple[float, float]:
-    """Bare NumPy X.T @ X on one thread, on records already in memory."""
+    """Bare NumPy X.T @ X on one thread, on records already in memory (C order, float64)."""
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
@@ -62,7 +83,7 @@ def baseline_rows_per_second(folder: Path, slice_rows: int) -> tuple[float, floa
         frames.append(pd.read_parquet(path))
         if sum(len(f) for f in frames) >= slice_rows:
             break
-    X = np.ascontiguousarray(pd.concat(frames).to_numpy()[:slice_rows])
+    X = np.ascontiguousarray(pd.concat(frames).to_numpy(dtype=float)[:slice_rows])
     best = cpu = np.inf
     with threadpool_limits(limits=1):
         for _ in range(3):
@@ -72,6 +93,72 @@ def baseline_rows_per_second(folder: Path, slice_rows: int) -> tuple[float, floa
             cpu = min(cpu, time.process_time() - start_cpu)
     assert np.isfinite(gram).all()
     return X.shape[0] / best, X.shape[0] / cpu
+
+
+def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
+    """CPU nanoseconds per row of each step of the per-part work, on one thread, in this
+    process, on the first parts (about ``rows`` records)."""
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from threadpoolctl import threadpool_limits
+
+    from dpggm.estimators import _dask
+    from dpggm.mechanisms.bounds import RowNorm
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    paths, count = [], 0
+    for path in sorted(folder.glob("*.parquet")):
+        paths.append(str(path))
+        count += pq.ParquetFile(path).metadata.num_rows
+        if count >= rows:
+            break
+    names = pq.ParquetFile(paths[0]).schema_arrow.names
+    p = len(names)
+    local = fsspec.filesystem("file")
+
+    def decode() -> None:
+        for path in paths:
+            with pq.ParquetFile(path, memory_map=True) as reader:
+                for batch in reader.iter_batches(batch_size=_dask._BATCH_ROWS, columns=names,
+                                                 use_threads=False):
+                    [batch.column(j).to_numpy(zero_copy_only=False) for j in range(p)]
+
+    def whole() -> None:
+        for k, path in enumerate(paths):
+            _dask._parquet_stats(path, None, k, local, names, RowNorm(BOUND), None)
+
+    columns = [c.to_numpy() for c in pq.read_table(paths[0], columns=names).columns]
+    n_first = len(columns[0])
+
+    def blocks() -> None:
+        _dask._Accumulator(p, RowNorm(BOUND), None).add_columns(columns)
+
+    work = np.asfortranarray(np.stack([c[:_dask._BLOCK_ROWS] for c in columns] +
+                                      [np.ones(_dask._BLOCK_ROWS)], axis=1))
+
+    def syrk_only() -> None:
+        from scipy.linalg.blas import dsyrk
+
+        gram = np.zeros((p + 1, p + 1), order="F")
+        for _ in range(0, n_first, _dask._BLOCK_ROWS):
+            gram = dsyrk(1.0, work, beta=1.0, c=gram, trans=1, overwrite_c=1)
+
+    base_ns = 1e9 / base_cpu
+    with threadpool_limits(limits=1):
+        steps = [("pyarrow decode alone (Parquet -> NumPy columns)", decode, count),
+                 ("per-part work without Dask (decode, copy, check, clip, dsyrk)", whole,
+                  count),
+                 ("block work alone on columns in memory (copy, check, clip, dsyrk)",
+                  blocks, n_first),
+                 (f"dsyrk alone on a cached {_dask._BLOCK_ROWS} x {p + 1} block", syrk_only,
+                  n_first)]
+        print(f"where the time goes (one thread, first {count:,} rows; baseline "
+              f"{base_ns:.0f} ns/row):")
+        for label, task, n in steps:
+            ns = _best_cpu(task) / n * 1e9
+            print(f"  {label}: {ns:.0f} ns/row = {ns / base_ns:.2f} x baseline")
 
 
 def _one_thread() -> None:
@@ -95,6 +182,9 @@ def main() -> None:
     parser.add_argument("--slice-rows", type=int, default=1_000_000)
     parser.add_argument("--data", type=Path, default=None, help="existing parts to reuse")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--required", action="store_true",
+                        help="write the columns as non-nullable (no definition levels)")
+    parser.add_argument("--breakdown-rows", type=int, default=1_000_000)
     args = parser.parse_args()
 
     import dask.dataframe as dd
@@ -109,7 +199,8 @@ def main() -> None:
         if not reuse:
             folder.mkdir(parents=True, exist_ok=True)
             start = time.perf_counter()
-            parts = write_parts(folder, args.rows, args.features, args.part_rows)
+            parts = write_parts(folder, args.rows, args.features, args.part_rows,
+                                args.required)
             print(f"wrote {parts} parts to {folder} in {time.perf_counter() - start:.0f} s")
         size = sum(p.stat().st_size for p in folder.glob("*.parquet"))
         print(f"data set: {args.rows:,} x {args.features} "
@@ -159,9 +250,10 @@ def main() -> None:
         base, base_cpu = baseline_rows_per_second(folder, args.slice_rows)
         print(f"baseline: bare NumPy X.T @ X on an in-memory {args.slice_rows:,}-row slice, "
               f"1 thread: {base:,.0f} rows/s, {base_cpu:,.0f} rows per CPU-second")
-        print(f"throughput ratio per core (baseline / dask), wall clock: "
-              f"{base / (rate / args.workers):.2f}; CPU time: {base_cpu / (stats.n / cpu):.2f} "
+        print(f"throughput ratio per core (baseline / dask), CPU time: "
+              f"{base_cpu / (stats.n / cpu):.2f}; wall clock: {base / (rate / args.workers):.2f} "
               "(target <= 1.5)")
+        breakdown(folder, args.breakdown_rows, base_cpu)
     finally:
         if not args.keep and not reuse:
             shutil.rmtree(folder, ignore_errors=True)

@@ -67,7 +67,7 @@ _FAN_IN = 8
 _BLOCK_ROWS = 4096
 #: Rows decoded from Parquet at a time: with the block buffer, this bounds a worker's
 #: memory whatever the files' row-group sizes.
-_BATCH_ROWS = 131072
+_BATCH_ROWS = 65536
 
 
 @dataclass
