@@ -267,9 +267,12 @@ def parquet_pieces(X: Any) -> tuple[list[tuple[str, list[int] | None]], Any] | N
     then computes the partitions as DataFrames: slower, same result.
     """
     try:
+        from dask.dataframe.dask_expr._expr import Projection
         from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
 
-        expr = X.expr.optimize()
+        expr = X.expr.optimize(fuse=False)
+        if type(expr) is Projection:  # a selection not pushed into the read (reordering)
+            expr = expr.frame
         if type(expr) is not ReadParquetFSSpec or expr.operand("filters") is not None:
             return None
         info = expr._dataset_info
