@@ -6,20 +6,24 @@ part (never the whole data set in memory). The parts are uncompressed and plain-
 (no codec, no dictionary: decoding is then a copy); with ``--required`` the columns are
 declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
 
-1. starts a ``LocalCluster`` of ``--workers`` single-threaded worker processes (BLAS
-   limited to one thread each, Dask's default; pyarrow's pools limited to one thread) and
-   computes :func:`dpggm.estimators.data.clipped_second_moment` of
-   ``dd.read_parquet(parts)``, printing the wall time, rows/s, rows per worker
-   CPU-second, and every worker's peak resident memory;
+1. drops the parts from the page cache (``posix_fadvise(DONTNEED)`` on these files only:
+   a data set larger than memory is read from disk), starts a ``LocalCluster`` of
+   ``--workers`` single-threaded worker processes (BLAS limited to one thread each, Dask's
+   default; pyarrow's pools limited to one thread) and computes
+   :func:`dpggm.estimators.data.clipped_second_moment` of ``dd.read_parquet(parts)``,
+   printing the wall time, rows/s, rows per worker CPU-second (user + system; the system
+   part is mostly the kernel reading the files), and every worker's peak resident memory;
 2. the baseline in the same run: bare NumPy ``X.T @ X`` on an in-memory slice of
    ``--slice-rows`` rows (C order, float64, one BLAS thread) as rows per CPU-second;
 3. the ratio ``baseline rows/s per core / Dask rows/s per core`` (target <= 1.5), in CPU
    time (robust to other load on the machine) and in wall time;
-4. where the time goes, measured in this process on one thread on the first parts (the
-   same records): pyarrow decode alone, the per-part work without Dask (decode, copy into
-   the block buffer, check, clip, ``dsyrk``), the block work alone on records already in
-   memory, and ``dsyrk`` alone, each as nanoseconds per row and as a multiple of the
-   baseline's time per row. Decode + copy + ``dsyrk`` is a floor no scheduling can remove;
+4. where the time goes, in CPU time (user + system) in this process on one thread on the
+   first parts (the same records), each as nanoseconds per row and as a multiple of the
+   baseline's time per row: reading the files' bytes from disk alone, the per-part work
+   without Dask (decode, copy into the block buffer, check, clip, ``dsyrk``) with the files
+   read from disk and from the page cache, pyarrow decode alone, the block work alone on
+   records already in memory, and ``dsyrk`` alone. Reading + decode + ``dsyrk`` is a
+   floor no scheduling can remove;
 5. a check of the Dask result against a NumPy reference on the first part.
 
 The data directory is deleted at the end unless ``--keep`` is given (or ``--data DIR``
@@ -64,9 +68,31 @@ def write_parts(folder: Path, rows: int, features: int, part_rows: int, required
     return count
 
 
-def _best_cpu(task: Any, repeat: int = 3) -> float:
+def evict(paths: list[Path]) -> None:
+    """Drop these files' pages from the page cache, so that they are read from disk as a
+    data set larger than memory would be (only these files; clean pages only)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def _cpu_times() -> tuple[float, float]:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
+def _best_cpu(task: Any, repeat: int = 3, before: Any = None) -> float:
     best = np.inf
     for _ in range(repeat):
+        if before is not None:
+            before()
         start = time.process_time()
         task()
         best = min(best, time.process_time() - start)
@@ -118,6 +144,14 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     p = len(names)
     local = fsspec.filesystem("file")
 
+    buffer = bytearray(16 << 20)
+
+    def read_bytes() -> None:
+        for path in paths:
+            with open(path, "rb", buffering=0) as handle:
+                while handle.readinto(buffer):
+                    pass
+
     def decode() -> None:
         for path in paths:
             with pq.ParquetFile(path, memory_map=True) as reader:
@@ -147,17 +181,24 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
 
     base_ns = 1e9 / base_cpu
     with threadpool_limits(limits=1):
-        steps = [("pyarrow decode alone (Parquet -> NumPy columns)", decode, count),
-                 ("per-part work without Dask (decode, copy, check, clip, dsyrk)", whole,
-                  count),
+        cold = [Path(path) for path in paths]
+        steps = [("read the files' bytes from disk (cold page cache, os.readinto)",
+                  read_bytes, count, cold),
+                 ("per-part work without Dask, files read from disk (cold page cache)",
+                  whole, count, cold),
+                 ("per-part work without Dask, files in the page cache (decode, copy, "
+                  "check, clip, dsyrk)", whole, count, None),
+                 ("pyarrow decode alone, files in the page cache (Parquet -> NumPy "
+                  "columns)", decode, count, None),
                  ("block work alone on columns in memory (copy, check, clip, dsyrk)",
-                  blocks, n_first),
+                  blocks, n_first, None),
                  (f"dsyrk alone on a cached {_dask._BLOCK_ROWS} x {p + 1} block", syrk_only,
-                  n_first)]
-        print(f"where the time goes (one thread, first {count:,} rows; baseline "
-              f"{base_ns:.0f} ns/row):")
-        for label, task, n in steps:
-            ns = _best_cpu(task) / n * 1e9
+                  n_first, None)]
+        print(f"where the time goes (CPU time, user + system, one thread, first {count:,} "
+              f"rows; baseline {base_ns:.0f} ns/row):")
+        for label, task, n, files in steps:
+            ns = _best_cpu(task, before=None if files is None else (lambda f=files: evict(f))
+                           ) / n * 1e9
             print(f"  {label}: {ns:.0f} ns/row = {ns / base_ns:.2f} x baseline")
 
 
@@ -214,12 +255,16 @@ def main() -> None:
             # (and make "per core" meaningless); workers import dpggm before the clock starts.
             client.run(_one_thread)
             frame = dd.read_parquet(str(folder / "*.parquet"))
-            cpu_before = client.run(time.process_time)
+            # The data set does not fit in memory: it is read from disk, not from the cache.
+            evict(sorted(folder.glob("*.parquet")))
+            cpu_before = client.run(_cpu_times)
             start = time.perf_counter()
             stats = clipped_second_moment(frame, bounds=RowNorm(BOUND))
             seconds = time.perf_counter() - start
-            cpu_after = client.run(time.process_time)
-            cpu = sum(cpu_after[w] - cpu_before[w] for w in cpu_after)
+            cpu_after = client.run(_cpu_times)
+            user = sum(cpu_after[w][0] - cpu_before[w][0] for w in cpu_after)
+            system = sum(cpu_after[w][1] - cpu_before[w][1] for w in cpu_after)
+            cpu = user + system
 
             def peak() -> int:
                 import resource
@@ -231,8 +276,9 @@ def main() -> None:
         rate = stats.n / seconds
         print(f"dask ({args.workers} workers x 1 thread): {seconds:.1f} s, {rate:,.0f} rows/s, "
               f"{rate / args.workers:,.0f} rows/s per core; clipped {stats.n_clipped:,} rows")
-        print(f"  worker CPU time {cpu:.1f} s: {stats.n / cpu:,.0f} rows per CPU-second "
-              "(robust to other load on the machine)")
+        print(f"  worker CPU time {cpu:.1f} s (user {user:.1f} s, system {system:.1f} s: the "
+              f"kernel reading the files): {stats.n / cpu:,.0f} rows per CPU-second (robust "
+              "to other load on the machine)")
         for address, value in sorted(peaks.items()):
             print(f"  worker {address}: peak resident memory {value / 1e9:.2f} GB "
                   f"(limit {args.memory_limit})")

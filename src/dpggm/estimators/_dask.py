@@ -5,11 +5,16 @@ Imported only when an input is a Dask collection (see
 
 The only step that touches records is clip -> sums. Each partition computes its clipped
 statistics (``X^T X``, column sums, count, clipped count, and the first non-finite value
-if any); a tree reduction adds them; the client normalises them with the same code as the
+if any) block by block in one cache-sized buffer, one ``dsyrk`` per block; a tree
+reduction adds them; the client normalises them with the same code as the
 in-memory path (:func:`dpggm.estimators.data.finish_second_moment`). Noise is drawn once,
 on the client, by the estimator, after the reduction: a seeded release through Dask equals
 the in-memory one (up to floating-point summation order in the statistic, ~1e-15
 relative), and the budget spent is the same.
+
+A Dask DataFrame that is only ``dd.read_parquet`` (see :func:`parquet_pieces`) is read by
+the workers with pyarrow straight into that buffer, without building pandas partitions,
+whose conversion used to cost more than the product itself.
 
 Counts and neighbouring relations
 ---------------------------------
