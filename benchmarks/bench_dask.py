@@ -22,7 +22,9 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    time (against both baselines; robust to waiting for the cores) and in wall time;
 4. where the time goes, in CPU time (user + system) in this process on one thread on the
    first parts (the same records), each as nanoseconds per row and as a multiple of the
-   baseline's time per row: reading the files' bytes from disk alone, the per-part work
+   baseline's time per row: reading the bytes of all the files and of the first files
+   from disk alone (on this virtual machine the cost per byte grows once a few GB have
+   streamed through the page cache), the per-part work
    without Dask (decode, copy into the block buffer, check, clip, ``dsyrk``) with the files
    read from disk and from the page cache, pyarrow decode alone, the block work alone on
    records already in memory, and ``dsyrk`` alone. Reading + decode + ``dsyrk`` is a
@@ -157,9 +159,11 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     local = fsspec.filesystem("file")
 
     buffer = bytearray(16 << 20)
+    every = sorted(folder.glob("*.parquet"))
+    total = sum(pq.ParquetFile(path).metadata.num_rows for path in every)
 
-    def read_bytes() -> None:
-        for path in paths:
+    def read_bytes(files: list[Any] = paths) -> None:
+        for path in files:
             with open(path, "rb", buffering=0) as handle:
                 while handle.readinto(buffer):
                     pass
@@ -194,7 +198,9 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     base_ns = 1e9 / base_cpu
     with threadpool_limits(limits=1):
         cold = [Path(path) for path in paths]
-        steps = [("read the files' bytes from disk (cold page cache, os.readinto)",
+        steps = [(f"read all {len(every)} files' bytes from disk, nothing else (cold page "
+                  "cache, os.readinto)", lambda: read_bytes(every), total, every),
+                 ("read the first files' bytes from disk, nothing else (cold page cache)",
                   read_bytes, count, cold),
                  ("per-part work without Dask, files read from disk (cold page cache)",
                   whole, count, cold),
@@ -209,7 +215,8 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
         print(f"where the time goes (CPU time, user + system, one thread, first {count:,} "
               f"rows; baseline {base_ns:.0f} ns/row):")
         for label, task, n, files in steps:
-            ns = _best_cpu(task, before=None if files is None else (lambda f=files: evict(f))
+            ns = _best_cpu(task, repeat=1 if n > 4 * count else 3,
+                           before=None if files is None else (lambda f=files: evict(f))
                            ) / n * 1e9
             print(f"  {label}: {ns:.0f} ns/row = {ns / base_ns:.2f} x baseline")
 
