@@ -8,7 +8,8 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
 
 1. drops the parts from the page cache (``posix_fadvise(DONTNEED)`` on these files only:
    a data set larger than memory is read from disk), starts a ``LocalCluster`` of
-   ``--workers`` single-threaded worker processes (BLAS limited to one thread each, Dask's
+   ``--workers`` single-threaded worker processes (or, with ``--threads``, one worker
+   process with ``--workers`` threads; BLAS limited to one thread each, Dask's
    default; pyarrow's pools limited to one thread; Dask's statistical profiler off unless
    ``--worker-profiler``) and computes
    :func:`dpggm.estimators.data.clipped_second_moment` of ``dd.read_parquet(parts)``,
@@ -237,7 +238,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--features", type=int, default=50)
     parser.add_argument("--part-rows", type=int, default=250_000)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="cores used")
+    parser.add_argument("--threads", action="store_true",
+                        help="one worker process with --workers threads")
     parser.add_argument("--memory-limit", default="2GB", help="per worker")
     parser.add_argument("--slice-rows", type=int, default=1_000_000)
     parser.add_argument("--data", type=Path, default=None, help="existing parts to reuse")
@@ -274,7 +277,10 @@ def main() -> None:
         # every 10 ms) took a fifth or more of the workers' CPU time here; off by default.
         dask.config.set({"distributed.worker.profile.enabled": args.worker_profiler})
         print(f"Dask worker profiler: {'on' if args.worker_profiler else 'off'}")
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+        # --threads: one worker process with a thread per core (BLAS and pyarrow's decode
+        # release the GIL); otherwise one single-threaded worker process per core.
+        processes, threads = (1, args.workers) if args.threads else (args.workers, 1)
+        with LocalCluster(n_workers=processes, threads_per_worker=threads, processes=True,
                           memory_limit=args.memory_limit, dashboard_address=None) as cluster, \
                 Client(cluster) as client:
             # One core per worker: pyarrow's own thread pools would oversubscribe the cores
@@ -300,7 +306,8 @@ def main() -> None:
             peaks = client.run(peak)
         assert stats.n == args.rows, stats.n
         rate = stats.n / seconds
-        print(f"dask ({args.workers} workers x 1 thread): {seconds:.1f} s, {rate:,.0f} rows/s, "
+        print(f"dask ({processes} worker process(es) x {threads} thread(s)): {seconds:.1f} s, "
+              f"{rate:,.0f} rows/s, "
               f"{rate / args.workers:,.0f} rows/s per core; clipped {stats.n_clipped:,} rows")
         print(f"  worker CPU time {cpu:.1f} s (user {user:.1f} s, system {system:.1f} s: the "
               f"kernel reading the files): {stats.n / cpu:,.0f} rows per CPU-second (robust "
