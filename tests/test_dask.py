@@ -287,3 +287,90 @@ def test_csv_glob_with_different_headers_refused(tmp_path):
     (tmp_path / "b.csv").write_text("y,x\n5,6\n7,8\n")
     with pytest.raises(ValueError, match=r"header of .*b\.csv.* differs from that of .*a\.csv"):
         read_dask(str(tmp_path / "*.csv"))
+
+
+def _typed_parts(folder, frames):
+    """Parquet files of several row groups each, written by pyarrow."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for k, piece in enumerate(frames):
+        pq.write_table(pa.Table.from_pandas(piece, preserve_index=False),
+                       folder / f"part-{k}.parquet", row_group_size=40)
+
+
+def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
+    """A Dask DataFrame that is only a Parquet read is decoded by pyarrow into the block
+    buffer (no pandas partitions): same statistic as in memory, for float, integer and
+    boolean columns, a column selection, row-group partitions and a subset of partitions,
+    with blocks and decode batches that cut across row groups and files."""
+    import dask
+
+    from dpggm.estimators import _dask
+
+    monkeypatch.setattr(_dask, "_BLOCK_ROWS", 7)
+    monkeypatch.setattr(_dask, "_BATCH_ROWS", 23)
+    rng = np.random.default_rng(3)
+    rows = 301
+    frame = pd.DataFrame({
+        "a": rng.normal(size=rows) * 2, "n": rng.integers(-3, 4, size=rows),
+        "b": rng.random(rows) < 0.3, "c": rng.normal(size=rows) + 1.0,
+    })
+    _typed_parts(tmp_path, [frame.iloc[:90], frame.iloc[90:100], frame.iloc[100:]])
+    center = np.array([0.5, 0.0, 0.0, 0.25])
+    order = ["c", "a", "n", "b"]
+    with dask.config.set(scheduler="synchronous"):
+        for lazy, expected in [
+            (dd.read_parquet(str(tmp_path / "*.parquet"), columns=order), frame[order]),
+            (dd.read_parquet(str(tmp_path / "*.parquet"), split_row_groups=True)[order],
+             frame[order]),
+            (dd.read_parquet(str(tmp_path / "*.parquet"), split_row_groups=True)[order]
+             .partitions[2:5], frame[order].iloc[80:140]),  # row groups of 40, 10; 10; 40
+        ]:
+            assert _dask.parquet_pieces(lazy) is not None  # the direct path is taken
+            for bounds, centre in [(RowNorm(2.5), None), (Box((1.0, 2.0, 2.0, 0.5)), center)]:
+                remote = clipped_second_moment(lazy, bounds=bounds, center=centre)
+                local = clipped_second_moment(expected.astype(float), bounds=bounds,
+                                              center=centre)
+                np.testing.assert_allclose(remote.second_moment, local.second_moment,
+                                           rtol=1e-10, atol=0)
+                np.testing.assert_allclose(remote.total, local.total, rtol=1e-10, atol=1e-12)
+                assert (remote.n, remote.n_clipped, remote.columns) == (
+                    local.n, local.n_clipped, order)
+                assert 0 < local.n_clipped < local.n
+        # Anything but a plain read (here arithmetic) goes through pandas partitions.
+        shifted = dd.read_parquet(str(tmp_path / "*.parquet"), columns=order) + 1.0
+        assert _dask.parquet_pieces(shifted) is None
+        np.testing.assert_allclose(
+            clipped_second_moment(shifted, bounds=RowNorm(2.5)).second_moment,
+            clipped_second_moment(frame[order].astype(float) + 1.0,
+                                  bounds=RowNorm(2.5)).second_moment, rtol=1e-10)
+
+
+def test_parquet_read_directly_reports_missing_and_infinite_values(tmp_path, monkeypatch):
+    import dask
+
+    from dpggm.estimators import _dask
+
+    monkeypatch.setattr(_dask, "_BLOCK_ROWS", 5)
+    monkeypatch.setattr(_dask, "_BATCH_ROWS", 11)
+    frame = _frame(120, seed=4)
+    missing = frame.copy()
+    missing.iloc[97, 3] = np.nan  # written as a Parquet null
+    infinite = frame.copy()
+    infinite.iloc[64, 1] = -np.inf
+    infinite.iloc[97, 0] = np.inf
+    for name, broken, row, column in [("missing", missing, 97, "v3"),
+                                      ("infinite", infinite, 64, "v1")]:
+        folder = tmp_path / name
+        folder.mkdir()
+        _typed_parts(folder, [broken.iloc[:50], broken.iloc[50:]])
+        lazy = dd.read_parquet(str(folder / "*.parquet"))
+        assert _dask.parquet_pieces(lazy) is not None
+        message = rf"NaN or infinite values \(first at row {row}, column '{column}'\)"
+        with dask.config.set(scheduler="synchronous"):
+            for bounds in (RowNorm(1.0), Box(1.0)):
+                with pytest.raises(ValueError, match=message):
+                    clipped_second_moment(lazy, bounds=bounds)
+        with pytest.raises(ValueError, match=message):
+            clipped_second_moment(broken, bounds=RowNorm(1.0))

@@ -59,6 +59,17 @@ class TestBounds:
         np.testing.assert_array_equal(clipped, [[1.0, -2.0], [0.5, 0.1]])
         assert changed == 1
 
+    @pytest.mark.parametrize("bounds", [RowNorm(1.0), Box((1.0, 2.0))])
+    def test_clip_in_place_or_on_a_copy(self, bounds):
+        X = np.asfortranarray([[3.0, -4.0], [0.5, 0.1], [-2.0, 0.2]])
+        original = X.copy()
+        clipped, changed = bounds.clip(X)
+        np.testing.assert_array_equal(X, original)  # the input is never modified
+        assert clipped.flags.f_contiguous  # a column-major block stays column-major
+        same, changed_again = bounds.clip(X, in_place=True)
+        assert same is X and changed_again == changed == 2
+        np.testing.assert_array_equal(X, clipped)
+
     def test_box_wrong_length_is_named(self):
         with pytest.raises(ValueError, match="Box bound has 3 entries but the data has 2 columns"):
             Box((1.0, 1.0, 1.0)).clip(np.ones((4, 2)))

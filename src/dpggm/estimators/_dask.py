@@ -5,11 +5,16 @@ Imported only when an input is a Dask collection (see
 
 The only step that touches records is clip -> sums. Each partition computes its clipped
 statistics (``X^T X``, column sums, count, clipped count, and the first non-finite value
-if any); a tree reduction adds them; the client normalises them with the same code as the
+if any) block by block in one cache-sized buffer, one ``dsyrk`` per block; a tree
+reduction adds them; the client normalises them with the same code as the
 in-memory path (:func:`dpggm.estimators.data.finish_second_moment`). Noise is drawn once,
 on the client, by the estimator, after the reduction: a seeded release through Dask equals
 the in-memory one (up to floating-point summation order in the statistic, ~1e-15
 relative), and the budget spent is the same.
+
+A Dask DataFrame that is only ``dd.read_parquet`` (see :func:`parquet_pieces`) is read by
+the workers with pyarrow straight into that buffer, without building pandas partitions,
+whose conversion used to cost more than the product itself.
 
 Counts and neighbouring relations
 ---------------------------------
@@ -28,6 +33,7 @@ the exact ones of the curator and leave the cluster only as the reduced ``p x p`
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.linalg.blas import dsyrk
 
 from dpggm.estimators.data import (
     SecondMoment,
@@ -60,82 +67,153 @@ show_progress: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 _FAN_IN = 8
-_SLICE_ROWS = 8192
+#: Rows copied, checked, clipped and multiplied out together: a block of
+#: ``4096 x (p + 1)`` floats stays in cache between these steps.
+_BLOCK_ROWS = 4096
+#: Rows decoded from Parquet at a time: with the block buffer, this bounds a worker's
+#: memory whatever the files' row-group sizes.
+_BATCH_ROWS = 65536
 
 
 @dataclass
 class PartitionStats:
-    """Summed clipped statistics of some partitions (exact; curator side)."""
+    """Summed clipped statistics of some partitions (exact; curator side).
+
+    ``gram`` is the upper triangle of ``Z^T Z`` for the clipped records with a column of
+    ones appended, ``Z = [X, 1]``: it holds ``X^T X``, the column sums (last column) and
+    the count (corner) of one BLAS ``dsyrk``.
+    """
 
     gram: np.ndarray | None
-    total: np.ndarray | None
     n: int
     n_clipped: int
     counts: dict[int, int]  # records per partition index (to place the first bad value)
     bad: tuple[int, int, int] | None  # (partition, row in partition, column) of a NaN/inf
 
 
+class _Accumulator:
+    """Clipped sums of records added block by block.
+
+    Each block is copied into one column-major ``_BLOCK_ROWS x (p + 1)`` buffer (the last
+    column all ones), checked, centred and clipped in place, and multiplied out by
+    ``dsyrk`` while it is in cache: the only full pass over the records is the copy, and
+    no buffer is allocated per block.
+    """
+
+    def __init__(self, p: int, bounds: Bounds, center: np.ndarray | None) -> None:
+        self.p = p
+        self.bounds = bounds
+        self.center = center
+        self.gram = np.zeros((p + 1, p + 1), order="F")
+        self.work = np.empty((_BLOCK_ROWS, p + 1), order="F")
+        self.work[:, p] = 1.0
+        self.n = 0
+        self.n_clipped = 0
+        self.bad: tuple[int, int] | None = None
+
+    def add(self, rows: int, fill: Callable[[int, int, np.ndarray], None]) -> bool:
+        """Add ``rows`` records; ``fill(start, stop, out)`` copies records ``start:stop``
+        into ``out``. False (and ``bad`` set to the row and column) at a NaN or inf."""
+        p = self.p
+        for start in range(0, rows, _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, rows)
+            block = self.work[: stop - start]
+            values = block[:, :p]
+            fill(start, stop, values)
+            # Column sums propagate NaN and inf: a cheap test, with the exact search only
+            # on failure (an overflowing sum of finite values merely triggers the search).
+            if not np.isfinite(values.sum(axis=0)).all():
+                finite = np.isfinite(values)
+                if not finite.all():
+                    row, col = np.argwhere(~finite)[0]
+                    self.bad = (self.n + start + int(row), int(col))
+                    return False
+            if self.center is not None:
+                values -= self.center
+            _, changed = self.bounds.clip(values, in_place=True)
+            self.n_clipped += changed
+            self.gram = dsyrk(1.0, block, beta=1.0, c=self.gram, trans=1, overwrite_c=1)
+        self.n += rows
+        return True
+
+    def add_matrix(self, values: np.ndarray) -> bool:
+        def fill(start: int, stop: int, out: np.ndarray) -> None:
+            out[...] = values[start:stop]
+
+        return self.add(values.shape[0], fill)
+
+    def add_columns(self, columns: Sequence[np.ndarray]) -> bool:
+        def fill(start: int, stop: int, out: np.ndarray) -> None:
+            for j, column in enumerate(columns):
+                out[:, j] = column[start:stop]
+
+        return self.add(len(columns[0]) if columns else 0, fill)
+
+    def result(self, index: int) -> PartitionStats:
+        if self.bad is not None:
+            return PartitionStats(None, 0, 0, {index: self.n}, (index, *self.bad))
+        return PartitionStats(self.gram if self.n else None, self.n, self.n_clipped,
+                              {index: self.n}, None)
+
+
 def _partition_stats(
     block: Any, index: int, bounds: Bounds, center: np.ndarray | None
 ) -> PartitionStats:
-    """Clipped sums of one partition, computed slice by slice: each slice is converted to a
-    float matrix, checked, clipped and multiplied out while it is in cache, and no copy of
-    the whole partition is made."""
+    """Clipped sums of one in-memory partition (pandas DataFrame or NumPy block)."""
+    if isinstance(block, pd.Series):
+        block = block.to_frame()
     if isinstance(block, pd.DataFrame):
-        frame = block
+        # Column by column: float64 columns are views, others are converted one at a time.
+        columns = [block.iloc[:, j].to_numpy(dtype=float) for j in range(block.shape[1])]
+        accumulator = _Accumulator(len(columns), bounds, center)
+        if len(block):
+            accumulator.add_columns(columns)
+        return accumulator.result(index)
+    values = np.asarray(block)
+    if values.ndim == 1:
+        values = values[:, None]
+    accumulator = _Accumulator(values.shape[1], bounds, center)
+    accumulator.add_matrix(values)
+    return accumulator.result(index)
 
-        def piece_of(start: int, stop: int) -> np.ndarray:
-            return frame.iloc[start:stop].to_numpy(dtype=float)
-    else:
-        values = np.asarray(block, dtype=float)
-        if values.ndim == 1:
-            values = values[:, None]
 
-        def piece_of(start: int, stop: int) -> np.ndarray:
-            return values[start:stop]
-    rows = len(block)
-    if rows == 0:
-        return PartitionStats(None, None, 0, 0, {index: 0}, None)
-    gram = total = None
-    changed = 0
-    for start in range(0, rows, _SLICE_ROWS):
-        piece = piece_of(start, start + _SLICE_ROWS)
-        # Column sums propagate NaN and inf: a cheap test, with the exact search only on
-        # failure (an overflowing sum of finite values merely triggers the search).
-        if not np.isfinite(piece.sum(axis=0)).all():
-            finite = np.isfinite(piece)
-            if not finite.all():
-                row, col = np.argwhere(~finite)[0]
-                return PartitionStats(None, None, rows, 0, {index: rows},
-                                      (index, start + int(row), int(col)))
-        if center is not None:
-            piece = piece - center
-        clipped, count = bounds.clip(piece)
-        if gram is None:
-            gram = clipped.T @ clipped
-            total = clipped.sum(axis=0)
-        else:
-            gram += clipped.T @ clipped
-            total += clipped.sum(axis=0)
-        changed += count
-    return PartitionStats(gram, total, rows, changed, {index: rows}, None)
+def _parquet_stats(
+    path: str, row_groups: list[int] | None, index: int, filesystem: Any, names: list[str],
+    bounds: Bounds, center: np.ndarray | None,
+) -> PartitionStats:
+    """Clipped sums of one Parquet piece, decoded by pyarrow batch by batch straight into
+    the block buffer (no pandas DataFrame: its conversion costs more than the product)."""
+    import pyarrow.parquet as pq
+
+    accumulator = _Accumulator(len(names), bounds, center)
+    local = type(filesystem).__name__ == "LocalFileSystem"
+    # A local file is memory-mapped: pyarrow decodes its pages without first copying
+    # them into a read buffer.
+    with (contextlib.nullcontext(path) if local else filesystem.open(path, "rb")) as source, \
+            pq.ParquetFile(source, memory_map=local) as reader:
+        for batch in reader.iter_batches(batch_size=_BATCH_ROWS, row_groups=row_groups,
+                                         columns=names, use_threads=False):
+            columns = [batch.column(j).to_numpy(zero_copy_only=False)
+                       for j in range(len(names))]
+            if not accumulator.add_columns(columns):
+                break
+    return accumulator.result(index)
 
 
 def _combine(*parts: PartitionStats) -> PartitionStats:
-    gram = total = None
+    gram = None
     n = n_clipped = 0
     counts: dict[int, int] = {}
     bad = None
     for part in parts:
         if part.gram is not None:
             gram = part.gram.copy() if gram is None else gram + part.gram
-            total = part.total.copy() if total is None else total + part.total
         n += part.n
         n_clipped += part.n_clipped
         counts.update(part.counts)
         if part.bad is not None and (bad is None or part.bad < bad):
             bad = part.bad
-    return PartitionStats(gram, total, n, n_clipped, counts, bad)
+    return PartitionStats(gram, n, n_clipped, counts, bad)
 
 
 def reduce_partitions(
@@ -146,8 +224,13 @@ def reduce_partitions(
     with ``combine`` (fan-in 8), computing on the current Dask scheduler."""
     import dask
 
-    level = [dask.delayed(statistic, pure=True)(block, k, *args)
-             for k, block in enumerate(blocks)]
+    return _tree_reduce([dask.delayed(statistic, pure=True)(block, k, *args)
+                         for k, block in enumerate(blocks)], combine)
+
+
+def _tree_reduce(level: list[Any], combine: Callable[..., Any]) -> Any:
+    import dask
+
     if not level:
         raise ValueError("X has no partitions")
     combine_delayed = dask.delayed(combine, pure=True)
@@ -177,6 +260,50 @@ def _compute(obj: Any) -> Any:
 
         progress(future)
     return future.result()
+
+
+def parquet_pieces(X: Any) -> tuple[list[tuple[str, list[int] | None]], Any] | None:
+    """The Parquet files (and row groups) behind a Dask DataFrame that is nothing but
+    ``dd.read_parquet`` (with a column selection), one piece per partition in partition
+    order, and their fsspec filesystem; None for any other DataFrame.
+
+    Reads Dask's own plan of the read (not public API), so anything unexpected in it
+    (filters, hive partitions, categories, another engine) gives None, and the caller
+    then computes the partitions as DataFrames: slower, same result.
+    """
+    try:
+        from dask.dataframe.dask_expr._expr import Projection
+        from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
+
+        expr = X.expr.optimize(fuse=False)
+        if type(expr) is Projection:  # a selection not pushed into the read (reordering)
+            expr = expr.frame
+        if type(expr) is not ReadParquetFSSpec or expr.operand("filters") is not None:
+            return None
+        info = expr._dataset_info
+        if (info.get("partitions") or info.get("partition_keys") or info.get("categories")
+                or info.get("filters") is not None):
+            return None
+        schema = info["physical_schema"].names
+        if not all(isinstance(c, str) and c in schema for c in X.columns):
+            return None
+        parts = info["plan"]["parts"]
+        selected = expr._partitions
+        if selected is not None:
+            parts = [parts[k] for k in selected]
+        pieces: list[tuple[str, list[int] | None]] = []
+        for part in parts:
+            path, row_groups, piece_filters = part["piece"]
+            if not isinstance(path, str) or piece_filters:
+                return None
+            if row_groups is not None:
+                row_groups = [int(g) for g in row_groups]
+            pieces.append((path, row_groups))
+        if len(pieces) != X.npartitions:
+            return None
+        return pieces, info["fs"]
+    except Exception:  # an unknown plan only means the general path
+        return None
 
 
 def partition_blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
@@ -235,7 +362,18 @@ def clipped_second_moment(
     p = len(columns)
     bounds.check_dimension(p)
     center = check_center(center, p)
-    stats: PartitionStats = reduce_partitions(blocks, _partition_stats, _combine, bounds, center)
+    pieces = parquet_pieces(X)
+    if pieces is not None:
+        import dask
+
+        files, filesystem = pieces
+        names = [str(c) for c in X.columns]
+        stats: PartitionStats = _tree_reduce(
+            [dask.delayed(_parquet_stats, pure=True)(path, groups, k, filesystem, names,
+                                                     bounds, center)
+             for k, (path, groups) in enumerate(files)], _combine)
+    else:
+        stats = reduce_partitions(blocks, _partition_stats, _combine, bounds, center)
     if stats.bad is not None:
         part, row, col = stats.bad
         before = sum(count for k, count in stats.counts.items() if k < part)
@@ -243,10 +381,13 @@ def clipped_second_moment(
             f"{name} contains NaN or infinite values (first at row {before + row}, "
             f"column {columns[col]!r}); remove or impute them before estimating"
         )
-    if stats.gram is None or stats.total is None:
+    if stats.gram is None:
         raise ValueError(f"{name} needs at least 2 records (rows); got 0")
-    return finish_second_moment(stats.gram, stats.total, stats.n, stats.n_clipped, columns,
-                                name=name)
+    # dsyrk filled the upper triangle; the lower one is its mirror.
+    upper = np.triu(stats.gram[:p, :p])
+    gram = upper + np.triu(upper, 1).T
+    total = stats.gram[:p, p].copy()
+    return finish_second_moment(gram, total, stats.n, stats.n_clipped, columns, name=name)
 
 
 def _regression_partition(

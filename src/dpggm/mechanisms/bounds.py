@@ -49,8 +49,13 @@ class Bounds:
 
     data_derived: bool
 
-    def clip(self, X: np.ndarray) -> tuple[np.ndarray, int]:
-        """Return the clipped rows and how many rows were changed (curator-only)."""
+    def clip(self, X: np.ndarray, *, in_place: bool = False) -> tuple[np.ndarray, int]:
+        """Return the clipped rows and how many rows were changed (curator-only).
+
+        With ``in_place=True`` the changed rows of ``X`` (a float array the caller owns)
+        are overwritten and ``X`` itself is returned, so a blocked reduction clips its
+        buffer without a copy; otherwise ``X`` is never modified.
+        """
         raise NotImplementedError
 
     def check_dimension(self, n_features: int) -> None:
@@ -88,7 +93,7 @@ class RowNorm(Bounds):
             raise ValueError(f"RowNorm bound must be a finite number > 0; got {value!r}")
         object.__setattr__(self, "bound", value)
 
-    def clip(self, X: np.ndarray) -> tuple[np.ndarray, int]:
+    def clip(self, X: np.ndarray, *, in_place: bool = False) -> tuple[np.ndarray, int]:
         # A float sum of squares has relative error up to about p * 2^-53, and rescaling by
         # B / norm rounds again: without care a rescaled row can end an ulp above B, which
         # the sensitivity analysis does not allow. Rows clearly inside are kept; rows within
@@ -107,7 +112,10 @@ class RowNorm(Bounds):
                     over[i] = True
         if not over.any():
             return X, 0
-        X = X.copy()
+        if not in_place:
+            # order="K": a column-major block stays column-major (a C-order copy of it
+            # costs more than the whole clip).
+            X = X.copy(order="K")
         target = self.bound * (1.0 - 2.0 * margin)
         X[over] *= (target / np.sqrt(squared[over]))[:, None]
         return X, int(over.sum())
@@ -167,12 +175,12 @@ class Box(Bounds):
                 f"Box bound has {len(self.bound)} entries but the data has {n_features} columns"
             )
 
-    def clip(self, X: np.ndarray) -> tuple[np.ndarray, int]:
+    def clip(self, X: np.ndarray, *, in_place: bool = False) -> tuple[np.ndarray, int]:
         b = self.vector(X.shape[1])
         changed = np.any(np.abs(X) > b, axis=1)
         if not changed.any():
             return X, 0
-        return np.clip(X, -b, b), int(changed.sum())
+        return np.clip(X, -b, b, out=X if in_place else None), int(changed.sum())
 
     def row_norm(self, n_features: int) -> float:
         """``||b||_2`` rounded up, so that it bounds every clipped row's norm."""
