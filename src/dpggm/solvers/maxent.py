@@ -133,13 +133,27 @@ _IPM_RESTARTS = 20
 # computed with it falls below this; from there on the inverse is refined (see
 # _DualNewton.solve).
 _REFINE_BELOW = 1e-6
-# Longer steps far from the minimiser: disabled, not verified on long PACE runs.
-_LONG_STEPS = False
+# Dual Newton's barrier path steps by factors of 10 throughout (factors of 100 above
+# 1e-6 cost more damped Newton steps per stage than the extra stages cost).
+_DUAL_COARSE_UNTIL = 99
+# The warm-started path starts at the first stored stage at or below this exponent ...
+_WARM_FROM = _COARSE_UNTIL
+# ... with at most this many Newton steps; if that fails it restarts from the stored
+# stage at this exponent (same cap), and only then from the beginning.
+_WARM_STAGE_MAX_ITER = 20
+_WARM_RETRY = -3
+# Stages stored as warm starts for the next solve: every exponent at or below this.
+_PATH_FROM = 99
+# Longer steps far from the minimiser (a new measurement that moves K along a nearly
+# linear direction of D_mu).
+_LONG_STEPS = True
 # Exact single-entry minimisations that improve a warm start from the previous round.
-_COORDINATE_STEPS = 0  # disabled: not verified on long PACE runs (see bench_pace)
-# Newton steps allowed to the warm-started first stage before following the path anew.
-_WARM_STAGE_MAX_ITER = 200  # no cap: the 40 cap is not verified on long runs
-
+_COORDINATE_STEPS = 4
+# Simplified Newton: a Hessian factorisation is reused once the decrement is below
+# _CHORD_BELOW while each step contracts it by _CHORD_CONTRACTION or better.
+_CHORD = True
+_CHORD_BELOW = 1e-4
+_CHORD_CONTRACTION = 0.01
 
 # --------------------------------------------------------------------------------------
 # Input handling
@@ -356,7 +370,9 @@ def _clip_to_psd(W: np.ndarray) -> np.ndarray:
     return project_psd(W).estimate
 
 
-def _barrier_schedule(block: _Block, mu_rel_min: float = _MU_REL_MIN) -> list[float]:
+def _barrier_schedule(
+    block: _Block, mu_rel_min: float = _MU_REL_MIN, coarse_until: int = _COARSE_UNTIL
+) -> list[float]:
     """Relative barrier weights, from the largest rescaled precision down to ``mu_rel_min``.
 
     Starting at ``max lambda'`` makes the first stage well conditioned for every entry. The
@@ -367,7 +383,7 @@ def _barrier_schedule(block: _Block, mu_rel_min: float = _MU_REL_MIN) -> list[fl
     spread = float(np.max(block.lam) / block.mu_unit)
     first = math.ceil(math.log10(max(spread, 1.0)) - 1e-9)
     last = math.floor(math.log10(mu_rel_min) + 1e-9)
-    fine_from = min(max(last + 3, _COARSE_UNTIL), first)
+    fine_from = min(max(last + 3, coarse_until), first)
     coarse = list(range(first, fine_from, -2))
     return [10.0**k for k in coarse + list(range(fine_from, last - 1, -1))]
 
@@ -585,16 +601,30 @@ class _DualNewton:
         prev_dec = math.inf
         precise = False
         W, accurate = self.inverse(kappa, chol, refine=precise)
+        factor, last_dec = None, math.inf
         it = 0
         while it < max_iter:
             grad = b.c * (b.y - W[b.rows, b.cols])
             if pen is not None:
                 grad = grad + pen * (kappa[0] + kappa[1])
-            H = self.hessian(W)
-            if pen is not None:
-                H[np.diag_indices_from(H)] += pen
-            step = _newton_direction(H, grad)
-            dec = math.nan if step is None else float(-grad @ step)
+            step = None
+            if _CHORD and factor is not None and last_dec <= _CHORD_BELOW:
+                # Close to the minimiser the Hessian hardly changes from one step to the
+                # next: the last factorisation is reused while the decrement keeps
+                # contracting fast (the minimiser is the same, only the rate differs);
+                # otherwise it is refreshed. Tests of a stall use fresh Hessians only.
+                step = _factored_direction(factor, grad)
+                dec = float(-grad @ step)
+                if not (math.isfinite(dec) and 0 <= dec <= _CHORD_CONTRACTION * last_dec):
+                    step = None
+            if step is None:
+                H = self.hessian(W)
+                if pen is not None:
+                    H[np.diag_indices_from(H)] += pen
+                factor = _factor_hessian(H)
+                step = None if factor is None else _factored_direction(factor, grad)
+                dec = math.nan if step is None else float(-grad @ step)
+            last_dec = dec
             if refine and not accurate and (
                 not math.isfinite(dec)
                 or dec <= _REFINE_BELOW
@@ -709,7 +739,14 @@ def _coordinate_minimiser(
 
 
 def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
-    """Solve ``H step = -grad``; ``H`` is positive definite in exact arithmetic.
+    """Solve ``H step = -grad``; ``H`` is positive definite in exact arithmetic."""
+    factor = _factor_hessian(H)
+    return None if factor is None else _factored_direction(factor, grad)
+
+
+def _factor_hessian(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cholesky factor of ``H`` scaled to a unit diagonal, and the scale (``H`` is
+    overwritten).
 
     Deep in the barrier path ``H`` spans many orders of magnitude and a Cholesky
     factorisation can fail on rounding; a ridge at the rounding level of its diagonal then
@@ -718,17 +755,30 @@ def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
     scale = np.sqrt(np.diag(H))
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         return None
-    Hs = H / np.outer(scale, scale)
-    gs = grad / scale
+    H /= np.outer(scale, scale)
+    saved = None
     for ridge in (0.0, 1e-14, 1e-12, 1e-10):
-        try:
-            factor = sla.cho_factor(
-                Hs + ridge * np.eye(Hs.shape[0]), lower=True, check_finite=False
-            )
-        except sla.LinAlgError:
-            continue
-        return -sla.cho_solve(factor, gs, check_finite=False) / scale
+        if ridge:
+            if saved is None:
+                return None
+            A = saved.copy()
+            A[np.diag_indices_from(A)] += ridge
+        else:
+            # H is exactly symmetric, so its transpose (Fortran order, no copy) is H.
+            saved = H.copy()
+            A = H
+        c, info = sla.lapack.dpotrf(A.T, lower=1, clean=0, overwrite_a=1)
+        if info == 0:
+            return c, scale
     return None
+
+
+def _factored_direction(factor: tuple[np.ndarray, np.ndarray], grad: np.ndarray) -> np.ndarray:
+    c, scale = factor
+    x, info = sla.lapack.dpotrs(c, grad / scale, lower=1)
+    if info != 0:
+        raise NumericalError(f"solving the Newton system failed (dpotrs info={info})")
+    return -x / scale
 
 
 def _default_kappa(block: _Block) -> np.ndarray:
@@ -771,7 +821,7 @@ def _solve_dual_newton(
         if ok:
             return completion(kappa, W, total)
 
-    schedule = _barrier_schedule(block)
+    schedule = _barrier_schedule(block, coarse_until=_DUAL_COARSE_UNTIL)
     exponents = [round(math.log10(m)) for m in schedule]
 
     def warm_kappa(i: int) -> np.ndarray | None:
@@ -783,11 +833,20 @@ def _solve_dual_newton(
 
     # With the previous path of this component (one measurement ago) the coarse stages,
     # which only lead into the right region, are skipped.
-    first = 0
+    tries: list[int] = []
     if warm_path is not None:
-        fine = [i for i, e in enumerate(exponents) if e <= _COARSE_UNTIL and e in warm_path]
+        fine = [i for i, e in enumerate(exponents) if e <= _WARM_FROM and e in warm_path]
         if fine and warm_kappa(fine[0]) is not None:
-            first = fine[0]
+            tries.append(fine[0])
+        if _WARM_RETRY is not None:
+            up = [
+                i
+                for i, e in enumerate(exponents)
+                if e == _WARM_RETRY and e in warm_path and (not tries or i < tries[0])
+            ]
+            if up and warm_kappa(up[0]) is not None:
+                tries.append(up[0])
+    first = tries.pop(0) if tries else 0
 
     last = len(schedule) - 1
     kappa = start
@@ -815,8 +874,10 @@ def _solve_dual_newton(
         )
         total += it
         if not ok and first > 0:
-            # The warm start led astray: follow the path from the beginning.
-            first, i, kappa = 0, 0, start
+            # The warm start led astray: follow the path from an earlier stage of the
+            # previous path, or from the beginning.
+            first = tries.pop(0) if tries else 0
+            i, kappa = first, start
             stages, kappas, path, previous_norm = [], [], {}, None
             continue
         # An unconverged early stage is still a usable warm start; only the stages that
@@ -825,7 +886,7 @@ def _solve_dual_newton(
             stages_ok = False
         stages.append(W)
         kappas.append(kappa)
-        if exponents[i] <= _COARSE_UNTIL:
+        if exponents[i] <= _PATH_FROM:
             inv_scale = 1.0 / block.scale
             path[exponents[i]] = block.dense(kappa[0] + kappa[1]) * np.outer(inv_scale, inv_scale)
         norm = mu * float(np.linalg.norm(kappa[0]))
@@ -839,6 +900,10 @@ def _solve_dual_newton(
         previous_norm = norm
         i += 1
 
+    if warm_path is not None and _PATH_FROM > _COARSE_UNTIL:
+        # Stages above this round's start keep their earlier values (warm starts only).
+        for e, K in warm_path.items():
+            path.setdefault(e, K)
     W3, err = _extrapolate(schedule[first:], stages)
     return _BlockSolution(
         covariance=block.to_original(_clip_to_psd(W3)),
