@@ -154,6 +154,8 @@ _COORDINATE_STEPS = 4
 _CHORD = True
 _CHORD_BELOW = 1e-4
 _CHORD_CONTRACTION = 0.01
+# Intermediate barrier weights tried before a stalled stage is given up.
+_MAX_SPLITS = 4
 
 # --------------------------------------------------------------------------------------
 # Input handling
@@ -852,6 +854,7 @@ def _solve_dual_newton(
     kappa = start
     stages: list[np.ndarray] = []
     kappas: list[np.ndarray] = []
+    mus_done: list[float] = []  # relative barrier weights of `stages`
     path: dict[int, np.ndarray] = {}
     stages_ok = True
     previous_norm = None
@@ -862,7 +865,7 @@ def _solve_dual_newton(
         if guess is not None:
             kappa = solver.coordinate_steps(guess, mu, _COORDINATE_STEPS) if _COORDINATE_STEPS else guess
         elif len(kappas) >= 2:
-            kappa = _predict_kappa(solver, schedule[i - 2 : i + 1], kappas[-2:])
+            kappa = _predict_kappa(solver, mus_done[-2:] + [schedule[i]], kappas[-2:])
         # Only the stages that enter the extrapolation need W to full double accuracy.
         kappa, W, it, ok = solver.solve(
             kappa,
@@ -873,12 +876,31 @@ def _solve_dual_newton(
             max_iter=min(max_iter, _WARM_STAGE_MAX_ITER) if guess is not None else None,
         )
         total += it
+        splits = 0
+        while not ok and guess is None and kappas and splits < _MAX_SPLITS:
+            # Damped Newton stalled (far from the minimiser the plain inverse of a badly
+            # conditioned K gives poor directions): approach this stage through an
+            # intermediate barrier weight, from the last converged stage. Without this
+            # an unconverged stage would enter the answer.
+            mid = math.sqrt(mus_done[-1] * schedule[i])
+            k_mid, W_mid, it, ok_mid = solver.solve(kappas[-1], mid * block.mu_unit)
+            total += it
+            if not ok_mid:
+                break
+            stages.append(W_mid)
+            kappas.append(k_mid)
+            mus_done.append(mid)
+            kappa = _predict_kappa(solver, mus_done[-2:] + [schedule[i]], kappas[-2:])
+            kappa, W, it, ok = solver.solve(kappa, mu, refine=True)
+            total += it
+            splits += 1
         if not ok and first > 0:
             # The warm start led astray: follow the path from an earlier stage of the
             # previous path, or from the beginning.
             first = tries.pop(0) if tries else 0
             i, kappa = first, start
             stages, kappas, path, previous_norm = [], [], {}, None
+            mus_done = []
             continue
         # An unconverged early stage is still a usable warm start; only the stages that
         # enter the extrapolation decide convergence.
@@ -886,6 +908,7 @@ def _solve_dual_newton(
             stages_ok = False
         stages.append(W)
         kappas.append(kappa)
+        mus_done.append(schedule[i])
         if exponents[i] <= _PATH_FROM:
             inv_scale = 1.0 / block.scale
             path[exponents[i]] = block.dense(kappa[0] + kappa[1]) * np.outer(inv_scale, inv_scale)
@@ -904,7 +927,7 @@ def _solve_dual_newton(
         # Stages above this round's start keep their earlier values (warm starts only).
         for e, K in warm_path.items():
             path.setdefault(e, K)
-    W3, err = _extrapolate(schedule[first:], stages)
+    W3, err = _extrapolate(mus_done, stages)
     return _BlockSolution(
         covariance=block.to_original(_clip_to_psd(W3)),
         precision=None,
