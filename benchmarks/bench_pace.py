@@ -20,7 +20,7 @@ same code in both runs, so with equal reconstructions the measurement sequences 
 ``same picks`` says whether they were. Printed per fit: both times, their ratio, the
 relative difference of the covariances (``max |new - old| / max |old|``), rounds and
 measured off-diagonal entries, and whether the result is singular. The old run can be cut
-short (``--old-limit`` seconds; the large sets only): then its time per round is compared.
+short (``--old-limit`` seconds): then its time per round is compared.
 
 ``--profile`` splits each round of the new fit (and of the old one) into reconstruction
 (update and solve), residual (the scores ``|S_jk - Sigma_jk|``), selection (the exponential
@@ -213,7 +213,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=None,
                         help="only the highly correlated synthetic set of this dimension, rho=1")
     parser.add_argument("--old-limit", type=float, default=None,
-                        help="cut the old run short after this many seconds (compare per round)")
+                        help="cut old runs short after this many seconds (compare per round)")
     parser.add_argument("--no-old", action="store_true", help="skip the old reconstruction")
     parser.add_argument("--profile", action="store_true", help="per-round time split")
     args = parser.parse_args()
@@ -246,7 +246,7 @@ def main() -> None:
                     old = None
                     if reference is not None:
                         old = fit(X, rho, seed, reference.MaxEntropyReconstructor,
-                                  limit=args.old_limit if args.large is not None else None)
+                                  limit=args.old_limit)
                     cmp = compare(new, old)
                     old_cpu = "-" if old is None else f"{old['cpu']:8.2f}"
                     est = new["est"]

@@ -136,8 +136,9 @@ _REFINE_BELOW = 1e-6
 # Dual Newton's barrier path steps by factors of 10 throughout (factors of 100 above
 # 1e-6 cost more damped Newton steps per stage than the extra stages cost).
 _DUAL_COARSE_UNTIL = 99
-# The warm-started path starts at the first stored stage at or below this exponent ...
-_WARM_FROM = _COARSE_UNTIL
+# The warm-started path starts at the first stored stage at or below this exponent (the
+# fourth-last, the first one the extrapolation's error estimate uses) ...
+_WARM_FROM = -7
 # ... with at most this many Newton steps; if that fails it restarts from the stored
 # stage at this exponent (same cap), and only then from the beginning.
 _WARM_STAGE_MAX_ITER = 20
@@ -150,12 +151,20 @@ _LONG_STEPS = True
 # Exact single-entry minimisations that improve a warm start from the previous round.
 _COORDINATE_STEPS = 4
 # Simplified Newton: a Hessian factorisation is reused once the decrement is below
-# _CHORD_BELOW while each step contracts it by _CHORD_CONTRACTION or better.
+# _CHORD_BELOW while each step contracts it by _CHORD_CONTRACTION or better; such steps
+# never end an iteration (see _DualNewton.solve).
 _CHORD = True
 _CHORD_BELOW = 1e-4
 _CHORD_CONTRACTION = 0.01
 # Intermediate barrier weights tried before a stalled stage is given up.
 _MAX_SPLITS = 4
+# Newton directions by conjugate gradients preconditioned with an earlier factorisation:
+# off (as fast as factorising at d = 100, where the refined inverse dominates).
+_PCG = False
+_PCG_MAX_ITER = 6
+_PCG_TOL = 1e-6
+# Finish a converging stage with the last full Newton step instead of another Hessian.
+_FINISH = True
 
 # --------------------------------------------------------------------------------------
 # Input handling
@@ -470,6 +479,8 @@ class _DualNewton:
         self.tol = tol
         self.max_iter = max_iter
         self._cc = 0.5 * np.outer(block.c, block.c)
+        # Cholesky factor of a recent Hessian (see _pcg), shared by the stages of a block.
+        self._factor: tuple[np.ndarray, np.ndarray] | None = None
 
     def objective(self, kappa: np.ndarray, mu: float) -> tuple[float, np.ndarray | None]:
         b = self.b
@@ -565,6 +576,43 @@ class _DualNewton:
             return kappa
         return out
 
+    def _pcg(self, W: np.ndarray, pen: np.ndarray | None, grad: np.ndarray) -> np.ndarray | None:
+        """``-H^{-1} grad`` by preconditioned conjugate gradients (``None`` if they do not
+        reach a relative residual of ``_PCG_TOL`` within ``_PCG_MAX_ITER`` steps)."""
+        b = self.b
+        factor = self._factor
+
+        def hv(v: np.ndarray) -> np.ndarray:
+            P = W @ b.dense(v) @ W
+            out = b.c * P[b.rows, b.cols]
+            if pen is not None:
+                out += pen * v
+            return out
+
+        x = np.zeros_like(grad)
+        r = -grad
+        z = -_factored_direction(factor, r)
+        p = z.copy()
+        rz = float(r @ z)
+        if not (math.isfinite(rz) and rz > 0):
+            return None
+        rz0 = rz
+        for _ in range(_PCG_MAX_ITER):
+            Hp = hv(p)
+            curv = float(p @ Hp)
+            if not (math.isfinite(curv) and curv > 0):
+                return None
+            a = rz / curv
+            x += a * p
+            r -= a * Hp
+            z = -_factored_direction(factor, r)
+            rz_new = float(r @ z)
+            if rz_new <= _PCG_TOL**2 * rz0:
+                return x
+            p = z + (rz_new / rz) * p
+            rz = rz_new
+        return None
+
     def hessian(self, W: np.ndarray) -> np.ndarray:
         """``d^2 D_0 / d kappa^2`` at ``K = W^{-1}`` (without the barrier's diagonal)."""
         b = self.b
@@ -610,6 +658,7 @@ class _DualNewton:
             if pen is not None:
                 grad = grad + pen * (kappa[0] + kappa[1])
             step = None
+            chord = False
             if _CHORD and factor is not None and last_dec <= _CHORD_BELOW:
                 # Close to the minimiser the Hessian hardly changes from one step to the
                 # next: the last factorisation is reused while the decrement keeps
@@ -617,13 +666,24 @@ class _DualNewton:
                 # otherwise it is refreshed. Tests of a stall use fresh Hessians only.
                 step = _factored_direction(factor, grad)
                 dec = float(-grad @ step)
-                if not (math.isfinite(dec) and 0 <= dec <= _CHORD_CONTRACTION * last_dec):
+                # A stale factorisation's decrement may not end the iteration: below 1e-12
+                # (where the convergence tests start) the direction is recomputed.
+                chord = math.isfinite(dec) and 1e-12 < dec <= _CHORD_CONTRACTION * last_dec
+                if not chord:
                     step = None
+            if step is None and _PCG and self._factor is not None:
+                # The Hessian of a nearby point (an earlier step or stage) preconditions
+                # conjugate gradients on the exact Hessian, applied as c (W V W)_S: a few
+                # products of n x n matrices instead of forming and factoring |S| x |S|.
+                step = self._pcg(W, pen, grad)
+                if step is not None:
+                    dec = float(-grad @ step)
             if step is None:
                 H = self.hessian(W)
                 if pen is not None:
                     H[np.diag_indices_from(H)] += pen
                 factor = _factor_hessian(H)
+                self._factor = factor
                 step = None if factor is None else _factored_direction(factor, grad)
                 dec = math.nan if step is None else float(-grad @ step)
             last_dec = dec
@@ -642,6 +702,18 @@ class _DualNewton:
                 return kappa, W, it, False
             if not math.isfinite(dec) or dec < 0:
                 return kappa, W, it, False
+            if _FINISH and accurate and not chord and dec <= self.tol:
+                # D_mu is self-concordant: a full Newton step from decrement lambda lands at
+                # decrement <= (lambda / (1 - lambda))^2, so from lambda^2 <= tol the new
+                # point meets lambda <= tol (up to rounding) without another Hessian.
+                trial = kappa.copy()
+                trial[0], err = _two_sum(kappa[0], step)
+                trial[0], trial[1] = _two_sum(trial[0], kappa[1] + err)
+                chol_new = self.objective(trial, mu)[1]
+                if chol_new is not None:
+                    W_new, accurate_new = self.inverse(trial, chol_new, refine=True)
+                    if accurate_new:
+                        return trial, W_new, it + 1, True
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
             # Quadratic convergence that stops improving has hit the rounding floor.
             if dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8):
@@ -650,7 +722,8 @@ class _DualNewton:
                 # The plain inverse's error sets a floor on the decrement near eps cond(K);
                 # a leading stage is done once it is reached.
                 return kappa, W, it, True
-            prev_dec = dec
+            # A stale factorisation's decrement is no reference for the stall tests.
+            prev_dec = math.inf if chord else dec
             if mu == 0 and float(b.c @ (kappa[0] * b.y)) <= 0:
                 # tr(K Y) <= 0 for some K > 0 certifies that D_0 is unbounded below.
                 return kappa, W, it, False
