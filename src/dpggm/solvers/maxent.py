@@ -165,6 +165,8 @@ _PCG_MAX_ITER = 6
 _PCG_TOL = 1e-6
 # Finish a converging stage with the last full Newton step instead of another Hessian.
 _FINISH = True
+# Refined inverses after a step start from the previous one (see _DualNewton.inverse).
+_NEUMANN = True
 
 # --------------------------------------------------------------------------------------
 # Input handling
@@ -498,25 +500,48 @@ class _DualNewton:
         return val, chol
 
     def inverse(
-        self, kappa: np.ndarray, chol: np.ndarray, *, refine: bool = True
+        self,
+        kappa: np.ndarray,
+        chol: np.ndarray,
+        *,
+        refine: bool = True,
+        start: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, bool]:
         """``K^{-1}`` and whether it is accurate to double precision.
 
         ``refine=False`` returns the plain double inverse (error about ``eps cond(K)``),
         which is all the Newton steps far from the minimiser need: there the gradient is
         large against that error and the Hessian only sets the convergence rate.
+
+        ``start=(W0, dK)``: ``W0`` an accurate inverse of ``K - dK`` (the point before a
+        small step ``dK``). The refinement then starts from ``W0 - W0 dK W0 + (W0 dK)^2 W0``,
+        whose residual is ``(dK W0)^3``, instead of the plain inverse (error ``eps cond(K)``):
+        usually one refinement step instead of two. The certificate is the same.
         """
-        inv, info = sla.lapack.dpotri(chol, lower=1)
-        if info != 0:
-            raise NumericalError(f"inverting the precision matrix failed (dpotri info={info})")
-        W = np.tril(inv) + np.tril(inv, -1).T
         K_hi = self.b.dense(kappa[0])
-        norm_W = float(np.linalg.norm(W))
-        if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
-            # Well conditioned: the plain inverse is already accurate to ~1e-12.
-            return W, True
-        if not refine:
-            return W, False
+        W = None
+        if start is not None and refine:
+            W0, dK = start
+            A = W0 @ dK
+            AW = A @ W0
+            W = W0 - AW + A @ AW
+            W = 0.5 * (W + W.T)
+            norm_W = float(np.linalg.norm(W))
+            if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
+                W = None  # well conditioned: the plain inverse is exact enough, use it
+        if W is None:
+            inv, info = sla.lapack.dpotri(chol, lower=1)
+            if info != 0:
+                raise NumericalError(
+                    f"inverting the precision matrix failed (dpotri info={info})"
+                )
+            W = np.tril(inv) + np.tril(inv, -1).T
+            norm_W = float(np.linalg.norm(W))
+            if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
+                # Well conditioned: the plain inverse is already accurate to ~1e-12.
+                return W, True
+            if not refine:
+                return W, False
         K_lo = self.b.dense(kappa[1])
         for _ in range(8):
             R = _inverse_residual(K_hi, K_lo, W)
@@ -711,7 +736,10 @@ class _DualNewton:
                 trial[0], trial[1] = _two_sum(trial[0], kappa[1] + err)
                 chol_new = self.objective(trial, mu)[1]
                 if chol_new is not None:
-                    W_new, accurate_new = self.inverse(trial, chol_new, refine=True)
+                    start = None
+                    if _NEUMANN:
+                        start = (W, b.dense((trial[0] - kappa[0]) + (trial[1] - kappa[1])))
+                    W_new, accurate_new = self.inverse(trial, chol_new, refine=True, start=start)
                     if accurate_new:
                         return trial, W_new, it + 1, True
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
@@ -766,9 +794,12 @@ class _DualNewton:
                     continue
                 # No decrease within rounding: the current point is as good as it gets.
                 return kappa, W, it, dec <= 1e-12
+            start = None
+            if _NEUMANN and precise and accurate:
+                start = (W, b.dense((trial[0] - kappa[0]) + (trial[1] - kappa[1])))
             kappa = trial
             f, chol = f_new, chol_new
-            W, accurate = self.inverse(kappa, chol, refine=precise)
+            W, accurate = self.inverse(kappa, chol, refine=precise, start=start)
             it += 1
         return kappa, W, max_iter, False
 
