@@ -523,12 +523,14 @@ class _DualNewton:
         if start is not None and refine:
             W0, dK = start
             A = W0 @ dK
-            AW = A @ W0
-            W = W0 - AW + A @ AW
-            W = 0.5 * (W + W.T)
-            norm_W = float(np.linalg.norm(W))
-            if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
-                W = None  # well conditioned: the plain inverse is exact enough, use it
+            # Only a small step gives a better start than the plain inverse.
+            if float(np.linalg.norm(A)) <= 1e-2:
+                AW = A @ W0
+                W = W0 - AW + A @ AW
+                W = 0.5 * (W + W.T)
+                norm_W = float(np.linalg.norm(W))
+                if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
+                    W = None  # well conditioned: the plain inverse is accurate, use it
         if W is None:
             inv, info = sla.lapack.dpotri(chol, lower=1)
             if info != 0:
