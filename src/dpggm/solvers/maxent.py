@@ -171,11 +171,6 @@ _CHORD_BELOW = 1e-4
 _CHORD_CONTRACTION = 0.01
 # Intermediate barrier weights tried before a stalled stage is given up.
 _MAX_SPLITS = 4
-# Newton directions by conjugate gradients preconditioned with an earlier factorisation:
-# off (as fast as factorising at d = 100, where the refined inverse dominates).
-_PCG = False
-_PCG_MAX_ITER = 6
-_PCG_TOL = 1e-6
 # Finish a converging stage with the last full Newton step instead of another Hessian.
 _FINISH = True
 # Refined inverses after a step start from the previous one (see _DualNewton.inverse).
@@ -494,8 +489,6 @@ class _DualNewton:
         self.tol = tol
         self.max_iter = max_iter
         self._cc = 0.5 * np.outer(block.c, block.c)
-        # Cholesky factor of a recent Hessian (see _pcg), shared by the stages of a block.
-        self._factor: tuple[np.ndarray, np.ndarray] | None = None
 
     def objective(self, kappa: np.ndarray, mu: float) -> tuple[float, np.ndarray | None]:
         b = self.b
@@ -616,43 +609,6 @@ class _DualNewton:
             return kappa
         return out
 
-    def _pcg(self, W: np.ndarray, pen: np.ndarray | None, grad: np.ndarray) -> np.ndarray | None:
-        """``-H^{-1} grad`` by preconditioned conjugate gradients (``None`` if they do not
-        reach a relative residual of ``_PCG_TOL`` within ``_PCG_MAX_ITER`` steps)."""
-        b = self.b
-        factor = self._factor
-
-        def hv(v: np.ndarray) -> np.ndarray:
-            P = W @ b.dense(v) @ W
-            out = b.c * P[b.rows, b.cols]
-            if pen is not None:
-                out += pen * v
-            return out
-
-        x = np.zeros_like(grad)
-        r = -grad
-        z = -_factored_direction(factor, r)
-        p = z.copy()
-        rz = float(r @ z)
-        if not (math.isfinite(rz) and rz > 0):
-            return None
-        rz0 = rz
-        for _ in range(_PCG_MAX_ITER):
-            Hp = hv(p)
-            curv = float(p @ Hp)
-            if not (math.isfinite(curv) and curv > 0):
-                return None
-            a = rz / curv
-            x += a * p
-            r -= a * Hp
-            z = -_factored_direction(factor, r)
-            rz_new = float(r @ z)
-            if rz_new <= _PCG_TOL**2 * rz0:
-                return x
-            p = z + (rz_new / rz) * p
-            rz = rz_new
-        return None
-
     def hessian(self, W: np.ndarray) -> np.ndarray:
         """``d^2 D_0 / d kappa^2`` at ``K = W^{-1}`` (without the barrier's diagonal)."""
         b = self.b
@@ -711,19 +667,11 @@ class _DualNewton:
                 chord = math.isfinite(dec) and 1e-12 < dec <= _CHORD_CONTRACTION * last_dec
                 if not chord:
                     step = None
-            if step is None and _PCG and self._factor is not None:
-                # The Hessian of a nearby point (an earlier step or stage) preconditions
-                # conjugate gradients on the exact Hessian, applied as c (W V W)_S: a few
-                # products of n x n matrices instead of forming and factoring |S| x |S|.
-                step = self._pcg(W, pen, grad)
-                if step is not None:
-                    dec = float(-grad @ step)
             if step is None:
                 H = self.hessian(W)
                 if pen is not None:
                     H[np.diag_indices_from(H)] += pen
                 factor = _factor_hessian(H)
-                self._factor = factor
                 step = None if factor is None else _factored_direction(factor, grad)
                 dec = math.nan if step is None else float(-grad @ step)
             last_dec = dec
@@ -857,12 +805,6 @@ def _coordinate_minimiser(
         return float(sopt.brentq(slope, a_, b_, xtol=1e-15 * max(abs(a_), abs(b_)), rtol=1e-14))
     except (ValueError, RuntimeError):
         return None
-
-
-def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
-    """Solve ``H step = -grad``; ``H`` is positive definite in exact arithmetic."""
-    factor = _factor_hessian(H)
-    return None if factor is None else _factored_direction(factor, grad)
 
 
 def _factor_hessian(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
