@@ -20,7 +20,7 @@ same code in both runs, so with equal reconstructions the measurement sequences 
 ``same picks`` says whether they were. Printed per fit: both times, their ratio, the
 relative difference of the covariances (``max |new - old| / max |old|``), rounds and
 measured off-diagonal entries, and whether the result is singular. The old run can be cut
-short (``--old-limit`` seconds; the large sets only): then its time per round is compared.
+short (``--old-limit`` seconds): then its time per round is compared.
 
 ``--profile`` splits each round of the new fit (and of the old one) into reconstruction
 (update and solve), residual (the scores ``|S_jk - Sigma_jk|``), selection (the exponential
@@ -53,6 +53,7 @@ import dpggm.estimators.pace as pace_module
 import dpggm.solvers.maxent as maxent_module
 from dpggm import ZCDP, Box
 from dpggm.estimators.pace import PACECovariance
+from dpggm.exceptions import ConvergenceWarning
 from dpggm.experiments.seed003 import load_unit_box
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -155,13 +156,14 @@ def fit(X, rho: float, seed: int, reconstructor_cls, limit: float | None = None)
 
     est = PACECovariance(budget=ZCDP(rho), bounds=Box(1.0), random_state=seed, progress=progress)
     complete = True
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         with prof.installed(reconstructor_cls):
             try:
                 est.fit(X)
             except _Stop:
                 complete = False
+    unconverged = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - c0
     return {
@@ -171,6 +173,7 @@ def fit(X, rho: float, seed: int, reconstructor_cls, limit: float | None = None)
         "complete": complete,
         "rounds": rounds[0],
         "profile": prof,
+        "unconverged": unconverged,
     }
 
 
@@ -210,7 +213,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=None,
                         help="only the highly correlated synthetic set of this dimension, rho=1")
     parser.add_argument("--old-limit", type=float, default=None,
-                        help="cut the old run short after this many seconds (compare per round)")
+                        help="cut old runs short after this many seconds (compare per round)")
     parser.add_argument("--no-old", action="store_true", help="skip the old reconstruction")
     parser.add_argument("--profile", action="store_true", help="per-round time split")
     args = parser.parse_args()
@@ -233,7 +236,7 @@ def main() -> None:
 
     print(f"{'data':>14} {'d':>4} {'rho':>5} {'seed':>4} {'rounds':>6} {'offdiag':>7} "
           f"{'sing':>4} {'new s':>8} {'old s':>8} {'ratio':>7} {'new cpu':>8} {'old cpu':>8} "
-          f"{'max rel diff':>12} {'same picks':>10}")
+          f"{'max rel diff':>12} {'same picks':>10} {'unconv':>7}")
     times: dict[float, list[tuple[float, float]]] = {}
     with threadpool_limits(limits=1, user_api="blas"):
         for name, X in sets.items():
@@ -243,7 +246,7 @@ def main() -> None:
                     old = None
                     if reference is not None:
                         old = fit(X, rho, seed, reference.MaxEntropyReconstructor,
-                                  limit=args.old_limit if args.large is not None else None)
+                                  limit=args.old_limit)
                     cmp = compare(new, old)
                     old_cpu = "-" if old is None else f"{old['cpu']:8.2f}"
                     est = new["est"]
@@ -251,10 +254,12 @@ def main() -> None:
                         f"{old['seconds']:8.2f}" if old["complete"]
                         else f">{old['seconds']:.0f}({old['rounds']})")
                     print(f"{name:>14} {X.shape[1]:>4} {rho:>5g} {seed:>4} {est.n_rounds_:>6} "
-                          f"{est.n_measured_offdiag_:>7} {'yes' if est.precision_ is None else 'no':>4} "
+                          f"{est.n_measured_offdiag_:>7} {'yes' if getattr(est, 'precision_', None) is None else 'no':>4} "
                           f"{new['seconds']:>8.2f} {old_s:>8} {cmp['ratio']:>6.1f}x "
                           f"{new['cpu']:>8.2f} {old_cpu:>8} "
-                          f"{cmp['diff']:>12.2e} {cmp['same']:>10}", flush=True)
+                          f"{cmp['diff']:>12.2e} {cmp['same']:>10} "
+                          f"{new['unconverged']:>3}/{'-' if old is None else old['unconverged']:<3}",
+                          flush=True)
                     if args.profile:
                         print(profile_line("new", new))
                         if old is not None:
@@ -270,7 +275,9 @@ def main() -> None:
     print("new/old s: wall-clock seconds; cpu: CPU seconds of this process (the machine is shared);"
           "\nratio: old/new time (per round when the old run was cut short, shown as >s(rounds));"
           " max rel diff: max|new - old| / max|old| of covariance_;\nsing: no positive-definite "
-          "completion (precision_ is None); same picks: identical selected entries in every round.")
+          "completion (precision_ is None); same picks: identical selected entries in every round;"
+          "\nunconv: reconstructions that warned they did not converge (new/old; an unconverged "
+          "old run is no reference).")
 
 
 if __name__ == "__main__":

@@ -132,3 +132,36 @@ def test_incremental_scores_equal_full_recomputation(data, monkeypatch):
     assert len(checked) == est.n_rounds_
     # Some round re-solved only part of the variables: the incremental path was exercised.
     assert any(0 < c < data.shape[1] for c in checked) or est.n_rounds_ == 1
+
+
+# The earlier path (factor-100 barrier steps above 1e-6, uncapped warm stage at 1e-6): it
+# stalled on this trial; intermediate barrier weights must rescue it.
+_EARLIER_PATH = {
+    "_DUAL_COARSE_UNTIL": -6, "_WARM_FROM": -6, "_WARM_STAGE_MAX_ITER": 200,
+    "_WARM_RETRY": None, "_PATH_FROM": -6, "_LONG_STEPS": False, "_COORDINATE_STEPS": 0,
+}
+
+
+@pytest.mark.parametrize("path", ["default", "earlier"])
+def test_reconstruction_converges_where_a_barrier_stage_used_to_stall(path, monkeypatch):
+    # docs/reproduction.md: this trial returned entries of order 1e7 (unconverged barrier
+    # stages entered the extrapolation). The reconstruction must converge and stay within
+    # the declared box: |Sigma_jk| <= max_j Sigma_jj <= 1 up to the noise.
+    import warnings
+
+    from dpggm.solvers import maxent
+
+    if path == "earlier":
+        for name, value in _EARLIER_PATH.items():
+            monkeypatch.setattr(maxent, name, value)
+
+    from dpggm.exceptions import ConvergenceWarning
+    from dpggm.experiments._common import repetition_rng
+    from dpggm.experiments.seed003 import load_unit_box
+
+    X = load_unit_box("breast_cancer")[0]
+    rng = repetition_rng(0, "breast_cancer", 0.1, 3, "pace")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = PACECovariance(budget=ZCDP(0.1), bounds=Box(1.0), random_state=rng).fit(X)
+    assert np.max(np.abs(est.covariance_)) <= 1.5

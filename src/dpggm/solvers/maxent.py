@@ -39,9 +39,17 @@ Structure used here
   an error-free residual (Ozaki splitting); a plain double inverse would lose
   ``log10(1/mu)`` digits. The refinement is only paid where it matters: Newton steps use
   the plain inverse (its error only slows them down) until the decrement computed with it
-  falls below 1e-6 or stalls, and only the three extrapolated stages refine at all; a
-  refined inverse is accepted once its residual certifies double accuracy
-  (``||I - K W|| <= 1e-8`` before the last Newton-Schulz step). Checked against 34-digit (mpmath) path-following at
+  falls below 1e-6 or stalls; a refined inverse is accepted once its residual certifies
+  double accuracy (``||I - K W|| <= 1e-8`` before the last Newton-Schulz step), and after a
+  small step it starts from the previous refined inverse with a second-order Neumann
+  correction (usually one error-free residual instead of two). Every stage that enters the
+  answer is solved to the same certified point whatever the starting point: it ends with
+  a full Newton step from a decrement ``lambda^2 <= tol`` computed with a fresh Hessian and
+  the refined inverse (self-concordance then bounds the new decrement by ``tol``), or at
+  the rounding floor; a stage whose damped Newton iteration stalls is approached through
+  intermediate barrier weights rather than entering the extrapolation unconverged (this
+  was the cause of reconstructions with entries of 1e6 and more). Checked against 34-digit
+  (mpmath) path-following at
   ``mu = 1e-22`` on small PACE-like problems, including limits of rank 3 of 5, 4 of 7 and
   limits with an eigenvalue of 2.5e-4: relative (Frobenius) errors 1e-16 to 2e-10. The
   Richardson error estimate is reported and a ConvergenceWarning is issued above 1e-6.
@@ -64,12 +72,17 @@ Methods
     Each Newton step costs ``O(n_c^3 + |S_c|^3)``; a stage converges in a handful of steps.
     Warm starts: a previous precision matrix restricted to a larger pattern stays feasible,
     and :class:`MaxEntropyReconstructor` keeps the barrier path of a component without a
-    completion, restarts it at relative ``mu = 1e-6`` from the previous path (skipping the
-    coarse stages) and re-solves only the component that a new measurement touched. The
-    warm start is first improved by a few exact minimisations along single entries; a
-    warm-started stage that needs more than 40 Newton steps falls back to following the
-    path from the start. :meth:`MaxEntropyReconstructor.pop_changed` tells PACE-GGM which
-    blocks changed, so its selection scores are updated on those blocks only.
+    completion (every stage), restarts it at relative ``mu = 1e-7`` from the previous path
+    (the first stage the extrapolation's error estimate uses) and re-solves only the
+    component that a new measurement touched. The warm start is first improved by a few
+    exact minimisations along single entries and far from the minimiser longer steps are
+    tried along the Newton direction; a warm-started stage that needs more than 20 Newton
+    steps restarts from the previous path at ``mu = 1e-3``, and then from the start. The
+    path steps by factors of 10 (larger steps cost more damped Newton steps than they
+    save). Close to a stage's minimiser a Hessian factorisation is reused while the
+    decrement contracts 100-fold per step (such steps never end the iteration).
+    :meth:`MaxEntropyReconstructor.pop_changed` tells PACE-GGM which blocks changed, so its
+    selection scores are updated on those blocks only.
 ``"ipm-cholesky"``
     The paper's reference solver (Algorithm 4): ``Sigma = L L^T``, L-BFGS-B on
     ``sum lambda ((L L^T)_jk - y_jk)^2 / 2 - 2 mu sum log L_jj`` with ``L_jj`` bounded
@@ -133,13 +146,35 @@ _IPM_RESTARTS = 20
 # computed with it falls below this; from there on the inverse is refined (see
 # _DualNewton.solve).
 _REFINE_BELOW = 1e-6
-# Longer steps far from the minimiser: disabled, not verified on long PACE runs.
-_LONG_STEPS = False
+# Dual Newton's barrier path steps by factors of 10 throughout (factors of 100 above
+# 1e-6 cost more damped Newton steps per stage than the extra stages cost).
+_DUAL_COARSE_UNTIL = 99
+# The warm-started path starts at the first stored stage at or below this exponent (the
+# fourth-last, the first one the extrapolation's error estimate uses) ...
+_WARM_FROM = -7
+# ... with at most this many Newton steps; if that fails it restarts from the stored
+# stage at this exponent (same cap), and only then from the beginning.
+_WARM_STAGE_MAX_ITER = 20
+_WARM_RETRY = -3
+# Stages stored as warm starts for the next solve: every exponent at or below this.
+_PATH_FROM = 99
+# Longer steps far from the minimiser (a new measurement that moves K along a nearly
+# linear direction of D_mu).
+_LONG_STEPS = True
 # Exact single-entry minimisations that improve a warm start from the previous round.
-_COORDINATE_STEPS = 0  # disabled: not verified on long PACE runs (see bench_pace)
-# Newton steps allowed to the warm-started first stage before following the path anew.
-_WARM_STAGE_MAX_ITER = 200  # no cap: the 40 cap is not verified on long runs
-
+_COORDINATE_STEPS = 4
+# Simplified Newton: a Hessian factorisation is reused once the decrement is below
+# _CHORD_BELOW while each step contracts it by _CHORD_CONTRACTION or better; such steps
+# never end an iteration (see _DualNewton.solve).
+_CHORD = True
+_CHORD_BELOW = 1e-4
+_CHORD_CONTRACTION = 0.01
+# Intermediate barrier weights tried before a stalled stage is given up.
+_MAX_SPLITS = 4
+# Finish a converging stage with the last full Newton step instead of another Hessian.
+_FINISH = True
+# Refined inverses after a step start from the previous one (see _DualNewton.inverse).
+_NEUMANN = True
 
 # --------------------------------------------------------------------------------------
 # Input handling
@@ -356,7 +391,9 @@ def _clip_to_psd(W: np.ndarray) -> np.ndarray:
     return project_psd(W).estimate
 
 
-def _barrier_schedule(block: _Block, mu_rel_min: float = _MU_REL_MIN) -> list[float]:
+def _barrier_schedule(
+    block: _Block, mu_rel_min: float = _MU_REL_MIN, coarse_until: int = _COARSE_UNTIL
+) -> list[float]:
     """Relative barrier weights, from the largest rescaled precision down to ``mu_rel_min``.
 
     Starting at ``max lambda'`` makes the first stage well conditioned for every entry. The
@@ -367,7 +404,7 @@ def _barrier_schedule(block: _Block, mu_rel_min: float = _MU_REL_MIN) -> list[fl
     spread = float(np.max(block.lam) / block.mu_unit)
     first = math.ceil(math.log10(max(spread, 1.0)) - 1e-9)
     last = math.floor(math.log10(mu_rel_min) + 1e-9)
-    fine_from = min(max(last + 3, _COARSE_UNTIL), first)
+    fine_from = min(max(last + 3, coarse_until), first)
     coarse = list(range(first, fine_from, -2))
     return [10.0**k for k in coarse + list(range(fine_from, last - 1, -1))]
 
@@ -469,25 +506,50 @@ class _DualNewton:
         return val, chol
 
     def inverse(
-        self, kappa: np.ndarray, chol: np.ndarray, *, refine: bool = True
+        self,
+        kappa: np.ndarray,
+        chol: np.ndarray,
+        *,
+        refine: bool = True,
+        start: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, bool]:
         """``K^{-1}`` and whether it is accurate to double precision.
 
         ``refine=False`` returns the plain double inverse (error about ``eps cond(K)``),
         which is all the Newton steps far from the minimiser need: there the gradient is
         large against that error and the Hessian only sets the convergence rate.
+
+        ``start=(W0, dK)``: ``W0`` an accurate inverse of ``K - dK`` (the point before a
+        small step ``dK``). The refinement then starts from ``W0 - W0 dK W0 + (W0 dK)^2 W0``,
+        whose residual is ``(dK W0)^3``, instead of the plain inverse (error ``eps cond(K)``):
+        usually one refinement step instead of two. The certificate is the same.
         """
-        inv, info = sla.lapack.dpotri(chol, lower=1)
-        if info != 0:
-            raise NumericalError(f"inverting the precision matrix failed (dpotri info={info})")
-        W = np.tril(inv) + np.tril(inv, -1).T
         K_hi = self.b.dense(kappa[0])
-        norm_W = float(np.linalg.norm(W))
-        if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
-            # Well conditioned: the plain inverse is already accurate to ~1e-12.
-            return W, True
-        if not refine:
-            return W, False
+        W = None
+        if start is not None and refine:
+            W0, dK = start
+            A = W0 @ dK
+            # Only a small step gives a better start than the plain inverse.
+            if float(np.linalg.norm(A)) <= 1e-2:
+                AW = A @ W0
+                W = W0 - AW + A @ AW
+                W = 0.5 * (W + W.T)
+                norm_W = float(np.linalg.norm(W))
+                if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
+                    W = None  # well conditioned: the plain inverse is accurate, use it
+        if W is None:
+            inv, info = sla.lapack.dpotri(chol, lower=1)
+            if info != 0:
+                raise NumericalError(
+                    f"inverting the precision matrix failed (dpotri info={info})"
+                )
+            W = np.tril(inv) + np.tril(inv, -1).T
+            norm_W = float(np.linalg.norm(W))
+            if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
+                # Well conditioned: the plain inverse is already accurate to ~1e-12.
+                return W, True
+            if not refine:
+                return W, False
         K_lo = self.b.dense(kappa[1])
         for _ in range(8):
             R = _inverse_residual(K_hi, K_lo, W)
@@ -585,16 +647,34 @@ class _DualNewton:
         prev_dec = math.inf
         precise = False
         W, accurate = self.inverse(kappa, chol, refine=precise)
+        factor, last_dec = None, math.inf
         it = 0
         while it < max_iter:
             grad = b.c * (b.y - W[b.rows, b.cols])
             if pen is not None:
                 grad = grad + pen * (kappa[0] + kappa[1])
-            H = self.hessian(W)
-            if pen is not None:
-                H[np.diag_indices_from(H)] += pen
-            step = _newton_direction(H, grad)
-            dec = math.nan if step is None else float(-grad @ step)
+            step = None
+            chord = False
+            if _CHORD and factor is not None and last_dec <= _CHORD_BELOW:
+                # Close to the minimiser the Hessian hardly changes from one step to the
+                # next: the last factorisation is reused while the decrement keeps
+                # contracting fast (the minimiser is the same, only the rate differs);
+                # otherwise it is refreshed. Tests of a stall use fresh Hessians only.
+                step = _factored_direction(factor, grad)
+                dec = float(-grad @ step)
+                # A stale factorisation's decrement may not end the iteration: below 1e-12
+                # (where the convergence tests start) the direction is recomputed.
+                chord = math.isfinite(dec) and 1e-12 < dec <= _CHORD_CONTRACTION * last_dec
+                if not chord:
+                    step = None
+            if step is None:
+                H = self.hessian(W)
+                if pen is not None:
+                    H[np.diag_indices_from(H)] += pen
+                factor = _factor_hessian(H)
+                step = None if factor is None else _factored_direction(factor, grad)
+                dec = math.nan if step is None else float(-grad @ step)
+            last_dec = dec
             if refine and not accurate and (
                 not math.isfinite(dec)
                 or dec <= _REFINE_BELOW
@@ -610,6 +690,21 @@ class _DualNewton:
                 return kappa, W, it, False
             if not math.isfinite(dec) or dec < 0:
                 return kappa, W, it, False
+            if _FINISH and accurate and not chord and dec <= self.tol:
+                # D_mu is self-concordant: a full Newton step from decrement lambda lands at
+                # decrement <= (lambda / (1 - lambda))^2, so from lambda^2 <= tol the new
+                # point meets lambda <= tol (up to rounding) without another Hessian.
+                trial = kappa.copy()
+                trial[0], err = _two_sum(kappa[0], step)
+                trial[0], trial[1] = _two_sum(trial[0], kappa[1] + err)
+                chol_new = self.objective(trial, mu)[1]
+                if chol_new is not None:
+                    start = None
+                    if _NEUMANN:
+                        start = (W, b.dense((trial[0] - kappa[0]) + (trial[1] - kappa[1])))
+                    W_new, accurate_new = self.inverse(trial, chol_new, refine=True, start=start)
+                    if accurate_new:
+                        return trial, W_new, it + 1, True
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
             # Quadratic convergence that stops improving has hit the rounding floor.
             if dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8):
@@ -618,7 +713,8 @@ class _DualNewton:
                 # The plain inverse's error sets a floor on the decrement near eps cond(K);
                 # a leading stage is done once it is reached.
                 return kappa, W, it, True
-            prev_dec = dec
+            # A stale factorisation's decrement is no reference for the stall tests.
+            prev_dec = math.inf if chord else dec
             if mu == 0 and float(b.c @ (kappa[0] * b.y)) <= 0:
                 # tr(K Y) <= 0 for some K > 0 certifies that D_0 is unbounded below.
                 return kappa, W, it, False
@@ -661,9 +757,12 @@ class _DualNewton:
                     continue
                 # No decrease within rounding: the current point is as good as it gets.
                 return kappa, W, it, dec <= 1e-12
+            start = None
+            if _NEUMANN and precise and accurate:
+                start = (W, b.dense((trial[0] - kappa[0]) + (trial[1] - kappa[1])))
             kappa = trial
             f, chol = f_new, chol_new
-            W, accurate = self.inverse(kappa, chol, refine=precise)
+            W, accurate = self.inverse(kappa, chol, refine=precise, start=start)
             it += 1
         return kappa, W, max_iter, False
 
@@ -708,8 +807,9 @@ def _coordinate_minimiser(
         return None
 
 
-def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
-    """Solve ``H step = -grad``; ``H`` is positive definite in exact arithmetic.
+def _factor_hessian(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cholesky factor of ``H`` scaled to a unit diagonal, and the scale (``H`` is
+    overwritten).
 
     Deep in the barrier path ``H`` spans many orders of magnitude and a Cholesky
     factorisation can fail on rounding; a ridge at the rounding level of its diagonal then
@@ -718,17 +818,30 @@ def _newton_direction(H: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
     scale = np.sqrt(np.diag(H))
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         return None
-    Hs = H / np.outer(scale, scale)
-    gs = grad / scale
+    H /= np.outer(scale, scale)
+    saved = None
     for ridge in (0.0, 1e-14, 1e-12, 1e-10):
-        try:
-            factor = sla.cho_factor(
-                Hs + ridge * np.eye(Hs.shape[0]), lower=True, check_finite=False
-            )
-        except sla.LinAlgError:
-            continue
-        return -sla.cho_solve(factor, gs, check_finite=False) / scale
+        if ridge:
+            if saved is None:
+                return None
+            A = saved.copy()
+            A[np.diag_indices_from(A)] += ridge
+        else:
+            # H is exactly symmetric, so its transpose (Fortran order, no copy) is H.
+            saved = H.copy()
+            A = H
+        c, info = sla.lapack.dpotrf(A.T, lower=1, clean=0, overwrite_a=1)
+        if info == 0:
+            return c, scale
     return None
+
+
+def _factored_direction(factor: tuple[np.ndarray, np.ndarray], grad: np.ndarray) -> np.ndarray:
+    c, scale = factor
+    x, info = sla.lapack.dpotrs(c, grad / scale, lower=1)
+    if info != 0:
+        raise NumericalError(f"solving the Newton system failed (dpotrs info={info})")
+    return -x / scale
 
 
 def _default_kappa(block: _Block) -> np.ndarray:
@@ -771,7 +884,7 @@ def _solve_dual_newton(
         if ok:
             return completion(kappa, W, total)
 
-    schedule = _barrier_schedule(block)
+    schedule = _barrier_schedule(block, coarse_until=_DUAL_COARSE_UNTIL)
     exponents = [round(math.log10(m)) for m in schedule]
 
     def warm_kappa(i: int) -> np.ndarray | None:
@@ -783,16 +896,26 @@ def _solve_dual_newton(
 
     # With the previous path of this component (one measurement ago) the coarse stages,
     # which only lead into the right region, are skipped.
-    first = 0
+    tries: list[int] = []
     if warm_path is not None:
-        fine = [i for i, e in enumerate(exponents) if e <= _COARSE_UNTIL and e in warm_path]
+        fine = [i for i, e in enumerate(exponents) if e <= _WARM_FROM and e in warm_path]
         if fine and warm_kappa(fine[0]) is not None:
-            first = fine[0]
+            tries.append(fine[0])
+        if _WARM_RETRY is not None:
+            up = [
+                i
+                for i, e in enumerate(exponents)
+                if e == _WARM_RETRY and e in warm_path and (not tries or i < tries[0])
+            ]
+            if up and warm_kappa(up[0]) is not None:
+                tries.append(up[0])
+    first = tries.pop(0) if tries else 0
 
     last = len(schedule) - 1
     kappa = start
     stages: list[np.ndarray] = []
     kappas: list[np.ndarray] = []
+    mus_done: list[float] = []  # relative barrier weights of `stages`
     path: dict[int, np.ndarray] = {}
     stages_ok = True
     previous_norm = None
@@ -803,7 +926,7 @@ def _solve_dual_newton(
         if guess is not None:
             kappa = solver.coordinate_steps(guess, mu, _COORDINATE_STEPS) if _COORDINATE_STEPS else guess
         elif len(kappas) >= 2:
-            kappa = _predict_kappa(solver, schedule[i - 2 : i + 1], kappas[-2:])
+            kappa = _predict_kappa(solver, mus_done[-2:] + [schedule[i]], kappas[-2:])
         # Only the stages that enter the extrapolation need W to full double accuracy.
         kappa, W, it, ok = solver.solve(
             kappa,
@@ -814,10 +937,31 @@ def _solve_dual_newton(
             max_iter=min(max_iter, _WARM_STAGE_MAX_ITER) if guess is not None else None,
         )
         total += it
+        splits = 0
+        while not ok and guess is None and kappas and splits < _MAX_SPLITS:
+            # Damped Newton stalled (far from the minimiser the plain inverse of a badly
+            # conditioned K gives poor directions): approach this stage through an
+            # intermediate barrier weight, from the last converged stage. Without this
+            # an unconverged stage would enter the answer.
+            mid = math.sqrt(mus_done[-1] * schedule[i])
+            k_mid, W_mid, it, ok_mid = solver.solve(kappas[-1], mid * block.mu_unit)
+            total += it
+            if not ok_mid:
+                break
+            stages.append(W_mid)
+            kappas.append(k_mid)
+            mus_done.append(mid)
+            kappa = _predict_kappa(solver, mus_done[-2:] + [schedule[i]], kappas[-2:])
+            kappa, W, it, ok = solver.solve(kappa, mu, refine=True)
+            total += it
+            splits += 1
         if not ok and first > 0:
-            # The warm start led astray: follow the path from the beginning.
-            first, i, kappa = 0, 0, start
+            # The warm start led astray: follow the path from an earlier stage of the
+            # previous path, or from the beginning.
+            first = tries.pop(0) if tries else 0
+            i, kappa = first, start
             stages, kappas, path, previous_norm = [], [], {}, None
+            mus_done = []
             continue
         # An unconverged early stage is still a usable warm start; only the stages that
         # enter the extrapolation decide convergence.
@@ -825,7 +969,8 @@ def _solve_dual_newton(
             stages_ok = False
         stages.append(W)
         kappas.append(kappa)
-        if exponents[i] <= _COARSE_UNTIL:
+        mus_done.append(schedule[i])
+        if exponents[i] <= _PATH_FROM:
             inv_scale = 1.0 / block.scale
             path[exponents[i]] = block.dense(kappa[0] + kappa[1]) * np.outer(inv_scale, inv_scale)
         norm = mu * float(np.linalg.norm(kappa[0]))
@@ -839,7 +984,11 @@ def _solve_dual_newton(
         previous_norm = norm
         i += 1
 
-    W3, err = _extrapolate(schedule[first:], stages)
+    if warm_path is not None and _PATH_FROM > _COARSE_UNTIL:
+        # Stages above this round's start keep their earlier values (warm starts only).
+        for e, K in warm_path.items():
+            path.setdefault(e, K)
+    W3, err = _extrapolate(mus_done, stages)
     return _BlockSolution(
         covariance=block.to_original(_clip_to_psd(W3)),
         precision=None,
