@@ -175,7 +175,8 @@ def test_fitted_attributes(case):
     assert hasattr(est, "privacy_")
     if name in REGRESSORS:
         assert est.coef_.shape == (P,)
-    estimates = [getattr(est, a) for a in ("covariance_", "precision_") if hasattr(est, a)]
+    estimates = [getattr(est, a) for a in ("covariance_", "precision_")
+                 if getattr(est, a, None) is not None]
     # Every matrix estimator gives covariance_ or precision_; neighbourhood selection
     # estimates only the graph (adjacency_, checked below).
     assert estimates or name in REGRESSORS | {"NeighborhoodSelection"}

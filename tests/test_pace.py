@@ -165,3 +165,17 @@ def test_reconstruction_converges_where_a_barrier_stage_used_to_stall(path, monk
         warnings.simplefilter("error", ConvergenceWarning)
         est = PACECovariance(budget=ZCDP(0.1), bounds=Box(1.0), random_state=rng).fit(X)
     assert np.max(np.abs(est.covariance_)) <= 1.5
+
+
+def test_refit_to_a_singular_reconstruction_leaves_no_stale_precision():
+    # precision_ is documented as None when the reconstruction is singular: a refit must
+    # not keep the previous fit's matrix.
+    from dpggm import PACECovariance
+    from dpggm.privacy.budgets import ZCDP as _ZCDP
+
+    X = np.random.default_rng(0).uniform(-1, 1, size=(400, 5))
+    est = PACECovariance(budget=_ZCDP(5.0), bounds="box:1", random_state=0).fit(X)
+    assert hasattr(est, "precision_")
+    est.precision_ = np.full((5, 5), 123.0)  # a stand-in for an earlier fit's matrix
+    est.fit(X)
+    assert est.precision_ is None or not np.any(est.precision_ == 123.0)

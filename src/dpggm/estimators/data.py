@@ -405,23 +405,32 @@ def _batch_to_matrix(batch: Any, *, rows: int, width: int) -> np.ndarray:
     return out
 
 
-def _locate_bad_value(source: TableFile, layout: _Layout, position: int) -> tuple[int, str]:
-    """Slow path, on error only: the first line whose field ``position`` is not a number."""
+def _locate_bad_value(source: TableFile, layout: _Layout,
+                      positions: list[int]) -> tuple[int, int, str]:
+    """Slow path, on error only: the first field, in reading order (line, then column),
+    among ``positions`` that is not a number: ``(line, position, text)``.
+
+    pyarrow converts columns in parallel and reports whichever failed first in time, so
+    its column number is not used: the message must name the same cell on every run.
+    """
     with open(source.path, encoding=source.encoding, newline="") as handle:
         reader = csv.reader(handle, delimiter=source.delimiter)
         for line, fields in enumerate(reader, start=1):
-            if line < layout.data_line or position >= len(fields):
+            if line < layout.data_line:
                 continue
-            text = fields[position].strip()
-            if source.decimal == ",":
-                text = text.replace(",", ".")
-            if not text:
-                continue
-            try:
-                float(text)
-            except ValueError:
-                return line, fields[position]
-    return 0, ""
+            for position in positions:
+                if position >= len(fields):
+                    continue
+                text = fields[position].strip()
+                if source.decimal == ",":
+                    text = text.replace(",", ".")
+                if not text:
+                    continue
+                try:
+                    float(text)
+                except ValueError:
+                    return line, position, fields[position]
+    return 0, -1, ""
 
 
 def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError:
@@ -429,8 +438,10 @@ def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError
     where = source.where
     match = re.search(r"column #(\d+)", message)
     if match and "conversion error" in message:
-        position = int(match.group(1))  # pyarrow numbers the file's columns from 0
-        line, value = _locate_bad_value(source, layout, position)
+        reported = int(match.group(1))  # pyarrow numbers the file's columns from 0
+        line, position, value = _locate_bad_value(source, layout, sorted(layout.use))
+        if position < 0:
+            position = reported
         name = layout.names[position]
         hint = "encode or drop the column, or select numeric columns (columns=...)"
         if source.decimal == "." and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", value or ""):

@@ -303,4 +303,6 @@ class PACECovariance(DPEstimator):
             X, n_samples=n, n_features=d, columns=stats.columns, covariance=estimate,
             precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
         )
+        # None (documented) when the reconstruction is singular, never a previous fit's.
+        self.precision_ = reconstructor.precision
         return self
