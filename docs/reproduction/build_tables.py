@@ -191,10 +191,13 @@ def seed001(family: str) -> str:
     key = "epsilon-DP" if family == "pure" else "approx"
     subset = errors[(errors["family"] == "epsilon-DP") == (family == "pure")]
     rows = []
+    # Only the ratios that were run; the paper's others have no counterpart.
+    ratios = sorted(set(subset["r"].astype(float)))
     for (epsilon, method), group in subset.groupby(["epsilon", "method"], sort=False):
         row = {"ε": f"{epsilon:g}", "method": method}
         published = PAPER_001.get((key, method), {}).get(float(epsilon), ("–",) * 3)
-        for index, ratio in enumerate((0.5, 1.0, 1.5)):
+        for ratio in ratios:
+            index = (0.5, 1.0, 1.5).index(ratio) if ratio in (0.5, 1.0, 1.5) else None
             for post, label in (("library repair", "ours"), ("none (paper)", "ours, raw")):
                 cell = group[(group["r"] == ratio) & (group["postprocessing"] == post)]
                 if not len(cell):
@@ -212,7 +215,8 @@ def seed001(family: str) -> str:
                     if cell["n_failed"]:
                         text += f" [{int(cell['n_failed'])} no solution]"
                 row[f"r={ratio:g} {label}"] = text
-            row[f"r={ratio:g} **paper**"] = published[index]
+            if index is not None:
+                row[f"r={ratio:g} **paper**"] = published[index]
         rows.append(row)
     return markdown(pd.DataFrame(rows))
 
