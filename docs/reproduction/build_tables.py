@@ -125,11 +125,17 @@ def seed000(algorithm: str, model: int) -> str:
             )
         if algorithm == "DP-AGL":
             row["repaired"] = f"{int(cell['n_repaired'])}/{int(cell['n_reps'])}"
+            small = errors[(errors["method"] == algorithm) & (errors["model"] == model)
+                           & (errors["penalty"] == AGL_SMALL_PENALTY)
+                           & (errors["n"] == cell["n"]) & (errors["epsilon"] == cell["epsilon"])]
+            row["F ours, α = B²/p"] = (mean_se(small["rel_fro_mean"].iloc[0],
+                                               small["rel_fro_se"].iloc[0]) if len(small) else "–")
         rows.append(row)
     return markdown(pd.DataFrame(rows))
 
 
-AGL_PENALTY = "alpha=1*B^2/p"
+AGL_PENALTY = "alpha=10*B^2/p"
+AGL_SMALL_PENALTY = "alpha=1*B^2/p"
 
 
 def seed000_raw() -> str:
@@ -184,40 +190,50 @@ def seed000_settings() -> str:
 # ------------------------------------------------------------------ seed 001
 
 
+SHEFFET = "Wishart (Sheffet)"
+
+
+def _seed001_cell(cell: pd.Series | None, method: str, epsilon: float) -> str:
+    if cell is None:
+        # The errors table leaves out what was not run: Sheffet's mechanism at ε ≥ 1.
+        return "n/a (ε ≥ 1)" if method == SHEFFET and epsilon >= 1 else "–"
+    if not math.isfinite(cell["rel_fro_mean"]):
+        return f"no solution ({int(cell['n_failed'])}/{int(cell['n_reps'])})"
+    if cell["rel_fro_mean"] > 200:
+        text = "NA (> 200)"
+    else:
+        text = mean_se(cell["rel_fro_mean"], cell["rel_fro_se"], 4)
+    if cell["n_failed"]:
+        text += f" [{int(cell['n_failed'])} no solution]"
+    return text
+
+
 def seed001(family: str) -> str:
     errors = read("seed001", "seed001_errors.csv")
     if errors is None:
         return "*(not run)*"
     key = "epsilon-DP" if family == "pure" else "approx"
     subset = errors[(errors["family"] == "epsilon-DP") == (family == "pure")]
-    rows = []
     # Only the ratios that were run; the paper's others have no counterpart.
     ratios = sorted(set(subset["r"].astype(float)))
-    for (epsilon, method), group in subset.groupby(["epsilon", "method"], sort=False):
-        row = {"ε": f"{epsilon:g}", "method": method}
-        published = PAPER_001.get((key, method), {}).get(float(epsilon), ("–",) * 3)
-        for ratio in ratios:
-            index = (0.5, 1.0, 1.5).index(ratio) if ratio in (0.5, 1.0, 1.5) else None
-            for post, label in (("library repair", "ours"), ("none (paper)", "ours, raw")):
-                cell = group[(group["r"] == ratio) & (group["postprocessing"] == post)]
-                if not len(cell):
-                    row[f"r={ratio:g} {label}"] = "–"
-                    continue
-                cell = cell.iloc[0]
-                if isinstance(cell["display"], str) and cell["display"].startswith("n/a"):
-                    text = "n/a (ε ≥ 1)"
-                elif not math.isfinite(cell["rel_fro_mean"]):
-                    text = f"no solution ({int(cell['n_failed'])}/{int(cell['n_reps'])})"
-                else:
-                    text = mean_se(cell["rel_fro_mean"], cell["rel_fro_se"], 4)
-                    if cell["rel_fro_mean"] > 200:
-                        text = "NA (> 200)"
-                    if cell["n_failed"]:
-                        text += f" [{int(cell['n_failed'])} no solution]"
-                row[f"r={ratio:g} {label}"] = text
-            if index is not None:
-                row[f"r={ratio:g} **paper**"] = published[index]
-        rows.append(row)
+    methods = list(dict.fromkeys(subset["method"]))
+    if family != "pure" and SHEFFET not in methods:
+        methods.append(SHEFFET)
+    rows = []
+    for epsilon in sorted(set(subset["epsilon"].astype(float))):
+        for method in methods:
+            row = {"ε": f"{epsilon:g}", "method": method}
+            published = PAPER_001.get((key, method), {}).get(epsilon, ("–",) * 3)
+            for ratio in ratios:
+                for post, label in (("library repair", "ours"), ("none (paper)", "ours, raw")):
+                    found = subset[(subset["epsilon"] == epsilon) & (subset["method"] == method)
+                                   & (subset["r"] == ratio) & (subset["postprocessing"] == post)]
+                    row[f"r={ratio:g} {label}"] = _seed001_cell(
+                        found.iloc[0] if len(found) else None, method, epsilon
+                    )
+                if ratio in (0.5, 1.0, 1.5):
+                    row[f"r={ratio:g} **paper**"] = published[(0.5, 1.0, 1.5).index(ratio)]
+            rows.append(row)
     return markdown(pd.DataFrame(rows))
 
 

@@ -1,39 +1,61 @@
 """Parse seed 000's Tables 1-2 from the paper's text into paper_seed000_tables.csv.
 
-Usage: python3 docs/reproduction/parse_seed000.py  (reads /work/shared/seeds/000_*.txt, or
-the path given as the first argument).
+Usage: python3 docs/reproduction/parse_seed000.py [PAPER.txt]  (default: the copy in
+/work/shared/seeds/000_*.txt).
 """
+
+from __future__ import annotations
+
 import glob
 import re
 import sys
 from pathlib import Path
-PAPER = sys.argv[1] if len(sys.argv) > 1 else glob.glob("/work/shared/seeds/000_*.txt")[0]
-text = open(PAPER, encoding="utf-8").read().splitlines()
-def block(start_pat, end_pat):
-    s = next(i for i,l in enumerate(text) if re.match(start_pat, l.strip()))
-    e = next(i for i,l in enumerate(text) if i > s and l.startswith(end_pat))
-    return [l.strip() for l in text[s:e] if l.strip()]
-out = []
-for table, models, start, end in (("1", (1,2,3), r"^Model1 Model2 Model3", "Table 1 Simulation"),
-                                  ("2", (2,3,4), r"^Model2 Model3 Model4", "Table 2 Simulation")):
-    lines = block(start, end)
-    n = eps = None
-    i = 0
-    while i < len(lines):
-        l = lines[i]
-        if re.fullmatch(r"\d{3}", l): n = int(l); i += 1; continue
-        if re.fullmatch(r"[0-9.]+", l): eps = float(l); i += 1; continue
-        nums = l.split()
-        if len(nums) == 9 and not l.startswith("("):
-            means = [float(x) for x in nums]
-            ses = [float(x.strip("()")) for x in lines[i+1].split()]
-            k = 0
-            for m in models:
-                for norm in ("l1", "fro", "spectral"):
-                    out.append({"table": table, "model": m, "n": n, "epsilon": eps, "norm": norm, "mean": means[k], "se": ses[k]})
-                    k += 1
-            i += 2; continue
-        i += 1
+
 import pandas as pd
-df = pd.DataFrame(out)
-df.to_csv(Path(__file__).with_name("paper_seed000_tables.csv"), index=False)
+
+TABLES = (
+    ("1", (1, 2, 3), r"^Model1 Model2 Model3", "Table 1 Simulation"),
+    ("2", (2, 3, 4), r"^Model2 Model3 Model4", "Table 2 Simulation"),
+)
+
+
+def block(text: list[str], start: str, end: str) -> list[str]:
+    first = next(i for i, line in enumerate(text) if re.match(start, line.strip()))
+    last = next(i for i, line in enumerate(text) if i > first and line.startswith(end))
+    return [line.strip() for line in text[first:last] if line.strip()]
+
+
+def parse(text: list[str]) -> pd.DataFrame:
+    rows = []
+    for table, models, start, end in TABLES:
+        lines = block(text, start, end)
+        n = epsilon = None
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if re.fullmatch(r"\d{3}", line):
+                n = int(line)
+            elif re.fullmatch(r"[0-9.]+", line):
+                epsilon = float(line)
+            elif len(line.split()) == 9 and not line.startswith("("):
+                # A row of means, then the row of standard errors in parentheses.
+                means = [float(x) for x in line.split()]
+                errors = [float(x.strip("()")) for x in lines[i + 1].split()]
+                cells = [(m, norm) for m in models for norm in ("l1", "fro", "spectral")]
+                for (model, norm), mean, se in zip(cells, means, errors):
+                    rows.append({"table": table, "model": model, "n": n, "epsilon": epsilon,
+                                 "norm": norm, "mean": mean, "se": se})
+                i += 1
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def main() -> int:
+    paper = sys.argv[1] if len(sys.argv) > 1 else glob.glob("/work/shared/seeds/000_*.txt")[0]
+    text = Path(paper).read_text(encoding="utf-8").splitlines()
+    parse(text).to_csv(Path(__file__).with_name("paper_seed000_tables.csv"), index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
