@@ -356,11 +356,19 @@ def seed004_trend() -> str:
     trend = read("seed004", "seed004_trend.csv")
     if trend is None:
         return "*(not run)*"
-    frame = trend.copy()
-    for column in frame.columns:
-        if frame[column].dtype.kind == "f":
-            frame[column] = [fmt(v) for v in frame[column]]
-    return markdown(frame)
+    per_setting = trend[trend["p"].astype(str) != "all"]
+    rows = [{"panel": r["panel"], "p": r["p"], "sr": r["sr"], "ε": r["epsilon"],
+             "slope vs n": fmt(float(r["slope_vs_n"])),
+             "falls at every n": "yes" if str(r["decreasing_in_n"]) == "True" else "no"}
+            for _, r in per_setting.iterrows()]
+    text = markdown(pd.DataFrame(rows))
+    across = trend[trend["p"].astype(str) == "all"]
+    if len(across):
+        slopes = pd.DataFrame([{"n": f"{float(r['n']):,.0f}",
+                                "slope of the error against p (ε = 1, sr = 0.2)":
+                                fmt(float(r["slope_vs_p"]))} for _, r in across.iterrows()])
+        text += "\n\n" + markdown(slopes)
+    return text
 
 
 TABLES = {
