@@ -76,8 +76,16 @@ def read(seed: str, name: str) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.exists() else None
 
 
-def environment(seed: str) -> str:
-    frame = read(seed, f"{seed}_environment.csv")
+def read_runs(seed: str, name: str) -> pd.DataFrame | None:
+    """``name`` from every run of ``seed`` (``seedNNN/`` and ``seedNNN_*/``, e.g. one run per
+    ratio), concatenated."""
+    frames = [pd.read_csv(path) for path in sorted(HERE.glob(f"{seed}*/{name}"))]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def environment(run: str) -> str:
+    seed = run.split("_")[0]
+    frame = read(run, f"{seed}_environment.csv")
     if frame is None:
         return "*(not run)*"
     info = dict(zip(frame["key"], frame["value"].astype(str)))
@@ -86,7 +94,8 @@ def environment(seed: str) -> str:
         "": ["command", "wall time", "started (UTC)", "seed", "dpggm / numpy / scipy / "
              "scikit-learn / pandas", "Python, platform", "CPUs"],
         "value": [
-            f"`{info['command']}`",
+            # Python names an inline program "-c"; the section shows the full call.
+            "`python3 -c …` (shown above)" if info["command"] == "-c" else f"`{info['command']}`",
             f"{float(info['wall_seconds']):.0f} s ({minutes:.1f} min)",
             info["started_utc"],
             info["random_state"],
@@ -209,7 +218,7 @@ def _seed001_cell(cell: pd.Series | None, method: str, epsilon: float) -> str:
 
 
 def seed001(family: str) -> str:
-    errors = read("seed001", "seed001_errors.csv")
+    errors = read_runs("seed001", "seed001_errors.csv")
     if errors is None:
         return "*(not run)*"
     key = "epsilon-DP" if family == "pure" else "approx"
@@ -241,7 +250,10 @@ def seed001(family: str) -> str:
 
 
 def seed002(table: str) -> str:
-    frame = read("seed002", f"seed002_table_{table}.csv")
+    # A run of one table alone (seed002_1a/) replaces that table of the run of both.
+    frame = read(f"seed002_{table}", f"seed002_table_{table}.csv")
+    if frame is None:
+        frame = read("seed002", f"seed002_table_{table}.csv")
     if frame is None:
         return "*(not run)*"
     key = "n" if table == "1a" else "sparsity"
@@ -377,6 +389,9 @@ TABLES = {
     "env-002": lambda: environment("seed002"),
     "env-003": lambda: environment("seed003"),
     "env-004": lambda: environment("seed004"),
+    "env-001-r0.5": lambda: environment("seed001_r0.5"),
+    "env-001-r1.5": lambda: environment("seed001_r1.5"),
+    "env-002-1a": lambda: environment("seed002_1a"),
     "000-settings": seed000_settings,
     **{f"000-rp-{m}": (lambda m=m: seed000("DP-RP", m)) for m in (1, 2, 3)},
     **{f"000-agl-{m}": (lambda m=m: seed000("DP-AGL", m)) for m in (2, 3, 4)},
@@ -396,7 +411,7 @@ TABLES = {
     "004-trend": seed004_trend,
 }
 
-MARKER = re.compile(r"(<!-- BEGIN table:(?P<name>[\w-]+) -->\n)(.*?)(<!-- END table:(?P=name) -->)",
+MARKER = re.compile(r"(<!-- BEGIN table:(?P<name>[\w.-]+) -->\n)(.*?)(<!-- END table:(?P=name) -->)",
                     re.S)
 
 
