@@ -392,6 +392,7 @@ TABLES = {
     "env-001-r0.5": lambda: environment("seed001_r0.5"),
     "env-001-r1.5": lambda: environment("seed001_r1.5"),
     "env-002-1a": lambda: environment("seed002_1a"),
+    "env-002-1b": lambda: environment("seed002_1b"),
     "000-settings": seed000_settings,
     **{f"000-rp-{m}": (lambda m=m: seed000("DP-RP", m)) for m in (1, 2, 3)},
     **{f"000-agl-{m}": (lambda m=m: seed000("DP-AGL", m)) for m in (2, 3, 4)},
