@@ -19,7 +19,39 @@ def test_seed001_writes_a_png_beside_its_csv_files(tmp_path):
                 out_dir=tmp_path)
     png = tmp_path / "seed001_errors.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".csv"] * 4 + [".png"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".csv"] * 5 + [".png"]
+    assert (tmp_path / "seed001_environment.csv").exists()
+
+
+def test_experiment_prints_and_writes_its_environment_and_wall_time(tmp_path, monkeypatch):
+    import numpy
+    import scipy
+    import sklearn
+
+    import dpggm
+    import dpggm.experiments.seed001 as seed001
+
+    original = seed001.run_seed001
+
+    def small(**kwargs):
+        # The command's own arguments, at a size a test can afford.
+        return original(n_features=5, ratios=(600.0,), epsilons=(1.0,), repetitions=1,
+                        **{k: kwargs[k] for k in ("random_state", "out_dir", "overwrite")})
+
+    monkeypatch.setattr(seed001, "run_seed001", small)
+    monkeypatch.setattr("sys.argv", ["dpggm", "experiment", "seed001", "--seed", "4"])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["experiment", "seed001", "--seed", "4", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    printed = result.output.split("environment\n", 1)[1]
+    for line in ("experiment: seed001", "random_state: 4",
+                 "command: dpggm experiment seed001 --seed 4",
+                 f"dpggm: {dpggm.__version__}", f"numpy: {numpy.__version__}",
+                 f"scipy: {scipy.__version__}", f"scikit-learn: {sklearn.__version__}"):
+        assert line in printed.splitlines()
+    assert "wall_seconds: " in printed and "cpu_count: " in printed and "platform: " in printed
+    written = pd.read_csv(out / "seed001_environment.csv", dtype=str, keep_default_na=False)
+    assert dict(zip(written["key"], written["value"]))["random_state"] == "4"
 
 
 def test_experiment_uses_its_own_default_repetitions(monkeypatch):

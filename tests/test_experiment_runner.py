@@ -74,7 +74,7 @@ def test_cells_run_in_axis_order_with_one_context_per_model_and_keyed_draws():
     assert (got["method"], got["model"], got["n"]) == ("a", 1, 5)
     assert got["value_mean"] == pytest.approx(values.mean())
     assert got["value_se"] == pytest.approx(values.std(ddof=1) / math.sqrt(3))
-    assert list(results.tables) == ["values", "timing"]
+    assert list(results.tables) == ["values", "timing", "environment"]
     assert results.tables["timing"]["part"].tolist() == ["toy part"]
 
 
@@ -129,7 +129,7 @@ def test_outputs_are_checked_before_any_work_and_written_all_or_nothing(tmp_path
 
     calls: list = []
     run(_toy_spec(calls=calls, figure=figure), out=tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.png", "toy_values.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.png", "toy_environment.csv", "toy_values.csv"]
     assert (tmp_path / "toy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     written = pd.read_csv(tmp_path / "toy_values.csv")
     assert written.shape == (8, 7)  # (method, model, n) groups
@@ -151,7 +151,42 @@ def test_outputs_are_checked_before_any_work_and_written_all_or_nothing(tmp_path
     before = (tmp_path / "toy_values.csv").read_bytes()
     run(_toy_spec(calls=[], figure=figure), random_state=1, out=tmp_path, overwrite=True)
     assert (tmp_path / "toy_values.csv").read_bytes() != before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "toy.png", "toy_values.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "toy.png", "toy_environment.csv", "toy_values.csv"]
+
+
+def test_a_run_records_its_environment_and_wall_time_and_writes_them(tmp_path, monkeypatch):
+    import platform
+    import sys
+
+    import numpy
+    import scipy
+    import sklearn
+
+    import dpggm
+
+    monkeypatch.setattr(sys, "argv", ["dpggm", "experiment", "toy", "--seed", "3"])
+    results = run(_toy_spec(calls=[]), random_state=3, out=tmp_path)
+    table = results.tables["environment"]
+    assert list(table.columns) == ["key", "value"]
+    info = dict(zip(table["key"], table["value"]))
+    assert info["experiment"] == "toy" and info["random_state"] == "3"
+    assert info["command"] == "dpggm experiment toy --seed 3"
+    assert info["dpggm"] == dpggm.__version__
+    assert info["numpy"] == numpy.__version__
+    assert info["scipy"] == scipy.__version__
+    assert info["scikit-learn"] == sklearn.__version__
+    assert info["python"].endswith(platform.python_version())
+    assert int(info["cpu_count"]) >= int(info["cpus_available"]) >= 1
+    assert float(info["wall_seconds"]) >= results.tables["timing"]["seconds"].sum()
+    assert info["started_utc"].endswith("+00:00")
+    written = pd.read_csv(tmp_path / "toy_environment.csv", dtype=str, keep_default_na=False)
+    assert written.equals(table)
+    # Like every output, an existing environment file stops the run before any work.
+    (tmp_path / "toy_values.csv").unlink()
+    calls: list = []
+    with pytest.raises(FileExistsError, match="toy_environment.csv"):
+        run(_toy_spec(calls=calls), out=tmp_path)
+    assert calls == []
 
 
 def test_a_part_needs_at_least_one_repetition():

@@ -345,5 +345,11 @@ def test_run_seed002_writes_files(tmp_path, monkeypatch):
         assert name in result
     assert (tmp_path / "seed002_roc.png").stat().st_size > 0
     assert list(result["table_1b"]["noise"]) == ["no noise", "60 dB", "20 dB"]
+    # The environment of the whole run (both tables), in the result and beside the tables.
+    environment = dict(zip(result["environment"]["key"], result["environment"]["value"]))
+    assert environment["experiment"] == "seed002" and environment["random_state"] == "0"
+    assert float(environment["wall_seconds"]) >= result["timing"]["seconds"].sum()
+    written = pd.read_csv(tmp_path / "seed002_environment.csv", dtype=str, keep_default_na=False)
+    assert written.equals(result["environment"])
     with pytest.raises(FileExistsError, match="already holds"):
         seed002.run_seed002(out_dir=tmp_path)

@@ -38,6 +38,15 @@ def print_frame(title: str, frame: Any) -> None:
     console.print()
 
 
+def print_environment(frame: Any) -> None:
+    """The run's environment and wall time as ``key: value`` lines (a long value, such as
+    the platform, does not stretch a table)."""
+    console.print("[bold]environment[/]")
+    for key, value in zip(frame["key"], frame["value"]):
+        console.print(f"{key}: {value}", markup=False, highlight=False, soft_wrap=True)
+    console.print()
+
+
 @guard
 def experiment(
     name: Annotated[str, typer.Argument(help="one of: " + ", ".join(
@@ -73,7 +82,9 @@ def experiment(
                          **kwargs)
     if isinstance(tables, dict):
         for key, frame in tables.items():
-            if hasattr(frame, "columns"):
+            if key == "environment" and list(getattr(frame, "columns", ())) == ["key", "value"]:
+                print_environment(frame)
+            elif hasattr(frame, "columns"):
                 print_frame(key, frame)
     else:
         print_frame(name, tables)

@@ -18,9 +18,12 @@ Privacy: evaluation code on synthetic or public data; nothing here is a release.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
+import platform
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,9 +53,83 @@ __all__ = [
     "PartResult",
     "Results",
     "attempt",
+    "environment",
+    "environment_file",
+    "environment_table",
     "run",
     "write_outputs",
 ]
+
+
+#: The packages whose versions an experiment's results depend on (distribution names).
+ENVIRONMENT_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "matplotlib")
+
+
+def environment() -> dict[str, Any]:
+    """What a result depends on besides its code and seed: package versions, Python and
+    the machine.
+
+    Returns
+    -------
+    dict
+        ``dpggm`` (the imported package's version), the version of every
+        :data:`ENVIRONMENT_PACKAGES` entry (``"not installed"`` when absent), ``python``,
+        ``platform``, ``machine``, ``cpu_count`` (logical CPUs of the machine) and
+        ``cpus_available`` (those this process may run on; the smaller number when the
+        machine is shared or the process is pinned).
+    """
+    from importlib import metadata
+
+    import dpggm
+
+    info: dict[str, Any] = {"dpggm": dpggm.__version__}
+    for name in ENVIRONMENT_PACKAGES:
+        try:
+            info[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            info[name] = "not installed"
+    info["python"] = f"{platform.python_implementation()} {platform.python_version()}"
+    info["platform"] = platform.platform()
+    info["machine"] = platform.machine()
+    info["cpu_count"] = os.cpu_count()
+    try:
+        info["cpus_available"] = len(os.sched_getaffinity(0))
+    except AttributeError:  # not every platform can tell (macOS, Windows)
+        info["cpus_available"] = os.cpu_count()
+    return info
+
+
+def _command_line() -> str:
+    """The process's command line, with the program named as it is typed (``dpggm``, or
+    ``python -m dpggm``) rather than by the installation path."""
+    if not sys.argv or not sys.argv[0]:
+        return ""
+    program = Path(sys.argv[0])
+    name = f"python -m {program.parent.name}" if program.name == "__main__.py" else program.name
+    return " ".join([name, *sys.argv[1:]])
+
+
+def environment_table(
+    name: str, *, random_state: int, started: float, seconds: float
+) -> pd.DataFrame:
+    """The ``environment`` table of an experiment: one ``key``/``value`` row each for the
+    experiment's name, its seed, its start (UTC, ISO 8601, from the epoch time
+    ``started``), its wall-clock ``seconds``, the command line of the process and
+    :func:`environment`.
+
+    Privacy: an experiment's metadata; a seeded run is an experiment, never a release, so
+    its seed belongs here.
+    """
+    start = datetime.datetime.fromtimestamp(started, tz=datetime.timezone.utc)
+    rows = {
+        "experiment": name,
+        "random_state": random_state,
+        "started_utc": start.isoformat(timespec="seconds"),
+        "wall_seconds": round(float(seconds), 3),
+        "command": _command_line(),
+        **environment(),
+    }
+    return pd.DataFrame({"key": list(rows), "value": [str(v) for v in rows.values()]})
 
 
 def attempt(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -220,7 +297,9 @@ class PartResult:
 
 @dataclass
 class Results:
-    """Everything a run produced; ``tables`` ends with ``"timing"`` (seconds per part)."""
+    """Everything a run produced; ``tables`` ends with ``"timing"`` (seconds per part)
+    and ``"environment"`` (see :func:`environment_table`: versions, machine, start and
+    wall-clock seconds of the whole run)."""
 
     spec: ExperimentSpec
     parts: dict[str, PartResult]
@@ -289,7 +368,9 @@ def run(
     random_state : int, default=0
         Seed of the whole experiment (an integer >= 0).
     out : path, optional
-        Directory for the files of ``spec.outputs``; nothing is written without it.
+        Directory for the files of ``spec.outputs`` and for
+        ``<spec.name>_environment.csv`` (the ``environment`` table); nothing is written
+        without it.
     overwrite : bool, default=False
         Replace existing files; otherwise an existing one is an error, raised before any
         computation.
@@ -308,7 +389,9 @@ def run(
         raise ValueError(f"outputs name no table or figure of {spec.name}: {unknown!r}")
     for part in spec.parts:
         check_positive_int(part.repetitions, name=f"repetitions of part {part.name!r}")
-    directory = check_out_dir(out, spec.outputs.values(), overwrite=overwrite)
+    names = [*spec.outputs.values(), environment_file(spec.name)]
+    directory = check_out_dir(out, names, overwrite=overwrite)
+    started_at, started = time.time(), time.perf_counter()
     total = sum(len(part.cells()) * part.repetitions for part in spec.parts)
     results = Results(spec, {}, {})
     done = 0
@@ -320,9 +403,19 @@ def run(
         [{"part": part.label or part.name, "seconds": results.parts[part.name].seconds}
          for part in spec.parts]
     )
+    # The figures are drawn while writing, so the time is that of the computation.
+    results.tables["environment"] = environment_table(
+        spec.name, random_state=random_state, started=started_at,
+        seconds=time.perf_counter() - started,
+    )
     if directory is not None:
         _write_outputs(results, directory, overwrite=overwrite)
     return results
+
+
+def environment_file(name: str) -> str:
+    """The file name of experiment ``name``'s environment table."""
+    return f"{name}_environment.csv"
 
 
 def _write_outputs(results: Results, directory: Path, *, overwrite: bool) -> None:
@@ -333,6 +426,7 @@ def _write_outputs(results: Results, directory: Path, *, overwrite: bool) -> Non
             files[name] = results.tables[key]
         else:
             files[name] = lambda build=spec.figures[key]: build(results)
+    files[environment_file(spec.name)] = results.tables["environment"]
     write_outputs(directory, files, overwrite=overwrite, label=spec.name)
 
 

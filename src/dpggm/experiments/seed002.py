@@ -70,7 +70,16 @@ from dpggm.experiments._common import (
     gaussian_row_norm_bound,
     repetition_rng,
 )
-from dpggm.experiments.runner import Cell, ExperimentSpec, Part, attempt, run, write_outputs
+from dpggm.experiments.runner import (
+    Cell,
+    ExperimentSpec,
+    Part,
+    attempt,
+    environment_file,
+    environment_table,
+    run,
+    write_outputs,
+)
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.publish import publish
 from dpggm.metrics.graph import edge_auc, edge_scores_to_roc
@@ -544,8 +553,10 @@ def run_seed002(
     Returns
     -------
     dict of str to pandas.DataFrame
-        ``"table_1a"``, ``"runs_1a"``, ``"table_1b"``, ``"runs_1b"`` (for the tables run)
-        and ``"timing"`` (wall-clock seconds per table).
+        ``"table_1a"``, ``"runs_1a"``, ``"table_1b"``, ``"runs_1b"`` (for the tables run),
+        ``"timing"`` (wall-clock seconds per table) and ``"environment"`` (versions,
+        machine, start and wall-clock seconds; also written as
+        ``seed002_environment.csv``).
 
     Notes
     -----
@@ -564,7 +575,9 @@ def run_seed002(
         for name in _OUTPUT_NAMES
         if name.endswith(".png") or any(f"_{t}." in name for t in tables)
     ]
+    names.append(environment_file("seed002"))
     directory = check_out_dir(out_dir, names, overwrite=overwrite)
+    started_at, started_all = time.time(), time.perf_counter()
     result: dict[str, pd.DataFrame] = {}
     timing = []
     roc: dict[str, dict[Any, Any]] = {"1a": {}, "1b": {}}
@@ -587,6 +600,10 @@ def run_seed002(
         result[f"table_{table}"], result[f"runs_{table}"] = summary, runs
         timing.append({"part": f"table 1({table[1]})", "seconds": time.perf_counter() - started})
     result["timing"] = pd.DataFrame(timing)
+    result["environment"] = environment_table(
+        "seed002", random_state=random_state, started=started_at,
+        seconds=time.perf_counter() - started_all,
+    )
     if directory is not None:
         files: dict[str, Any] = {
             f"seed002_{key}.csv": result[key]
@@ -594,6 +611,7 @@ def run_seed002(
             if key in result
         }
         files["seed002_roc.png"] = lambda: _roc_figure(roc["1a"], roc["1b"])
+        files[environment_file("seed002")] = result["environment"]
         write_outputs(directory, files, overwrite=overwrite, label="seed002")
     return result
 
@@ -626,8 +644,9 @@ def _print(result: dict[str, pd.DataFrame]) -> None:
                 shown = [group_column] + [c for c in columns if c in table]
                 print(f"\n{key}:")
                 print(table[shown].to_string(index=False))
-        print("\ntiming:")
-        print(result["timing"].to_string(index=False))
+        for key in ("timing", "environment"):
+            print(f"\n{key}:")
+            print(result[key].to_string(index=False))
 
 
 if __name__ == "__main__":  # pragma: no cover - command-line convenience
