@@ -148,6 +148,19 @@ def test_budget_needs_fall_with_the_sample_size():
         n=200, quantile=0.9).rho
 
 
+def test_private_norm_bound_epsilon_fits_its_budget():
+    z = np.random.default_rng(1).uniform(-1, 1, size=(300, 4))
+    zcdp = private_norm_bound(z, cap=2.0, budget=ZCDP(0.05), quantile=0.5,
+                              rng=np.random.default_rng(0))
+    # epsilon-DP exponential mechanism is epsilon^2/8-zCDP: the largest such float.
+    assert Fraction(zcdp.epsilon) ** 2 / 8 <= Fraction(0.05)
+    assert zcdp.epsilon == pytest.approx((8 * 0.05) ** 0.5, rel=1e-12)
+    pure = private_norm_bound(z, cap=2.0, budget=PureDP(0.7), quantile=0.5,
+                              rng=np.random.default_rng(0))
+    assert Fraction(pure.epsilon) <= Fraction(0.7) and pure.epsilon == pytest.approx(0.7)
+    assert pure.to_dict()["score_sensitivity"] == 1.0
+
+
 def test_private_norm_bound_stays_on_its_public_grid():
     z = np.random.default_rng(0).uniform(-1, 1, size=(2000, 9)) * 0.3
     norms = np.linalg.norm(z, axis=1)

@@ -386,9 +386,10 @@ class PrivateGraph(DPEstimator):
                 half = np.maximum(np.abs(ranges.lower), np.abs(ranges.upper))
                 ranges = PrivateRanges(lower=-half, upper=half, budget=ranges.budget,
                                        epsilons=ranges.epsilons, width=ranges.width)
-            outside |= ranges.outside(data)
+            beyond = (data < ranges.lower) | (data > ranges.upper)
+            outside |= beyond.any(axis=1)
             n_outside_ranges = int(outside.sum())
-            by_column = np.sum((data < ranges.lower) | (data > ranges.upper), axis=0)
+            by_column = beyond.sum(axis=0)
             z, _ = ranges.transform(data)
             shift, scale = ranges.center, ranges.half_width
             inner_bounds: Any = Box(tuple(np.ones(p)))
