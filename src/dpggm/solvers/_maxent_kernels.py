@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["ozaki_split", "residual_sum", "scaled_hessian_upper"]
+__all__ = ["ozaki_split", "residual_sum", "scaled_hessian_upper", "symmetrize_from_lower"]
 
 
 @njit(cache=True, nogil=True)
@@ -128,3 +128,17 @@ def residual_sum(P, out):
     for i in range(n):
         for j in range(n):
             out[i, j] += carry[i, j]
+
+
+@njit(cache=True, nogil=True)
+def symmetrize_from_lower(A):
+    """A C-contiguous symmetric copy of the lower triangle of ``A`` (LAPACK's ``dpotri``
+    leaves the other triangle unset)."""
+    n = A.shape[0]
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            a = A[i, j]
+            out[i, j] = a
+            out[j, i] = a
+    return out
