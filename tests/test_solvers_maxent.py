@@ -732,3 +732,66 @@ def test_stage_prediction_is_never_worse_than_staying():
         assert solver.objective(start, 1e-5 * block.mu_unit)[0] <= stay
     better = _predict_kappa(solver, block, mus, kappas, 1e-5, good)
     assert solver.objective(better, 1e-5 * block.mu_unit)[0] < stay
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_stale_hessian_step_lands_within_its_certified_bound(seed):
+    # From a point x~ near the barrier minimiser take a full Newton step to x, then a
+    # second step with the Hessian of x~ (stale). _stale_step_certified claims the new
+    # decrement is at most (rho l + l^2/(1-l))/(1-l), l = sqrt(dec)/(1-r): check it with a
+    # fresh Hessian at the new point.
+    from dpggm.solvers.maxent import (
+        _Block,
+        _DualNewton,
+        _factored_direction,
+        _stale_step_certified,
+    )
+
+    values, precisions = pace_like_measurements(seed, 5, 2)
+    block = _Block.build(values, precisions, np.arange(values.shape[0]))
+    solver = _DualNewton(block, 1e-10, 200)
+    mu = 1e-2 * block.mu_unit
+    kappa = np.zeros((2, block.y.size))
+    kappa[0, : block.n] = 1.0 / np.maximum(block.y[: block.n], 1.0)
+    kappa, _, _, ok = solver.solve(kappa, mu)
+    assert ok
+    pen = mu * block.c**2 / block.lam
+    rng = np.random.default_rng(seed)
+
+    def grad_and_w(k):
+        _, chol = solver.objective(k, mu)
+        W, _ = solver.inverse(k, chol, refine=True)
+        return block.c * (block.y - W[block.rows, block.cols]) + pen * (k[0] + k[1]), W
+
+    def decrement(k):
+        g, W = grad_and_w(k)
+        factor = solver.factor_hessian(W, pen)
+        return float(-g @ _factored_direction(factor, g)), factor, g
+
+    checked = 0
+    for size in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4):
+        start = kappa.copy()
+        start[0] = kappa[0] * (1.0 + size * rng.standard_normal(kappa.shape[1]))
+        if not np.isfinite(solver.objective(start, mu)[0]):
+            continue
+        dec0, factor, g0 = decrement(start)
+        step = _factored_direction(factor, g0)
+        x = start.copy()
+        x[0] += step
+        r = np.sqrt(dec0)
+        g, _ = grad_and_w(x)
+        stale_step = _factored_direction(factor, g)
+        dec_stale = float(-g @ stale_step)
+        lam = np.sqrt(dec_stale) / (1 - r)
+        if not (r < 0.1 and lam < 0.1):
+            continue
+        rho = (1 - r) ** -2 - 1
+        bound = (rho * lam + lam * lam / (1 - lam)) / (1 - lam)
+        assert _stale_step_certified(dec_stale, r, bound * (1 + 1e-9))
+        assert not _stale_step_certified(dec_stale, r, bound * (1 - 1e-9))
+        new = x.copy()
+        new[0] += stale_step
+        dec_new, _, _ = decrement(new)
+        assert np.sqrt(dec_new) <= bound * (1 + 1e-6)
+        checked += 1
+    assert checked >= 1
