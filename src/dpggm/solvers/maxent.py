@@ -411,7 +411,12 @@ def _richardson_weights(mus: Sequence[float]) -> np.ndarray:
 def _extrapolate(schedule: Sequence[float], stages: list[np.ndarray]) -> tuple[np.ndarray, float]:
     """Quadratic extrapolation to ``mu = 0`` through the last three stages.
 
-    Returns the extrapolated matrix and an estimate of its relative error. When the stages
+    Returns the extrapolated matrix and an estimate of its relative error: relative to the
+    limit's norm, or to one when the limit is smaller. The stages are in the block's
+    rescaled units, where every diagonal measurement's noise standard deviation is at most
+    one, so a limit far below one (exactly zero when all measured variances are negative
+    and the fit is the zero matrix) is judged against the noise level rather than against
+    its own vanishing size (which made a limit of zero report relative errors of 0.2). When the stages
     show ``O(mu)`` convergence (successive differences shrink by ``1/q``, ``q`` the barrier
     reduction factor) the standard Richardson estimate applies: the extrapolant one stage
     earlier is off by ``1/q^3`` times as much, so their difference times ``q^3 / (1 - q^3)``
@@ -425,7 +430,7 @@ def _extrapolate(schedule: Sequence[float], stages: list[np.ndarray]) -> tuple[n
         return 0.5 * (W + W.T)
 
     last, before = through(len(stages)), through(len(stages) - 1)
-    scale = max(float(np.linalg.norm(last)), np.finfo(float).tiny)
+    scale = max(float(np.linalg.norm(last)), 1.0)
     diff = float(np.linalg.norm(last - before)) / scale
     step_new = float(np.linalg.norm(stages[-1] - stages[-2]))
     step_old = float(np.linalg.norm(stages[-2] - stages[-3]))
@@ -1603,7 +1608,8 @@ def max_entropy_completion(
         components of the pattern), ``method``, ``singular_components`` (positions in
         ``components`` of the blocks without a positive-definite completion, whose block of
         ``Sigma_hat`` is singular), ``extrapolation_error`` (estimated relative error of an
-        extrapolated limit, 0 when none was needed) and ``component_iterations``.
+        extrapolated limit, relative to the measurement noise where the limit is smaller;
+        0 when none was needed) and ``component_iterations``.
         ``objective`` is the fit ``L(Sigma_hat)``.
 
     Raises
