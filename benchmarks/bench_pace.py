@@ -24,7 +24,9 @@ short (``--old-limit`` seconds): then its time per round is compared.
 
 ``--profile`` splits each round of the new fit (and of the old one) into reconstruction
 (update and solve), residual (the scores ``|S_jk - Sigma_jk|``), selection (the exponential
-mechanism) and the rest (measurement, accounting).
+mechanism) and the rest (measurement, accounting), and counts the reconstruction's two
+expensive operations per round: Hessian factorisations (``|S| x |S|`` Cholesky, one per
+Newton direction computed afresh) and error-free residuals of the refined inverse.
 
 Both runs use single-threaded BLAS (the reconstruction limits itself to one thread).
 
@@ -92,12 +94,30 @@ class Profile:
     def __init__(self):
         self.recon = self.residual = self.select = 0.0
         self.rounds = 0
+        self.factorisations = self.residuals = 0
 
     @contextlib.contextmanager
     def installed(self, reconstructor_cls):
         prof = self
         original_em = pace_module.exponential_mechanism
         original_scores = pace_module._selection_scores
+        solver_module = sys.modules[reconstructor_cls.__module__]
+        # The current solver factors in _DualNewton.factor_hessian, the pinned one in
+        # _newton_direction.
+        if hasattr(solver_module._DualNewton, "factor_hessian"):
+            factor_owner, factor_name = solver_module._DualNewton, "factor_hessian"
+        else:
+            factor_owner, factor_name = solver_module, "_newton_direction"
+        original_factor = getattr(factor_owner, factor_name)
+        original_residual = solver_module._inverse_residual
+
+        def counted_factor(*args, **kwargs):
+            prof.factorisations += 1
+            return original_factor(*args, **kwargs)
+
+        def counted_residual(*args, **kwargs):
+            prof.residuals += 1
+            return original_residual(*args, **kwargs)
 
         class Timed(reconstructor_cls):
             def update(self, *args, **kwargs):
@@ -135,12 +155,16 @@ class Profile:
         maxent_module.MaxEntropyReconstructor = Timed
         pace_module.exponential_mechanism = em
         pace_module._selection_scores = scores
+        setattr(factor_owner, factor_name, counted_factor)
+        solver_module._inverse_residual = counted_residual
         try:
             yield
         finally:
             maxent_module.MaxEntropyReconstructor = saved
             pace_module.exponential_mechanism = original_em
             pace_module._selection_scores = original_scores
+            setattr(factor_owner, factor_name, original_factor)
+            solver_module._inverse_residual = original_residual
 
 
 def fit(X, rho: float, seed: int, reconstructor_cls, limit: float | None = None) -> dict:
@@ -200,7 +224,9 @@ def profile_line(label: str, r: dict) -> str:
     ms = 1e3 / n
     return (
         f"    {label}: per round {r['seconds'] * ms:8.2f} ms = reconstruction {p.recon * ms:8.2f} + "
-        f"residual {p.residual * ms:6.3f} + selection {p.select * ms:6.3f} + rest {rest * ms:6.3f} ms"
+        f"residual {p.residual * ms:6.3f} + selection {p.select * ms:6.3f} + rest {rest * ms:6.3f} ms; "
+        f"{p.factorisations / n:.1f} Hessian factorisations and {p.residuals / n:.1f} error-free "
+        f"residuals per round"
     )
 
 

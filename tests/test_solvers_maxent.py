@@ -602,3 +602,196 @@ def test_converged_run_emits_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         max_entropy_completion(values, precisions)
+
+
+def test_singular_limit_that_bends_late_is_followed_below_1e_10():
+    # A reconstruction from a PACE-GGM run (d = 5 factor data, rho = 10): no PD completion
+    # exists and the barrier path bends so late that extrapolating from 1e-8..1e-10 is
+    # off by 6e-6 (and warned). The path is followed further down until the
+    # extrapolation's error estimate is small; the answer must then match the
+    # 40-digit path at mu = 1e-20.
+    values = np.array(
+        [
+            [0.06216585636138917, 0.0, 0.01656341552734375, -0.06058382987976074, -0.02647876739501953],
+            [0.0, 0.06259632110595703, 0.0, -0.028355836868286136, 0.02951192855834961],
+            [0.01656341552734375, 0.0, 0.06171834468841553, -0.030265331268310547, 0.0],
+            [-0.06058382987976074, -0.028355836868286136, -0.030265331268310547, 0.06252098083496094, 0.0],
+            [-0.02647876739501953, 0.02951192855834961, 0.0, 0.0, 0.06275105476379395],
+        ]
+    )
+    precisions = np.where(values != 0, 2184890.459058103, 0.0)
+    np.fill_diagonal(precisions, 29964212.009939708)
+    ref = mpmath_barrier_solution(values, precisions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fast = max_entropy_completion(values, precisions)
+    assert fast.extra["singular_components"] == [0]
+    assert rel_err(fast.estimate, ref) < 1e-8
+
+
+def _exact_hessian(W, rows, cols):
+    c = np.where(rows == cols, 1.0, 2.0)
+    m = rows.size
+    H = np.empty((m, m))
+    for s in range(m):
+        for t in range(m):
+            H[s, t] = 0.5 * c[s] * c[t] * (
+                W[rows[s], rows[t]] * W[cols[s], cols[t]] + W[rows[s], cols[t]] * W[cols[s], rows[t]]
+            )
+    return H
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_scaled_hessian_is_the_hessian_formula(seed):
+    from dpggm.solvers._maxent_kernels import scaled_hessian_upper
+
+    rng = np.random.default_rng(seed)
+    n = 7
+    W = random_covariance(rng, n)
+    rows, cols = np.nonzero(np.tril(rng.random((n, n)) < 0.5, k=-1))
+    rows = np.concatenate([np.arange(n), rows])
+    cols = np.concatenate([np.arange(n), cols])
+    c = np.where(rows == cols, 1.0, 2.0)
+    pen = rng.random(rows.size)
+    H = _exact_hessian(W, rows, cols) + np.diag(pen)
+    out, scale = np.full((rows.size, rows.size), np.nan), np.empty(rows.size)
+    assert scaled_hessian_upper(W, rows, cols, c, pen, 1e-12, out, scale)
+    np.testing.assert_allclose(scale, np.sqrt(np.diag(H)), rtol=1e-15)
+    expected = H / np.outer(scale, scale) + 1e-12 * np.eye(rows.size)
+    upper = np.triu_indices(rows.size)
+    np.testing.assert_allclose(out[upper], expected[upper], rtol=1e-14, atol=1e-15)
+    # A diagonal entry that is not positive (or not finite) is refused.
+    assert not scaled_hessian_upper(W, rows, cols, c, pen - 10.0 * np.diag(H).max(), 0.0, out, scale)
+
+
+def test_error_free_residual_matches_exact_rational_arithmetic():
+    from fractions import Fraction
+
+    from dpggm.solvers.maxent import _inverse_residual, _ozaki_slices
+
+    rng = np.random.default_rng(4)
+    n = 6
+    A = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-6, 6, size=(n, 1))
+    K_hi = A @ A.T + np.eye(n)
+    K_lo = 1e-17 * K_hi * rng.standard_normal((n, n))
+    K_lo = 0.5 * (K_lo + K_lo.T)
+    W = np.linalg.inv(K_hi)
+    W = 0.5 * (W + W.T)
+    # The slices add up to the matrix exactly, for both splitting directions.
+    for axis in (0, 1):
+        slices = _ozaki_slices(K_hi, axis)
+        for i in range(n):
+            for j in range(n):
+                assert sum(Fraction(float(s[i, j])) for s in slices) == Fraction(float(K_hi[i, j]))
+    exact = [
+        [
+            Fraction(int(i == j))
+            - sum(
+                (Fraction(float(K_hi[i, k])) + Fraction(float(K_lo[i, k]))) * Fraction(float(W[k, j]))
+                for k in range(n)
+            )
+            for j in range(n)
+        ]
+        for i in range(n)
+    ]
+    R = _inverse_residual(K_hi, K_lo, W)
+    err = max(abs(float(Fraction(float(R[i, j])) - exact[i][j])) for i in range(n) for j in range(n))
+    plain = np.eye(n) - (K_hi + K_lo) @ W
+    plain_err = max(abs(float(Fraction(float(plain[i, j])) - exact[i][j])) for i in range(n) for j in range(n))
+    scale = max(abs(float(x)) for row in exact for x in row)
+    # The residual is tiny against |K| |W| (W is an accurate inverse): a plain product
+    # gets it wrong in its leading digits, the error-free one to ~1e-12 of itself.
+    assert plain_err > 1e-3 * scale
+    assert err <= 1e-11 * scale
+
+
+def test_stage_prediction_is_never_worse_than_staying():
+    # The next barrier stage starts from the best of the tangent and secant predictions
+    # and the last solution, by the value of D_mu at the new weight; a spoiled tangent
+    # (a factorisation of the wrong matrix) must not make the start worse.
+    from dpggm.solvers.maxent import _Block, _DualNewton, _predict_kappa, _solve_dual_newton
+
+    values, precisions = pace_like_measurements(3, 4, 1, features=[0, 2, 23, 12])
+    block = _Block.build(values, precisions, np.arange(values.shape[0]))
+    solver = _DualNewton(block, 1e-10, 200)
+    assert _solve_dual_newton(block, None, 1e-10, 200, True).singular
+    kappa = np.zeros((2, block.y.size))
+    kappa[0, : block.n] = 1.0 / np.maximum(block.y[: block.n], 1.0)
+    mus, kappas = [], []
+    for mu_rel in (1e-3, 1e-4):
+        kappa, W, _, ok = solver.solve(kappa, mu_rel * block.mu_unit)
+        assert ok
+        mus.append(mu_rel)
+        kappas.append(kappa)
+    good = solver.last_factor
+    m = block.y.size
+    wrong = (np.eye(m), np.full(m, 1e-8))
+    stay = solver.objective(kappas[-1], 1e-5 * block.mu_unit)[0]
+    for factor in (good, wrong, None):
+        start = _predict_kappa(solver, block, mus, kappas, 1e-5, factor)
+        assert solver.objective(start, 1e-5 * block.mu_unit)[0] <= stay
+    better = _predict_kappa(solver, block, mus, kappas, 1e-5, good)
+    assert solver.objective(better, 1e-5 * block.mu_unit)[0] < stay
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_stale_hessian_step_lands_within_its_certified_bound(seed):
+    # From a point x~ near the barrier minimiser take a full Newton step to x, then a
+    # second step with the Hessian of x~ (stale). _stale_step_certified claims the new
+    # decrement is at most (rho l + l^2/(1-l))/(1-l), l = sqrt(dec)/(1-r): check it with a
+    # fresh Hessian at the new point.
+    from dpggm.solvers.maxent import (
+        _Block,
+        _DualNewton,
+        _factored_direction,
+        _stale_step_certified,
+    )
+
+    values, precisions = pace_like_measurements(seed, 5, 2)
+    block = _Block.build(values, precisions, np.arange(values.shape[0]))
+    solver = _DualNewton(block, 1e-10, 200)
+    mu = 1e-2 * block.mu_unit
+    kappa = np.zeros((2, block.y.size))
+    kappa[0, : block.n] = 1.0 / np.maximum(block.y[: block.n], 1.0)
+    kappa, _, _, ok = solver.solve(kappa, mu)
+    assert ok
+    pen = mu * block.c**2 / block.lam
+    rng = np.random.default_rng(seed)
+
+    def grad_and_w(k):
+        _, chol = solver.objective(k, mu)
+        W, _ = solver.inverse(k, chol, refine=True)
+        return block.c * (block.y - W[block.rows, block.cols]) + pen * (k[0] + k[1]), W
+
+    def decrement(k):
+        g, W = grad_and_w(k)
+        factor = solver.factor_hessian(W, pen)
+        return float(-g @ _factored_direction(factor, g)), factor, g
+
+    checked = 0
+    for size in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4):
+        start = kappa.copy()
+        start[0] = kappa[0] * (1.0 + size * rng.standard_normal(kappa.shape[1]))
+        if not np.isfinite(solver.objective(start, mu)[0]):
+            continue
+        dec0, factor, g0 = decrement(start)
+        step = _factored_direction(factor, g0)
+        x = start.copy()
+        x[0] += step
+        r = np.sqrt(dec0)
+        g, _ = grad_and_w(x)
+        stale_step = _factored_direction(factor, g)
+        dec_stale = float(-g @ stale_step)
+        lam = np.sqrt(dec_stale) / (1 - r)
+        if not (r < 0.1 and lam < 0.1):
+            continue
+        rho = (1 - r) ** -2 - 1
+        bound = (rho * lam + lam * lam / (1 - lam)) / (1 - lam)
+        assert _stale_step_certified(dec_stale, r, bound * (1 + 1e-9))
+        assert not _stale_step_certified(dec_stale, r, bound * (1 - 1e-9))
+        new = x.copy()
+        new[0] += stale_step
+        dec_new, _, _ = decrement(new)
+        assert np.sqrt(dec_new) <= bound * (1 + 1e-6)
+        checked += 1
+    assert checked >= 1
