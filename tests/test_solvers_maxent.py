@@ -724,12 +724,15 @@ def test_stage_prediction_is_never_worse_than_staying():
         mus.append(mu_rel)
         kappas.append(kappa)
     good = solver.last_factor
-    m = block.y.size
-    wrong = (np.eye(m), np.full(m, 1e-8))
     stay = solver.objective(kappas[-1], 1e-5 * block.mu_unit)[0]
-    for factor in (good, wrong, None):
-        start = _predict_kappa(solver, block, mus, kappas, 1e-5, factor)
-        assert solver.objective(start, 1e-5 * block.mu_unit)[0] <= stay
+    # A factorisation of the wrong matrix (the Hessian scaled up 1e6 times gives a tangent
+    # a millionth as long) must not make the start worse than the secant alone.
+    c, scale = good
+    secant_only = _predict_kappa(solver, block, mus, kappas, 1e-5, None)
+    spoiled = _predict_kappa(solver, block, mus, kappas, 1e-5, (c, scale * 1e3))
+    assert solver.objective(spoiled, 1e-5 * block.mu_unit)[0] <= solver.objective(
+        secant_only, 1e-5 * block.mu_unit
+    )[0]
     better = _predict_kappa(solver, block, mus, kappas, 1e-5, good)
     assert solver.objective(better, 1e-5 * block.mu_unit)[0] < stay
 
@@ -795,3 +798,48 @@ def test_stale_hessian_step_lands_within_its_certified_bound(seed):
         assert np.sqrt(dec_new) <= bound * (1 + 1e-6)
         checked += 1
     assert checked >= 1
+
+
+
+def test_factor_hessian_solves_the_newton_system():
+    # factor_hessian (compiled build, LAPACK orientation, scaling) must give the direction
+    # -H^{-1} g of the Hessian formula.
+    from dpggm.solvers.maxent import _Block, _DualNewton, _factored_direction
+
+    values, precisions = pace_like_measurements(2, 5, 2)
+    block = _Block.build(values, precisions, np.arange(values.shape[0]))
+    solver = _DualNewton(block, 1e-10, 200)
+    rng = np.random.default_rng(0)
+    W = random_covariance(rng, block.n)
+    pen = rng.random(block.y.size)
+    g = rng.standard_normal(block.y.size)
+    H = _exact_hessian(W, block.rows, block.cols) + np.diag(pen)
+    direction = _factored_direction(solver.factor_hessian(W, pen), g)
+    np.testing.assert_allclose(direction, -np.linalg.solve(H, g), rtol=1e-9)
+    assert solver.last_ridge == 0.0
+
+
+def test_stale_finish_gives_the_same_stage_solutions(monkeypatch):
+    # The certified stale finish saves Hessians, not accuracy: with it switched off the
+    # reconstruction of a late-bending PACE block is the same to rounding.
+    from dpggm.solvers import maxent
+
+    values, precisions = pace_like_measurements(1, 6, 3, features=[0, 2, 3, 20, 22, 23])
+    with_stale = max_entropy_completion(values, precisions)
+    monkeypatch.setattr(maxent, "_STALE_FINISH", False)
+    without = max_entropy_completion(values, precisions)
+    assert with_stale.extra["singular_components"] == without.extra["singular_components"] == [0]
+    assert rel_err(with_stale.estimate, without.estimate) < 1e-10
+
+
+def test_zero_limit_is_not_reported_as_inaccurate():
+    # Both measured variances negative and a large covariance: the weighted PSD projection
+    # is the zero matrix, reached like mu along the path. Its error estimate must be judged
+    # against the noise level, not against the vanishing limit itself (0.2 before).
+    values = np.array([[-0.2, 0.03], [0.03, -0.9]])
+    precisions = np.array([[1.0, 5.5], [5.5, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        result = max_entropy_completion(values, precisions)
+    np.testing.assert_allclose(result.estimate, 0.0, atol=1e-12)
+    assert result.extra["extrapolation_error"] < 1e-8

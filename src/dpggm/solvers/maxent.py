@@ -53,10 +53,13 @@ Structure used here
   the rounding floor; a stage whose damped Newton iteration stalls is approached through
   intermediate barrier weights rather than entering the extrapolation unconverged (this
   was the cause of reconstructions with entries of 1e6 and more). Stages above the four
-  that enter the extrapolation only lead the way: they use the plain inverse and end with
-  the full Newton step from the first decrement below 1/4, inside the quadratic region;
-  the fourth-last, which enters only the extrapolation's error estimate (with weight
-  1/891), uses the plain inverse.
+  that enter the extrapolation (the three nodes and the fourth-last, which enters only
+  the error estimate) only lead the way: they use the plain inverse and end with the full
+  Newton step from the first decrement ``lambda^2`` below 1/4 (``lambda <= 1/2``, where
+  that step is feasible); the fourth-last, with Richardson weight 1/891 in the estimate,
+  uses the plain inverse and ends with the full step from ``lambda^2 <= 1e-6``. A stage
+  may also end with a full step taken with a slightly stale Hessian when self-concordance
+  certifies that it lands at ``lambda <= tol`` (``_stale_step_certified``).
   Each stage starts from a prediction: the tangent of the path (from the last stage's
   Hessian factorisation) and the secant through the last two stages are both tried and
   the one with the lowest ``D_mu`` is taken. The Hessian (``|S| x |S|``, built only in the
@@ -95,7 +98,8 @@ Methods
     then from the start. The
     path steps by factors of 10 (larger steps cost more damped Newton steps than they
     save). Close to a stage's minimiser a Hessian factorisation is reused while the
-    decrement contracts 100-fold per step (such steps never end the iteration).
+    decrement contracts 100-fold per step (such steps end the iteration only through the
+    certified stale finish).
     :meth:`MaxEntropyReconstructor.pop_changed` tells PACE-GGM which blocks changed, so its
     selection scores are updated on those blocks only.
 ``"ipm-cholesky"``
@@ -118,7 +122,8 @@ Units: each component is rescaled by ``D = diag(d_j)``, ``d_j^2 = max(y_jj, 1/sq
 ``lambda_jk -> lambda_jk d_j^2 d_k^2``), so this only affects conditioning. Barrier values
 are relative, ``mu = mu_rel * min_s lambda'_s`` in the rescaled problem (so ``mu_rel``
 bounds the relative shift ``mu / lambda'_s`` of every fitted entry); the path runs from
-``mu_rel = max_s lambda'_s / min_s lambda'_s`` down to ``1e-10``.
+``mu_rel = max_s lambda'_s / min_s lambda'_s`` down to ``1e-10`` (to at most ``1e-13``
+for a path that bends late, see above).
 """
 
 from __future__ import annotations
@@ -180,6 +185,7 @@ _REFINED_STAGES = 3
 _ESTIMATE_STAGE_TOL = 1e-6
 # Finish a stage with a step from a slightly stale Hessian when that step is certified.
 _STALE_FINISH = True
+# Failed steps (each halves the step) allowed while following a path below 1e-10.
 _DEEPEN_RETRIES = 4
 _IPM_RESTARTS = 20
 # Newton steps of the dual use the plain double inverse of K until the Newton decrement
@@ -224,6 +230,9 @@ _WARM_GIVE_UP = 1e3
 # the 1100 steps spent on warm starts that failed are saved).
 _WARM_CHECK_AT = 4
 _WARM_CHECK_BELOW = 10.0
+# Leading stages end with the full Newton step from the first decrement lambda^2 below
+# this (lambda <= 1/2, where the full step is feasible; measured on PACE runs, tighter
+# values cost more factorisations and looser ones more damped steps at the next stage).
 _LEAD_TOL = 0.25
 # Switch to the refined inverse right after a full step that will land below _REFINE_BELOW.
 _EARLY_REFINE = True
@@ -530,6 +539,28 @@ def _inverse_residual(K_hi: np.ndarray, K_lo: np.ndarray, W: np.ndarray) -> np.n
     return out
 
 
+def _newton_schulz(
+    K_hi: np.ndarray, K_lo: np.ndarray, W: np.ndarray, norm_W: float
+) -> tuple[np.ndarray, bool]:
+    """Refine ``W ~ (K_hi + K_lo)^{-1}`` with error-free residuals; whether it is now
+    accurate to double precision."""
+    for _ in range(8):
+        R = _inverse_residual(K_hi, K_lo, W)
+        norm_R = float(np.linalg.norm(R))
+        if not norm_R < 1.0:
+            # Newton-Schulz only contracts from ||R|| < 1: the start is too far off (K
+            # too badly conditioned for it), and W is no refined inverse.
+            return W, False
+        update = W @ R
+        W = W + 0.5 * (update + update.T)
+        # The step is a Newton-Schulz step: the new residual is about R^2 (up to the
+        # rounding of the residual itself), so ||R|| <= 1e-8 certifies that W is now
+        # accurate to double precision without computing another residual.
+        if norm_R <= 1e-8 or float(np.linalg.norm(update)) <= 4 * np.finfo(float).eps * norm_W:
+            return W, True
+    return W, False
+
+
 class _DualNewton:
     """Damped Newton on ``D_mu`` for one rescaled block.
 
@@ -545,11 +576,11 @@ class _DualNewton:
         self.b = block
         self.tol = tol
         self.max_iter = max_iter
-        self._cc = 0.5 * np.outer(block.c, block.c)
         self._zeros = np.zeros(block.y.size)
         self._buffer: np.ndarray | None = None
         self._scale: np.ndarray | None = None
         self.last_factor: tuple[np.ndarray, np.ndarray] | None = None
+        self.last_ridge = 0.0
 
     def objective(self, kappa: np.ndarray, mu: float) -> tuple[float, np.ndarray | None]:
         b = self.b
@@ -588,6 +619,7 @@ class _DualNewton:
         usually one refinement step instead of two. The certificate is the same.
         """
         K_hi = self.b.dense(kappa[0])
+        K_lo = None
         W = None
         if start is not None and refine:
             W0, dK = start
@@ -600,6 +632,12 @@ class _DualNewton:
                 norm_W = float(np.linalg.norm(W))
                 if norm_W * float(np.linalg.norm(K_hi)) < 1e4 and not np.any(kappa[1]):
                     W = None  # well conditioned: the plain inverse is accurate, use it
+                else:
+                    K_lo = self.b.dense(kappa[1])
+                    W, ok = _newton_schulz(K_hi, K_lo, W, norm_W)
+                    if ok:
+                        return W, True
+                    W = None  # the start was too far off: refine the plain inverse
         if W is None:
             inv, info = sla.lapack.dpotri(chol, lower=1)
             if info != 0:
@@ -613,19 +651,9 @@ class _DualNewton:
                 return W, True
             if not refine:
                 return W, False
-        K_lo = self.b.dense(kappa[1])
-        for _ in range(8):
-            R = _inverse_residual(K_hi, K_lo, W)
-            update = W @ R
-            W = W + 0.5 * (update + update.T)
-            # The step is a Newton-Schulz step: the new residual is about R^2 (up to the
-            # rounding of the residual itself), so ||R|| <= 1e-8 certifies that W is now
-            # accurate to double precision without computing another residual.
-            if float(np.linalg.norm(R)) <= 1e-8 or float(
-                np.linalg.norm(update)
-            ) <= 4 * np.finfo(float).eps * norm_W:
-                break
-        return W, True
+        if K_lo is None:
+            K_lo = self.b.dense(kappa[1])
+        return _newton_schulz(K_hi, K_lo, W, norm_W)
 
     def coordinate_steps(self, kappa: np.ndarray, mu: float, steps: int) -> np.ndarray:
         """Improve a warm start by exact minimisation along single pattern entries.
@@ -672,19 +700,6 @@ class _DualNewton:
             return kappa
         return out
 
-    def hessian(self, W: np.ndarray) -> np.ndarray:
-        """``d^2 D_0 / d kappa^2`` at ``K = W^{-1}`` (without the barrier's diagonal); the
-        reference for :meth:`factor_hessian`'s compiled kernel."""
-        b = self.b
-        Wr = W.take(b.rows, axis=0)
-        Wt = W.take(b.cols, axis=0)
-        G = Wr.take(b.cols, axis=1)
-        H = Wr.take(b.rows, axis=1)
-        H *= Wt.take(b.cols, axis=1)
-        H += G * G.T
-        H *= self._cc
-        return H
-
     def factor_hessian(
         self, W: np.ndarray, pen: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -703,6 +718,7 @@ class _DualNewton:
         pen = self._zeros if pen is None else pen
         W = np.ascontiguousarray(W)
         for ridge in (0.0, 1e-14, 1e-12, 1e-10):
+            self.last_ridge = ridge
             # A failed dpotrf has overwritten the buffer: rebuild it with the ridge.
             if not scaled_hessian_upper(W, b.rows, b.cols, b.c, pen, ridge, self._buffer, self._scale):
                 return None
@@ -728,7 +744,8 @@ class _DualNewton:
         Returns ``(kappa, W, iterations, converged)``. At ``mu = 0`` a return with
         ``converged=False`` means the iterates ran away (no positive-definite completion)
         or the iteration budget was exhausted. ``give_up_above``: return unconverged at
-        once when the first Newton decrement exceeds it (a warm start too far away).
+        once when the first Newton decrement exceeds it, or when the decrement after
+        ``_WARM_CHECK_AT`` steps still exceeds ``_WARM_CHECK_BELOW`` (a start too far away).
         ``lead_tol``: a stage that only leads the way to the next one; it ends with the
         full Newton step from the first decrement below ``lead_tol`` (inside the
         quadratic region, so the point returned has a decrement of about its square).
@@ -772,7 +789,7 @@ class _DualNewton:
                 step = _factored_direction(factor, grad)
                 dec = float(-grad @ step)
                 stale_finish = (
-                    _STALE_FINISH and accurate and factor_accurate
+                    _FINISH and _STALE_FINISH and accurate and factor_accurate
                     and _stale_step_certified(dec, factor_dist, self.tol)
                 )
                 # A stale factorisation's decrement may not end the iteration: below 1e-12
@@ -784,7 +801,8 @@ class _DualNewton:
             if step is None:
                 factor = self.factor_hessian(W, pen)
                 self.last_factor = factor
-                factor_accurate, factor_dist = accurate, 0.0
+                # The certificate of a stale step needs the exact Hessian: no ridge.
+                factor_accurate, factor_dist = accurate and self.last_ridge == 0.0, 0.0
                 step = None if factor is None else _factored_direction(factor, grad)
                 dec = math.nan if step is None else float(-grad @ step)
                 if give_up_above is not None and (
@@ -802,13 +820,15 @@ class _DualNewton:
                 # every further step, and the convergence test, uses the refined inverse.
                 precise = True
                 W, accurate = self.inverse(kappa, chol, refine=True)
+                if not accurate:
+                    return kappa, W, it, False  # no accurate inverse at this point
                 prev_dec = math.inf
                 continue
             if step is None:
                 return kappa, W, it, False
             if not math.isfinite(dec) or dec < 0:
                 return kappa, W, it, False
-            if lead_tol is not None and dec <= lead_tol:
+            if lead_tol is not None and not chord and dec <= lead_tol:
                 trial = kappa.copy()
                 trial[0], err = _two_sum(kappa[0], step)
                 trial[0], trial[1] = _two_sum(trial[0], kappa[1] + err)
@@ -839,7 +859,7 @@ class _DualNewton:
                     continue
             # Newton decrement squared ~ twice the objective gap; tol is on its root.
             # Quadratic convergence that stops improving has hit the rounding floor.
-            if dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8):
+            if not chord and (dec <= self.tol**2 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-8)):
                 return kappa, W, it, True
             if not refine and (dec <= 1e-12 or (dec >= 0.25 * prev_dec and prev_dec <= 1e-6)):
                 # The plain inverse's error sets a floor on the decrement near eps cond(K);
@@ -882,9 +902,11 @@ class _DualNewton:
                     alpha *= 2.0
                     trial, f_new, chol_new = longer, f_long, chol_long
             if alpha < 1e-14:
-                if refine and not accurate:
+                if refine and not accurate and not precise:
                     precise = True
                     W, accurate = self.inverse(kappa, chol, refine=True)
+                    if not accurate:
+                        return kappa, W, it, False
                     prev_dec = math.inf
                     continue
                 # No decrease within rounding: the current point is as good as it gets.
@@ -901,6 +923,8 @@ class _DualNewton:
             kappa = trial
             f, chol = f_new, chol_new
             W, accurate = self.inverse(kappa, chol, refine=precise, start=start)
+            if precise and not accurate:
+                return kappa, W, it + 1, False
             # The step was alpha times the direction of the factorisation in use, whose
             # length in the local norm at the factorisation's point is sqrt(dec).
             factor_dist += alpha * math.sqrt(dec)
@@ -920,7 +944,7 @@ def _stale_step_certified(dec: float, dist: float, tol: float) -> bool:
     plus the second-order rest (at most ``l^2 / (1 - l)``, Nesterov's bounds on the
     averaged Hessian along the step); measured at the new point that is
     ``lambda+ <= (rho l + l^2 / (1 - l)) / (1 - l)``. Deep in the barrier path a stage
-    typically reaches ``dec`` of 1e-16 at ``r`` of 1e-4, where the bound is 3e-12: the
+    typically reaches ``dec`` of 1e-16 at ``r`` of 1e-4, where the bound is 2e-12: the
     Hessian that would only certify the last step is saved.
     """
     if not (math.isfinite(dec) and dec >= 0 and dist < 0.1):
@@ -1073,7 +1097,11 @@ def _solve_dual_newton(
             # (the path turned); following it from the start is then cheaper.
             max_iter=min(max_iter, _WARM_STAGE_MAX_ITER) if guess is not None else None,
             give_up_above=_WARM_GIVE_UP if guess is not None else None,
-            lead_tol=_LEAD_TOL if i < last - 3 else (_ESTIMATE_STAGE_TOL if i == last - 3 else None),
+            lead_tol=(
+                _LEAD_TOL
+                if i < last - _REFINED_STAGES
+                else (_ESTIMATE_STAGE_TOL if i == last - _REFINED_STAGES else None)
+            ),
         )
         tangent = solver.last_factor
         total += it
