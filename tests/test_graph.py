@@ -25,6 +25,7 @@ from dpggm.mechanisms.private_bounds import (
 )
 from dpggm.metrics.graph import support_f1
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, PureDP, exact_cost
+from dpggm.privacy.conversion import zcdp_rho_for
 
 runner = CliRunner()
 
@@ -213,17 +214,29 @@ def test_graph_does_not_depend_on_column_units(raw_chain):
     np.testing.assert_allclose(a.partial_correlation_, b.partial_correlation_, atol=0.05)
 
 
-@pytest.mark.parametrize("budget, notion", [
-    (ApproxDP(4.0, 1e-6), ApproxDP), (PureDP(4.0), PureDP), (GDP(1.2), ZCDP),
+@pytest.mark.parametrize("budget, notion, steps_notion", [
+    (ApproxDP(4.0, 1e-6), ApproxDP, ZCDP), (PureDP(4.0), PureDP, PureDP), (GDP(1.2), ZCDP, ZCDP),
 ])
-def test_private_graph_other_budgets(raw_chain, budget, notion):
+def test_private_graph_other_budgets(raw_chain, budget, notion, steps_notion):
     frame, _ = raw_chain
     graph = PrivateGraph(budget=budget, random_state=0).fit(frame.iloc[:4000])
     assert isinstance(graph.privacy_.budget, notion)
     steps = graph.privacy_.noise["breakdown"]
-    assert isinstance(steps[0]["budget"], PureDP if notion is not ZCDP else ZCDP)
+    assert all(isinstance(s["budget"], steps_notion) for s in steps)
+    # Every budget form: the steps add up to exactly the accounting total.
+    assert graph.privacy_.notes["spent_exactly_total"] is True
+    accounting = graph.plan_.accounting
+    total = sum((exact_cost(s["budget"], steps_notion)[0] for s in steps), Fraction(0))
+    assert total == exact_cost(accounting, steps_notion)[0]
+    if isinstance(budget, ApproxDP):
+        # The largest rho whose tight conversion implies (epsilon, delta), stated too.
+        assert accounting == ZCDP(zcdp_rho_for(4.0, 1e-6))
+        assert accounting in graph.privacy_.equivalent
+        assert accounting.to_approx(1e-6).epsilon <= 4.0
     if isinstance(budget, GDP):
         assert graph.privacy_.notes["requested_budget"] == {"notion": "gdp", "mu": 1.2}
+    if isinstance(budget, PureDP):
+        assert ZCDP(8.0) in graph.privacy_.equivalent
 
 
 def test_private_graph_with_pace_and_declared_bounds(raw_chain):

@@ -48,7 +48,6 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     params = {k: v for k, v in estimator.get_params().items()
               if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
     params["budget"] = estimator.budget.to_dict()
-    inner = estimator.graph_estimator_
     p = estimator.n_features_in_
     n_edges = int(estimator.adjacency_.sum() // 2)
     diagnostics: dict[str, Any] = {
@@ -56,10 +55,10 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     }
     if estimator.bound_fraction_ is not None:
         diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
-    if hasattr(inner, "alpha_"):
-        diagnostics["graphical-lasso penalty (rescaled data)"] = float(inner.alpha_)
-        diagnostics["solver converged"] = bool(inner.converged_)
-        diagnostics["release repaired to positive definite"] = bool(inner.repaired_)
+    if estimator.alpha_ is not None:
+        diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
+        diagnostics["solver converged"] = bool(estimator.solver_.converged)
+        diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
     return {
         "command": "graph",
         "title": f"dpggm graph of {data_name}",

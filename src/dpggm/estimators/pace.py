@@ -193,18 +193,28 @@ class PACECovariance(DPEstimator):
 
     def fit(self, X: Any, y: Any = None) -> PACECovariance:
         """Run PACE-GGM on ``X`` (array, DataFrame or CSV path)."""
-        from dpggm.solvers.maxent import MaxEntropyReconstructor
-
         budget, bounds = self._validate()
         stats = clipped_second_moment(X, bounds=bounds)
-        S, n, d = stats.second_moment, stats.n, stats.n_features
+        return self._fit_second_moment(X, stats.second_moment, n=stats.n,
+                                       columns=stats.columns, budget=budget, bounds=bounds)
+
+    # One piece (over 120 lines): the select-measure-reconstruct loop of Algorithms 1-3 reads
+    # as the paper does, with every spend checked by the filter just before its mechanism.
+    def _fit_second_moment(self, X: Any, S: np.ndarray, *, n: int, columns: list[str],
+                           budget: Any, bounds: Box) -> PACECovariance:
+        """PACE-GGM on the exact second moment ``S`` of ``n`` records clipped to
+        ``bounds`` (validated by :meth:`_validate`); ``X`` only names the columns."""
+        from dpggm.solvers.maxent import MaxEntropyReconstructor
+
+        d = S.shape[0]
+        stats_columns = columns
         ctx = self._ctx
         if isinstance(budget, NonPrivate):
             precision = np.linalg.pinv(S)
             self.measurements_ = {"entries": [], "values": [], "precisions": []}
             self.n_rounds_, self.n_measured_offdiag_, self.history_ = 0, 0, []
             self._set_fitted(
-                X, n_samples=n, n_features=d, columns=stats.columns, covariance=S.copy(),
+                X, n_samples=n, n_features=d, columns=stats_columns, covariance=S.copy(),
                 precision=precision, adjacency=np.abs(precision) > 0,
                 privacy=ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)"),
             )
@@ -300,7 +310,7 @@ class PACECovariance(DPEstimator):
             },
         )
         self._set_fitted(
-            X, n_samples=n, n_features=d, columns=stats.columns, covariance=estimate,
+            X, n_samples=n, n_features=d, columns=stats_columns, covariance=estimate,
             precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
         )
         # None (documented) when the reconstruction is singular, never a previous fit's.

@@ -40,6 +40,7 @@ __all__ = [
     "ThresholdedCovariance",
     "auto_alpha",
     "non_private_cv_alpha",
+    "solve_released",
 ]
 
 
@@ -200,6 +201,30 @@ class RidgePrecision(_PerturbationEstimator):
         return self
 
 
+def solve_released(S: np.ndarray, alpha: float, *, noise_std: float,
+                   **options: Any) -> tuple[Any, bool, int]:
+    """The graphical lasso on a released second moment, repaired when it has no solution.
+
+    A release can be too far from positive definite for ``alpha``. It is then repaired by
+    post-processing, least first: variances below the public noise floor (``noise_std``,
+    the off-diagonal noise standard deviation) are raised to it, and if that is not enough
+    the matrix is projected onto the matrices with eigenvalues at least that floor.
+
+    Returns the solver result, whether a repair was needed, and how many variances were
+    raised.
+    """
+    try:
+        return graphical_lasso(S, alpha, **options), False, 0
+    except NoSolutionError:
+        pass
+    S, raised = _floor_diagonal(S, noise_std)
+    try:
+        return graphical_lasso(S, alpha, **options), True, raised
+    except NoSolutionError:
+        S = project_psd(S, min_eigenvalue=max(noise_std, 1e-12)).estimate
+        return graphical_lasso(S, alpha, **options), True, raised
+
+
 class GraphicalLasso(_PerturbationEstimator):
     """Graphical lasso on a privately released second moment (DP-AGL, seed 000;
     covariance perturbation, seed 001).
@@ -293,24 +318,10 @@ class GraphicalLasso(_PerturbationEstimator):
                 )
         else:
             alpha = float(self.alpha)
-        floor = release.entry_noise_std
         options = {"method": self.solver, "penalize_diagonal": self.penalize_diagonal,
                    "tol": self.tol, "max_iter": self.max_iter}
-        self.repaired_ = False
-        self.n_diagonal_repaired_ = 0
-        try:
-            result = graphical_lasso(S, alpha, **options)
-        except NoSolutionError:
-            # The release is too far from positive definite for this alpha. Repair it by
-            # post-processing, least first: raise variances below the public noise floor,
-            # then, if that is not enough, project onto {eigenvalues >= floor}.
-            self.repaired_ = True
-            S, self.n_diagonal_repaired_ = _floor_diagonal(S, floor)
-            try:
-                result = graphical_lasso(S, alpha, **options)
-            except NoSolutionError:
-                S = project_psd(S, min_eigenvalue=max(floor, 1e-12)).estimate
-                result = graphical_lasso(S, alpha, **options)
+        result, self.repaired_, self.n_diagonal_repaired_ = solve_released(
+            S, alpha, noise_std=release.entry_noise_std, **options)
         self.alpha_ = float(alpha)
         self.n_iter_ = result.iterations
         self.converged_ = result.converged

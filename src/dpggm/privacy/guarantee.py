@@ -65,6 +65,11 @@ class PrivacyGuarantee:
     notes : dict
         Further public figures and explanations (how the guarantee was derived, the
         centring, the budget breakdown). Everything here is part of the release.
+    equivalent : tuple of Budget
+        Other forms of the same guarantee that also hold, for accounts in another notion
+        (e.g. the zCDP budget an ``(epsilon, delta)`` pipeline was run in, or the
+        ``epsilon**2 / 2``-zCDP a pure-DP release implies). A ledger or accountant charges
+        the first of ``budget`` and these that converts soundly into its notion.
     curator_notes : dict
         Figures for the data curator only -- computed from the private data (e.g. a
         paper's data-dependent accounting, how many rows were clipped). They are **never**
@@ -83,6 +88,7 @@ class PrivacyGuarantee:
     random_state: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
     curator_notes: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    equivalent: tuple[Budget, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -110,10 +116,21 @@ class PrivacyGuarantee:
                 "a NonPrivate() budget must have validity 'none'; got "
                 f"validity={self.validity!r}"
             )
+        object.__setattr__(self, "equivalent", tuple(self.equivalent))
+        if not all(isinstance(b, Budget) and not isinstance(b, NonPrivate)
+                   for b in self.equivalent):
+            raise TypeError("equivalent must hold PureDP, ApproxDP, ZCDP or GDP budgets")
+        if self.equivalent and isinstance(self.budget, NonPrivate):
+            raise ValueError("a NonPrivate() release has no equivalent guarantee")
         if isinstance(self.report_delta, bool) or not (
             isinstance(self.report_delta, (int, float)) and 0 < self.report_delta < 1
         ):
             raise ValueError(f"report_delta must be a number in (0, 1); got {self.report_delta!r}")
+
+    @property
+    def forms(self) -> tuple[Budget, ...]:
+        """``budget`` followed by :attr:`equivalent`: every form that holds."""
+        return (self.budget, *self.equivalent)
 
     @property
     def is_valid(self) -> bool:
@@ -147,6 +164,7 @@ class PrivacyGuarantee:
                 "report_delta": self.report_delta,
                 "random_state": self.random_state,
                 "notes": self.notes,
+                "equivalent": [b.to_dict() for b in self.equivalent],
             }
         )
 
@@ -176,6 +194,7 @@ class PrivacyGuarantee:
             report_delta=float(data.get("report_delta", DEFAULT_REPORT_DELTA)),
             random_state=str(data.get("random_state", "")),
             notes=dict(data.get("notes") or {}),
+            equivalent=tuple(budget_from_dict(b) for b in data.get("equivalent") or ()),
         )
 
     def to_json(self, **kwargs: Any) -> str:
