@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 

@@ -146,7 +146,9 @@ def progress_display(*, quiet: bool = False, stream: Console | None = None) -> I
     standard error while the block runs; yields whether they are shown.
 
     Only on a terminal: piped or redirected standard error gets nothing, nor does any
-    file, and ``quiet`` turns the bars off. The bars disappear when the work is done.
+    file, and ``quiet`` turns the bars off. A task leaves the display when it reaches its
+    total (a task of unknown total shows a pulsing bar until then); all of it disappears
+    when the block ends.
     """
     stream = err_console if stream is None else stream
     if quiet or not stream.is_terminal:
@@ -172,7 +174,9 @@ def progress_display(*, quiet: bool = False, stream: Console | None = None) -> I
         def show(task: str, done: float, total: float | None) -> None:
             if task not in tasks:
                 tasks[task] = bars.add_task(task, total=total)
-            bars.update(tasks[task], completed=done, total=total)
+            # A finished task leaves the display: what shows is the work still going on.
+            finished = total is not None and done >= total
+            bars.update(tasks[task], completed=done, total=total, visible=not finished)
 
         with reporting(show):
             yield True

@@ -17,16 +17,17 @@ from typing import Annotated, Any
 
 import typer
 
+from dpggm import _progress
 from dpggm.cli import data_options as dopt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
+    QuietOpt,
     RhoOpt,
     UserError,
     budget_from_options,
     console,
-    QuietOpt,
     err_console,
     guard,
     parse_center,
@@ -206,8 +207,12 @@ def graph(
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
         with summarised_warnings(), progress_display(quiet=quiet):
+            fitting, drawing = "private graph (bounds, centring, noise, solver)", "pictures and report"
+            _progress.report(fitting, 0, None)
             estimator.fit(source)
-        stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
+            _progress.report(fitting, 1, 1)
+            _progress.report(drawing, 0, None)
+            stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
         if book is not None:
             spend = book.spend(
                 dataset, estimator.privacy_, mechanism="dpggm graph",
