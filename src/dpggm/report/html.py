@@ -225,11 +225,16 @@ def guarantee_in_words(privacy: Any) -> list[str]:
     return lines
 
 
-def _bounds_words(bounds: Any) -> str:
-    """What the clipping bound was, from the recorded ``bounds`` (whatever fields it has)."""
+def _bounds_words(bounds: Any, *, private: bool = True) -> str:
+    """What the clipping bound was, from the recorded ``bounds`` (whatever fields it has);
+    ``private`` is false for a non-private reference run (its ranges are exact)."""
     if not isinstance(bounds, dict):
         return str(bounds)
     kind = bounds.get("kind")
+    if kind == "auto" and not private:
+        return ("found exactly from the data (a non-private reference run): every column "
+                "was clipped to its range and rescaled to [-1, 1]. The ranges are listed "
+                "below.")
     if kind == "auto":
         ranges = bounds.get("ranges") if isinstance(bounds.get("ranges"), dict) else {}
         how = []
@@ -268,6 +273,8 @@ def _label(key: Any) -> str:
         "mean_l2_sensitivity": "L2 sensitivity of the mean", "grid": "noise grid step",
         "mean_grid": "noise grid step of the mean", "distribution": "noise distribution",
         "mean_distribution": "noise distribution of the mean",
+        "l1_sensitivity": "L1 sensitivity", "mean_l1_sensitivity": "L1 sensitivity of the mean",
+        "laplace_scale": "Laplace scale b", "mean_laplace_scale": "Laplace scale b of the mean",
         "epsilons": "ε of each part", "epsilon": "ε", "delta": "δ", "rho": "ρ", "mu": "μ",
         "report_delta": "δ of the (ε, δ) form", "random_state": "randomness",
         "budget": "budget",
@@ -382,9 +389,12 @@ def _budget_rows(privacy: dict[str, Any]) -> str:
     for step in breakdown:
         budget = step.get("budget") or {}
         share = ""
-        if (budget.get("notion") == total.get("notion") == "zcdp"
-                and isinstance(total.get("rho"), (int, float)) and total["rho"] > 0):
-            share = f"{100 * budget['rho'] / total['rho']:.3g} %"
+        # Shares of an additive parameter: rho under zCDP, epsilon under pure DP.
+        key = {"zcdp": "rho", "pure-dp": "epsilon"}.get(str(total.get("notion")))
+        if (key is not None and budget.get("notion") == total.get("notion")
+                and isinstance(total.get(key), (int, float)) and total[key] > 0
+                and isinstance(budget.get(key), (int, float))):
+            share = f"{100 * budget[key] / total[key]:.3g} %"
         details = {k: v for k, v in step.items()
                    if k not in ("step", "mechanism", "budget") and v is not None}
         rows.append(
@@ -465,16 +475,18 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
                      "precision matrix).</figcaption></figure>")
     parts.append("<h2>Privacy guarantee</h2><ul>")
     parts += [f"<li>{html.escape(line)}</li>" for line in guarantee_in_words(privacy)]
+    private = (privacy.get("budget") or {}).get("notion") != "non-private"
     if "bounds" in privacy:
-        parts.append(f"<li>Bounds: {html.escape(_bounds_words(privacy['bounds']))}</li>")
+        words = _bounds_words(privacy["bounds"], private=private)
+        parts.append(f"<li>Bounds: {html.escape(words)}</li>")
     parts.append("</ul>")
     if (privacy.get("noise") or {}).get("breakdown"):
         parts.append("<h3>How the budget was spent</h3>" + _budget_rows(privacy))
     ranges = _range_rows(privacy.get("bounds"), names)
     if ranges is not None:
-        parts.append("<h3>Column ranges (chosen privately)</h3><p class='note'>Values "
-                     "outside a range were clipped to it before the noise was added.</p>"
-                     + ranges)
+        parts.append(f"<h3>Column ranges{' (chosen privately)' if private else ''}</h3>"
+                     "<p class='note'>Values outside a range were clipped to it"
+                     f"{' before the noise was added' if private else ''}.</p>" + ranges)
     parts.append("<h2>Edges</h2>")
     if edges is None:
         parts.append('<p class="note">No edge list in this directory.</p>')
