@@ -105,6 +105,8 @@ def test_graph_non_private_reference_run(frame, tmp_path):
     assert record["privacy"]["validity"] == "none"
     assert record["privacy"]["budget"] == {"notion": "non-private"}
     assert "non-private reference run" in result.output
+    page = (tmp_path / "g" / "report.html").read_text(encoding="utf-8")
+    assert "found exactly from the data" in page and "chosen privately" not in page
     two = runner.invoke(app, ["graph", str(path), "--non-private", "--rho", "1"])
     assert two.exit_code == 2 and "exactly one budget" in two.output
     ledger = tmp_path / "l.db"
