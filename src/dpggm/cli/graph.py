@@ -17,10 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
+from dpggm import _progress
+from dpggm.cli import data_options as dopt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
+    QuietOpt,
     RhoOpt,
     UserError,
     budget_from_options,
@@ -29,6 +32,7 @@ from dpggm.cli._common import (
     guard,
     parse_center,
     parse_seed,
+    progress_display,
     summarised_warnings,
 )
 from dpggm.cli._common import (
@@ -128,11 +132,15 @@ def curator_diagnostics(estimator: Any) -> list[str]:
 
 @guard
 def graph(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV or Parquet file, one record per row (see --delimiter, --decimal, "
+             "--no-header, --index-col, --encoding, --columns)")],
     rho: RhoOpt = None,
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
     mu: MuOpt = None,
+    non_private: Annotated[bool, typer.Option(
+        "--non-private", help="exact reference run (no privacy; never booked)")] = False,
     bound: Annotated[str, typer.Option(
         help="auto (private per-column ranges), l2:B or box:B")] = "auto",
     center: Annotated[str, typer.Option(
@@ -151,14 +159,25 @@ def graph(
     seed: Annotated[str | None, typer.Option(
         help="'secure' (a release) or an integer (an experiment, never booked)")] = "secure",
     as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
+    quiet: QuietOpt = False,
+    columns: dopt.ColumnsOpt = None,
+    delimiter: dopt.DelimiterOpt = ",",
+    decimal: dopt.DecimalOpt = ".",
+    no_header: dopt.NoHeaderOpt = False,
+    index_col: dopt.IndexColOpt = None,
+    encoding: dopt.EncodingOpt = "utf-8",
 ) -> None:
     """The private conditional-dependence graph of DATA, with pictures and a report."""
-    from dpggm.cli.output import StagedOutput, recover_pending
-    from dpggm.estimators.graph import PrivateGraph
-
-    budget = budget_from_options(epsilon, delta, rho, mu)
+    # Everything the user typed is checked before the estimators (scikit-learn, SciPy)
+    # are imported, so that a mistyped path or option is answered at once.
+    reading = dopt.data_options(columns=columns, delimiter=delimiter, decimal=decimal,
+                                no_header=no_header, index_col=index_col, encoding=encoding)
+    budget = budget_from_options(epsilon, delta, rho, mu, non_private)
     if (ledger is None) != (dataset is None):
         raise UserError("--ledger and --dataset go together")
+    if non_private and ledger is not None:
+        raise UserError("a non-private run cannot be recorded against a privacy ledger; "
+                        "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
     random_state = parse_seed(seed)
@@ -166,6 +185,11 @@ def graph(
         raise UserError(f"{data} is a directory; give the CSV file of records")
     if not data.exists():
         raise UserError(f"no such file: {data}")
+    source = dopt.table_file(data, reading)
+
+    from dpggm.cli.output import StagedOutput, recover_pending
+    from dpggm.estimators.graph import PrivateGraph
+
     estimator = PrivateGraph(
         budget=budget, bounds=bound, center=parse_center(center), method=method,
         bound_fraction=_parse_fraction(bound_fraction, "--bound-fraction"),
@@ -181,9 +205,13 @@ def graph(
                if ledger is not None else {})
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
-        with summarised_warnings():
-            estimator.fit(str(data))
-        stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
+        with summarised_warnings(), progress_display(quiet=quiet):
+            fitting, drawing = "private graph (bounds, centring, noise, solver)", "pictures and report"
+            _progress.report(fitting, 0, None)
+            estimator.fit(source)
+            _progress.report(fitting, 1, 1)
+            _progress.report(drawing, 0, None)
+            stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
         if book is not None:
             spend = book.spend(
                 dataset, estimator.privacy_, mechanism="dpggm graph",

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm import _progress
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
@@ -513,7 +514,10 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         decimal_point=source.decimal,
     )
     first = 0
+    task, size, consumed = f"reading {Path(path).name}", os.path.getsize(path), skip
+    _progress.report(task, consumed, size)
     for block in _byte_blocks(path, block_size=source.block_size, skip=skip):
+        consumed += len(block)
         try:
             table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)), read_options=read_options,
                                    parse_options=parse_options,
@@ -528,6 +532,7 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         del table
         _check_array(values, columns=columns, where=where,
                      row_offset=layout.data_line + first, unit="line")
+        _progress.report(task, consumed, size)
         yield values, columns, first
         first += rows
     if first == 0:
@@ -569,11 +574,13 @@ def _iter_parquet(
             f"{where} has non-numeric column(s) {shown}; encode or drop them before estimating"
         )
     first = 0
+    task, total = f"reading {Path(path).name}", handle.metadata.num_rows
     for batch in handle.iter_batches(batch_size=chunk_rows, columns=names):
         if batch.num_rows == 0:
             continue
         values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names))
         _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record")
+        _progress.report(task, first + batch.num_rows, total)
         yield values, names, first
         first += batch.num_rows
     if first == 0:

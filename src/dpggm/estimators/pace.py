@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dpggm import _progress
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import CALLABLE, NOISE, NONE, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import clipped_second_moment
@@ -284,8 +285,10 @@ class PACECovariance(DPEstimator):
             history.append(PACERound((j, k), rho_sel, rho_meas, sigma, annealed and not final))
             if annealed and not final:
                 rho_sel, rho_meas = 2 * rho_sel, 4 * rho_meas
+            spent = float(sum(accountant.exact_spent))
             if self.progress is not None:
-                self.progress(float(sum(accountant.exact_spent)), budget.rho)
+                self.progress(spent, budget.rho)
+            _progress.report("PACE rounds: share of the budget spent", spent, budget.rho)
 
         lower = np.argwhere(np.tril(precisions > 0))
         self.measurements_ = {

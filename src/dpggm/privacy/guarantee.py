@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, budget_from_dict
+from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, PureDP, budget_from_dict
 
 __all__ = ["PrivacyGuarantee", "DEFAULT_REPORT_DELTA"]
 
@@ -32,6 +32,16 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return jsonable(value.to_dict())
     return value
+
+
+def _round_up(value: float) -> str:
+    """``value`` to four significant digits, rounded up (a shortened privacy figure may
+    only weaken the claim); exact when four digits state it exactly."""
+    text = f"{value:.4g}"
+    if float(text) < value:
+        unit = 10.0 ** (math.floor(math.log10(abs(float(text)))) - 3)
+        text = f"{float(text) + unit:.4g}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -207,8 +217,12 @@ class PrivacyGuarantee:
             return f"{self.mechanism}: non-private reference run (no guarantee)"
         approx = self.approx_dp
         text = f"{self.mechanism}: {self.budget}"
-        if approx is not None and approx is not self.budget:
-            text += f" ~ (epsilon={approx.epsilon:.4g}, delta={approx.delta:g})"
+        # Pure DP is already in its strongest (epsilon, 0) form; restating it at a positive
+        # delta would only weaken it. A shortened figure is rounded up, never down.
+        if approx is not None and approx is not self.budget and not isinstance(
+                self.budget, PureDP):
+            text += (f" ~ (epsilon={_round_up(approx.epsilon)}, "
+                     f"delta={_round_up(approx.delta)})")
         text += f", {self.neighbors} neighbours"
         if self.validity != "valid":
             label = "NO GUARANTEE" if self.validity == "none" else self.validity.upper()
