@@ -13,8 +13,8 @@ from dpggm.estimators import _count_kernels as kernels
 from dpggm.estimators._passes import ArrayRecords, Moments, ValueCounts
 from dpggm.mechanisms.private_bounds import (
     QUANTILE_SCORE_SENSITIVITY,
-    cell_scores,
     candidate_grid,
+    cell_scores,
     target_rank,
 )
 from dpggm.mechanisms.sensitivity import indicator_l2_sensitivity
