@@ -129,7 +129,7 @@ def test_exponential_passes():
 
 
 @pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound",
-                                  "private-spread-cell"])
+                                  "private-spread-cell", "private-median-cell-missing"])
 def test_private_bound_quantiles_pass_under_both_relations(name):
     results = audit(name, quick=True)
     assert {r.relation for r in results} == {"replace", "add-remove"}

@@ -187,7 +187,8 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
     assert (graph.edges_["partial_correlation"] < 0).all()
     steps = graph.privacy_.noise["breakdown"]
-    assert [s["step"] for s in steps] == ["bounds", "norm bound", "centring", "graph"]
+    assert [s["step"] for s in steps] == ["bounds", "norm bound", "missing counts", "centring",
+                                          "graph"]
     total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
     assert total == Fraction(1)
     assert graph.privacy_.budget == ZCDP(1.0)
@@ -247,7 +248,8 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
     declared = PrivateGraph(budget=ZCDP(1.0), bounds="box:3", center="none",
                             random_state=0).fit(centred)
     assert declared.privacy_.bounds == {"kind": "box", "bound": 3.0, "data_derived": False}
-    assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["graph"]
+    assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["missing counts",
+                                                                         "graph"]
 
 
 @pytest.mark.parametrize("params, message", [
@@ -367,7 +369,7 @@ def test_private_graph_with_public_centre(raw_chain):
     centre = np.geomspace(3.0, 300.0, frame.shape[1])
     graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
     assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == [
-        "bounds", "norm bound", "graph"]
+        "bounds", "norm bound", "missing counts", "graph"]
     assert graph.privacy_.notes["centering"] == "public mean"
     np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
     assert support_f1(graph.adjacency_, truth) >= 0.8

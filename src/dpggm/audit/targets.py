@@ -583,6 +583,49 @@ register_target(Target(
 ))
 
 
+# The missing-value path: a quantile counts only the values present, and its target rank
+# is set from their number. The changed record moves between missing and far above every
+# cell (or is added or removed as either): the counts and the target move together.
+
+
+def _missing_datasets(relation: str) -> dict[str, np.ndarray]:
+    rows = {"missing": np.append(_QUANTILE_BASE, np.nan),
+            "far": np.append(_QUANTILE_BASE, 100.0)}
+    if relation != "replace":
+        rows["base"] = _QUANTILE_BASE
+    return rows
+
+
+def _missing_pairs(relation: str) -> list[tuple[str, str]]:
+    if relation == "replace":
+        return [("missing", "far")]
+    return [("base", "missing"), ("base", "far")]
+
+
+def _median_cell_missing_release(values: np.ndarray, relation: str, rng: np.random.Generator,
+                                 runs: int) -> Release:
+    from dpggm.mechanisms.private_bounds import choose_cell, target_rank
+
+    present = np.sort(values[~np.isnan(values)])
+    below = np.searchsorted(present, _QUANTILE_GRID, side="left")
+    target = target_rank(present.size, 0.5)
+    picks = [choose_cell(below, target, epsilon=1.0, rng=rng) for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-median-cell-missing",
+    summary="the median cell of bounds='auto' with missing values (counts and target from "
+            "the values present): 10 values and one missing or far, epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_missing_datasets,
+    pairs=_missing_pairs,
+    release=_median_cell_missing_release,
+    quick_samples=4000,
+    full_samples=100000,
+))
+
+
 # ------------------------------------------------------------------------- test double
 
 def _broken_release(data: np.ndarray, relation: str, rng: np.random.Generator,

@@ -61,10 +61,15 @@ from dpggm.mechanisms.private_bounds import (
     range_budget_needed,
     range_epsilons,
 )
-from dpggm.mechanisms.release import release_mean, release_second_moment
+from dpggm.mechanisms.release import (
+    release_mean,
+    release_observed_counts,
+    release_second_moment,
+)
 from dpggm.mechanisms.sensitivity import (
     gram_l1_sensitivity,
     gram_l2_sensitivity,
+    indicator_l2_sensitivity,
     sum_l1_sensitivity,
     sum_l2_sensitivity,
 )
@@ -94,6 +99,12 @@ __all__ = [
 #: Share of the bound step that chooses the row-norm bound (the rest chooses ranges).
 NORM_SHARE = Fraction(1, 4)
 
+#: Share of the total for the per-column counts of present values (``missing="impute"``).
+MISSING_FRACTION = Fraction(1, 64)
+
+#: The released share of present values is floored here before it divides a moment.
+_MIN_PRESENT = 0.02
+
 #: The range of an automatic bound fraction: a power of two (so the parts of a float budget
 #: stay exact), at least the first and at most the second.
 AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
@@ -113,6 +124,7 @@ class GraphSettings:
     range_width: float
     norm_quantile: float | None
     neighbors: str = "replace"
+    missing: str = "impute"
 
     @property
     def auto(self) -> bool:
@@ -275,6 +287,15 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
                 sensitivity_rule="rank score of the rescaled rows' norms",
                 noise={"epsilon": exponential_epsilon(norm_budget)}))
             used += fraction * NORM_SHARE
+    if settings.missing == "impute" and settings.method != "pace":
+        budget = _share(total, MISSING_FRACTION)
+        pure = isinstance(total, PureDP)
+        sens = float(p) if pure else indicator_l2_sensitivity(p)
+        steps.append(PlannedMeasurement(
+            "missing counts", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
+            sensitivity_rule=f"per-column counts of present values ({'l1' if pure else 'l2'})",
+            noise=_additive(budget, p, sens)))
+        used += MISSING_FRACTION
     if settings.private_centre:
         shares["centring"] = _share(total, settings.center_fraction)
         used += settings.center_fraction
@@ -353,6 +374,7 @@ class GraphRelease:
     entry_noise_std: float = 0.0
     n: int = 0
     moments: MomentsState | None = None
+    present: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
 
@@ -455,6 +477,8 @@ class _Runner:
         """The private mean and second moment from the clipped sums (pass 5)."""
         gram, total, n = state.second_moment_sums()
         bounds = self.out.inner_bounds
+        if self.settings.missing == "impute" and self.settings.method != "pace":
+            self._present(state, n)
         if self.settings.non_private:
             self.out.second_moment = (gram + gram.T) / (2 * n)
             self.out.mean = total / n if self.settings.private_centre else None
@@ -466,6 +490,17 @@ class _Runner:
                 self.out.second_moment = self._book("graph", lambda planned: self._matrix(
                     gram, n, bounds, planned))
         self._centre(gram, total, n)
+
+    def _present(self, state: MomentsState, n: int) -> None:
+        """The share of values present in each column: released (noisy counts over the
+        public ``n``), floored at a small public share."""
+        observed = n - state.missing_by_column
+        if self.settings.non_private:
+            counts = observed.astype(float)
+        else:
+            counts = self._book("missing counts", lambda planned: release_observed_counts(
+                observed, budget=planned.budget, ctx=self.ctx))
+        self.out.present = np.clip(counts / n, _MIN_PRESENT, 1.0)
 
     def _matrix(self, gram: np.ndarray, n: int, bounds: Bounds,
                 planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
@@ -492,6 +527,18 @@ class _Runner:
             self.out.second_moment = exact
             return
         covariance = self.out.second_moment
+        present = self.out.present
+        if present is not None:
+            # Values imputed at the centre shrink the moments of a column by its share of
+            # present values, and a pair's by the share present in both (about the
+            # product when values are missing at random); dividing undoes it.
+            pairs = np.outer(present, present)
+            np.fill_diagonal(pairs, present)
+            covariance = covariance / pairs
+            self.out.entry_noise_std /= float(np.min(present)) ** 2
+            if mean is not None:
+                mean = mean / present
+                self.out.mean = mean
         if mean is not None:
             covariance = covariance - np.outer(mean, mean)
         self.out.covariance = covariance

@@ -204,6 +204,7 @@ class MomentsState:
     outside_rows: int = 0
     over_norm: int = 0
     changed_rows: int = 0
+    missing_by_column: np.ndarray | None = None
 
     def second_moment_sums(self) -> tuple[np.ndarray, np.ndarray, int]:
         """``(Z^T Z, Z^T 1, n)`` with the lower triangle mirrored."""
@@ -224,10 +225,12 @@ class Moments(PassTask):
 
     def new(self, p: int) -> MomentsState:
         return MomentsState(np.zeros((p + 1, p + 1), order="F"),
-                            outside_by_column=np.zeros(p, dtype=np.int64))
+                            outside_by_column=np.zeros(p, dtype=np.int64),
+                            missing_by_column=np.zeros(p, dtype=np.int64))
 
     def add(self, state: MomentsState, block: np.ndarray) -> None:
         m, p = block.shape
+        state.missing_by_column += np.count_nonzero(np.isnan(block), axis=0)
         work = np.empty((m, p + 1), order="F")
         work[:, p] = 1.0
         z = work[:, :p]
@@ -237,7 +240,10 @@ class Moments(PassTask):
                                   state.outside_by_column)
             outside = np.any((block < r.lower) | (block > r.upper), axis=1)
         else:
-            z[...] = block
+            # A missing value (NaN) is imputed at 0: the centre of the declared box (or of
+            # the records minus a public centre).
+            np.copyto(z, block)
+            z[np.isnan(z)] = 0.0
             outside = np.zeros(m, dtype=bool)
         if self.declared is not None:
             before = z.copy(order="F")
@@ -261,7 +267,8 @@ class Moments(PassTask):
         return MomentsState(a.gram + b.gram, a.rows + b.rows,
                             a.outside_by_column + b.outside_by_column,
                             a.outside_rows + b.outside_rows, a.over_norm + b.over_norm,
-                            a.changed_rows + b.changed_rows)
+                            a.changed_rows + b.changed_rows,
+                            a.missing_by_column + b.missing_by_column)
 
 
 @dataclass(frozen=True)
@@ -335,8 +342,9 @@ class FileRecords:
     """
 
     def __init__(self, source: Any, *, memory_limit: int = MEMORY_LIMIT,
-                 scratch: str | os.PathLike | None = None) -> None:
+                 scratch: str | os.PathLike | None = None, missing: str = "refuse") -> None:
         self.source = source
+        self.missing = missing
         self.memory_limit = int(memory_limit)
         self.scratch = scratch
         self.columns: list[str] = []
@@ -378,7 +386,7 @@ class FileRecords:
         state = None
         handle = None
         try:
-            for values, columns, _ in iter_chunks(self.source):
+            for values, columns, _ in iter_chunks(self.source, missing=self.missing):
                 block = np.asfortranarray(values, dtype=float)
                 if state is None:
                     self.columns = list(columns)
@@ -433,18 +441,20 @@ class FileRecords:
         self.close()
 
 
-def open_records(X: Any, *, name: str = "X") -> Any:
+def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
     """The records of ``X`` as a pass source: :class:`FileRecords` for a path or
     :class:`~dpggm.estimators.data.TableFile`, the Dask source for a Dask collection,
     :class:`ArrayRecords` otherwise (validated by
-    :func:`~dpggm.estimators.data.as_matrix`)."""
+    :func:`~dpggm.estimators.data.as_matrix`). With ``missing`` other than ``"refuse"``
+    a missing value is kept as NaN: the counting kernels count it apart and the
+    rescaling imputes it at the centre of its range."""
     from dpggm.estimators.data import _is_path, as_matrix, is_dask_collection
 
     if is_dask_collection(X):
         from dpggm.estimators._dask import DaskRecords
 
-        return DaskRecords(X, name=name)
+        return DaskRecords(X, name=name, missing=missing)
     if _is_path(X):
-        return FileRecords(X)
-    values, columns = as_matrix(X, name=name)
+        return FileRecords(X, missing=missing)
+    values, columns = as_matrix(X, name=name, missing=missing)
     return ArrayRecords(values, columns)

@@ -160,15 +160,16 @@ def _column_names(X: Any, p: int) -> list[str]:
     return [f"x{j}" for j in range(p)]
 
 
-def _check_frame(frame: pd.DataFrame, *, where: str) -> np.ndarray:
+def _check_frame(frame: pd.DataFrame, *, where: str, allow_missing: bool = False) -> np.ndarray:
     bad = [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
         raise ValueError(
             f"{where} has non-numeric column(s) {shown}; encode or drop them before estimating"
         )
-    return _check_array(frame.to_numpy(dtype=float), columns=[str(c) for c in frame.columns],
-                        where=where)
+    return _check_array(frame.to_numpy(dtype=float, na_value=np.nan),
+                        columns=[str(c) for c in frame.columns], where=where,
+                        allow_missing=allow_missing)
 
 
 def _check_array(
@@ -178,8 +179,10 @@ def _check_array(
     where: str,
     row_offset: int = 0,
     unit: str = "row",
+    allow_missing: bool = False,
 ) -> np.ndarray:
-    """Refuse non-finite values, naming the first one.
+    """Refuse non-finite values, naming the first one (with ``allow_missing``, only
+    infinite ones: NaN then marks a missing value).
 
     ``unit`` and ``row_offset`` translate a row of this block into the user's terms: a
     0-based ``row`` of an array, a 1-based ``line`` of a CSV file, a 1-based ``record``
@@ -192,13 +195,21 @@ def _check_array(
     if values.shape[1] == 0:
         raise ValueError(f"{where} has no columns")
     finite = np.isfinite(values)
+    if allow_missing:
+        finite |= np.isnan(values)
     if not finite.all():
         row, col = np.argwhere(~finite)[0]
         name = columns[col] if columns else f"x{col}"
+        if allow_missing:
+            raise ValueError(
+                f"{where} contains infinite values (first at {unit} {row + row_offset}, column "
+                f"{name!r}); an infinite value is not a missing one: correct or remove it"
+            )
         raise ValueError(
             f"{where} contains NaN or infinite values (first at {unit} "
-            f"{row + row_offset}, column {name!r}); remove or impute them (an empty field counts as "
-            "missing) before estimating"
+            f"{row + row_offset}, column {name!r}); missing values (an empty field counts as "
+            "missing) are refused with missing='refuse': use missing='impute' (CLI: --missing "
+            "impute) or remove them before estimating"
         )
     return values
 
@@ -216,9 +227,12 @@ def _refuse_dask(X: Any, name: str) -> None:
         )
 
 
-def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
+def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.ndarray, list[str]]:
     """Validate an in-memory input (array, DataFrame, CSV / Parquet path or
     :class:`TableFile`) and return it as a float matrix with its column names.
+
+    With ``missing="refuse"`` (default) a missing value (NaN, an empty field) is an error;
+    otherwise it is kept as NaN for the caller's policy (infinite values are refused).
 
     Dask collections are refused here: estimators that accept them reduce them with
     :func:`clipped_second_moment` instead.
@@ -232,7 +246,7 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
     if _is_path(X):
         blocks = []
         columns: list[str] = []
-        for block, block_columns, _ in iter_chunks(X):
+        for block, block_columns, _ in iter_chunks(X, missing=missing):
             blocks.append(block)
             columns = block_columns
         values = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
@@ -244,7 +258,7 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
                 f"{name} has complex-valued column(s) {complex_columns[:5]}; complex data are "
                 "not supported"
             )
-        values = _check_frame(X, where=name)
+        values = _check_frame(X, where=name, allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
     else:
         if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
@@ -261,7 +275,8 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
             np.issubdtype(values.dtype, np.number) or values.dtype == bool
         ):
             raise ValueError(f"{name} must be numeric; got an array of dtype {values.dtype}")
-        values = _check_array(values.astype(float, copy=False), columns=None, where=name)
+        values = _check_array(values.astype(float, copy=False), columns=None, where=name,
+                              allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
     if values.shape[0] < 2:
         raise ValueError(f"{name} needs at least 2 records (rows); got {values.shape[0]}")
@@ -485,7 +500,8 @@ def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[bytes | 
             carry = data[cut:]
 
 
-def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
+def _iter_csv(source: TableFile,
+              missing: str = "refuse") -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Stream a CSV file: each block of whole lines is parsed by ``pyarrow.csv.read_csv``
     (multi-threaded within the block), so memory is bounded by one block and its matrix.
 
@@ -531,7 +547,8 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         values = _batch_to_matrix(table, rows=rows, width=len(selected))
         del table
         _check_array(values, columns=columns, where=where,
-                     row_offset=layout.data_line + first, unit="line")
+                     row_offset=layout.data_line + first, unit="line",
+                     allow_missing=missing != "refuse")
         _progress.report(task, consumed, size)
         yield values, columns, first
         first += rows
@@ -543,7 +560,7 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
 
 
 def _iter_parquet(
-    source: TableFile, chunk_rows: int
+    source: TableFile, chunk_rows: int, policy: str = "refuse"
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -579,7 +596,8 @@ def _iter_parquet(
         if batch.num_rows == 0:
             continue
         values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names))
-        _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record")
+        _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record",
+                     allow_missing=policy != "refuse")
         _progress.report(task, first + batch.num_rows, total)
         yield values, names, first
         first += batch.num_rows
@@ -595,7 +613,7 @@ def _arrow_numeric(kind: Any) -> bool:
 
 
 def iter_chunks(
-    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, missing: str = "refuse"
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Yield ``(values, columns, first_row)`` chunks of a validated input.
 
@@ -612,11 +630,11 @@ def iter_chunks(
     if _is_path(X):
         source = _as_table(X)
         if source.kind == "parquet":
-            yield from _iter_parquet(source, int(chunk_rows))
+            yield from _iter_parquet(source, int(chunk_rows), missing)
         else:
-            yield from _iter_csv(source)
+            yield from _iter_csv(source, missing)
         return
-    values, columns = as_matrix(X)
+    values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):
         yield values[start : start + chunk_rows], columns, start
 

@@ -113,6 +113,15 @@ class PrivateGraph(DPEstimator):
     center_fraction : float in (0, 1), default=0.0625
         Share of the budget for ``center="private"``. The shares are dyadic, so the
         parts of a float budget are exact floats and add up to exactly the total.
+    missing : {"impute", "refuse", "drop"}, default="impute"
+        What a missing value (NaN, an empty CSV field) becomes. ``"impute"``: the centre
+        of its column's private range (``bounds="auto"``), or of the declared box (0 after
+        subtracting a public centre); the ranges' quantiles count only the values present.
+        The imputed record is a fixed function of the record and released values, so the
+        guarantee is unchanged. ``"refuse"``: an error naming the first missing value.
+        ``"drop"`` (listwise deletion) is refused: it makes the number of records depend on
+        the private data, while replace-one neighbours (the only relation here) take it as
+        public. See the user guide's "Missing values".
     range_width : float > 0, default=5.0
         Private spreads either side of the private median (5 MADs is 3.4 standard
         deviations of a normal column).
@@ -207,6 +216,7 @@ class PrivateGraph(DPEstimator):
         "center_fraction": fraction(),
         "range_width": Interval(0, None, closed="neither"),
         "norm_quantile": AnyOf(Options(None), Interval(0, 1)),
+        "missing": Options("impute", "refuse", "drop"),
         "alpha": AnyOf(Options("auto"), Interval(0, None, closed="left")),
         "min_partial_correlation": AnyOf(Options("auto"), Interval(0, 1, closed="left")),
     }
@@ -223,6 +233,7 @@ class PrivateGraph(DPEstimator):
         center_fraction: float = 0.0625,
         range_width: float = RANGE_WIDTH,
         norm_quantile: Any = 0.5,
+        missing: str = "impute",
         alpha: Any = "auto",
         min_partial_correlation: Any = "auto",
         report_delta: float = DEFAULT_REPORT_DELTA,
@@ -237,6 +248,7 @@ class PrivateGraph(DPEstimator):
         self.center_fraction = center_fraction
         self.range_width = range_width
         self.norm_quantile = norm_quantile
+        self.missing = missing
         self.alpha = alpha
         self.min_partial_correlation = min_partial_correlation
         self.report_delta = report_delta
@@ -254,6 +266,13 @@ class PrivateGraph(DPEstimator):
                 "neighbors='add-remove')"
             )
         params = self._validate_params()
+        if params["missing"] == "drop":
+            raise ValueError(
+                "missing='drop' is refused: dropping incomplete rows makes the number of "
+                "records depend on the private data, while replace-one neighbours (the only "
+                "relation PrivateGraph offers) take it as public; use missing='impute' (the "
+                "default) or missing='refuse'"
+            )
         budget = params["budget"]
         auto = isinstance(params["bounds"], str)
         declared = None if auto else params["bounds"]
@@ -275,6 +294,7 @@ class PrivateGraph(DPEstimator):
             center_fraction=Fraction(params["center_fraction"]),
             range_width=float(params["range_width"]),
             norm_quantile=params["norm_quantile"], neighbors="replace",
+            missing=params["missing"],
         )
 
     @staticmethod
@@ -315,7 +335,7 @@ class PrivateGraph(DPEstimator):
         settings = self._settings()
         ctx = ReleaseContext(neighbors="replace", bounds=None, random_state=self.random_state,
                              report_delta=self.report_delta)
-        with open_records(X) as records:
+        with open_records(X, missing=settings.missing) as records:
             if isinstance(records, ArrayRecords):
                 self._check_sizes(settings, records.n_samples, records.n_features)
                 check_not_hopeless(graph_plan(settings, records.n_samples,
@@ -409,6 +429,8 @@ class PrivateGraph(DPEstimator):
             "over_norm_bound": int(state.over_norm),
             "outside_by_column": {str(c): int(k)
                                   for c, k in zip(columns, state.outside_by_column)},
+            "missing_by_column": {str(c): int(k)
+                                  for c, k in zip(columns, state.missing_by_column)},
         }
         self.n_clipped_rows_ = int(state.changed_rows)
         self.edges_ = edge_table(self.adjacency_, list(columns), weight=self.precision_,
@@ -436,6 +458,7 @@ class PrivateGraph(DPEstimator):
         notes: dict[str, Any] = {
             "centering": self.center if isinstance(self.center, str) else "public mean",
             "method": settings.method,
+            "missing": _MISSING_NOTES[settings.missing],
         }
         if settings.non_private:
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
@@ -460,6 +483,16 @@ class PrivateGraph(DPEstimator):
                                invalid_reason=invalid, caveats=release.caveats)
         return replace(record, equivalent=tuple(
             b for k, b in plan.forms(self.report_delta).items() if b != budget))
+
+
+_MISSING_NOTES = {
+    "impute": "impute: a missing value is replaced by the centre of its column's released "
+              "range (or of the declared box); the ranges' quantiles count the values "
+              "present; the moments are divided by the released shares of values present "
+              "(per column, and their products for pairs), which undoes the shrinkage of "
+              "values missing at random (method 'glasso')",
+    "refuse": "refuse: the data had no missing value",
+}
 
 
 def _costs(budget: Any) -> tuple[Fraction, ...]:

@@ -55,6 +55,7 @@ from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l1_sensitivity,
     gram_l2_sensitivity,
+    indicator_l2_sensitivity,
     sum_l1_sensitivity,
     sum_l2_sensitivity,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "SecondMomentRelease",
     "release_count",
     "release_mean",
+    "release_observed_counts",
     "release_second_moment",
     "release_value",
 ]
@@ -197,6 +199,27 @@ def release_count(
         mechanism = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
     noisy = mechanism.release(np.array([float(n)]), ctx.rng, secure=ctx.secure)[0]
     return float(noisy), mechanism.delivered, mechanism.record("count_")
+
+
+def release_observed_counts(
+    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Noisy per-column counts of the values present (not missing), for replace-one
+    neighbours: discrete Gaussian (discrete Laplace for ``PureDP``), exact.
+
+    Privacy
+    -------
+    One record's indicator of present values lies in ``{0, 1}^p``; replacing it moves the
+    count vector by at most ``sqrt(p)`` in l2 and ``p`` in l1 (also the add/remove bound).
+    The counts are integers: the release is exact on the integer grid's refinement.
+    """
+    if ctx.neighbors != "replace":
+        raise UnsupportedNeighborsError("observed counts are released under replace-one only")
+    observed = np.asarray(observed, dtype=float)
+    p = observed.shape[0]
+    mechanism = _gaussian_or_laplace(budget, l2=indicator_l2_sensitivity(p), l1=float(p),
+                                     size=p, ctx=ctx, calibration="analytic")
+    return mechanism.release(observed, ctx.rng, secure=ctx.secure), mechanism.record("observed_")
 
 
 def _gaussian_or_laplace(
