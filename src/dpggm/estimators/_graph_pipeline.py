@@ -375,6 +375,8 @@ class GraphRelease:
     n: int = 0
     moments: MomentsState | None = None
     present: np.ndarray | None = None
+    beyond_grid: np.ndarray | None = None
+    tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
 
@@ -421,6 +423,9 @@ class _Runner:
             radius = stages.tie_radius(lower, upper)
             spread_counts = self._run(ValueCounts(
                 stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+            # Curator-only: values the median grid cannot place, and the ties.
+            self.out.beyond_grid = first.counts[:, 0] + first.counts[:, -1]
+            self.out.tied = spread_counts.tied / np.maximum(spread_counts.counted, 1)
             spread = _choose_spread(stages, spread_counts, rng, exact)
             budget = planned.budget if not exact else NonPrivate()
             ranges = stages.ranges(centre, spread, budget)
