@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from dpggm import PrivateGraph, ZCDP
+from dpggm import ZCDP, PrivateGraph
 from dpggm.cli.graph import MAX_COLUMN_LINES, curator_diagnostics
 from dpggm.cli.main import app
 from dpggm.datasets import make_raw_chain
