@@ -394,7 +394,7 @@ def test_cli_solve_keeps_names(tmp_path):
     assert "carries no names" in record["feature_names"]
 
 
-def test_curator_diagnostics_name_a_binary_column_and_the_norm_clipping():
+def test_a_binary_column_keeps_its_levels_inside_its_range():
     from dpggm.cli.graph import curator_diagnostics
 
     rng = np.random.default_rng(0)
@@ -405,11 +405,13 @@ def test_curator_diagnostics_name_a_binary_column_and_the_norm_clipping():
     assert counts["rows"] == 2000
     # Half the rows are shrunk onto the median norm, by design.
     assert 800 < counts["over_norm_bound"] < 1200
-    assert counts["outside_by_column"]["sex"] > 0.3 * 2000
+    # The spread leaves out the values tied with the centre: the other level is inside
+    # the range, not clipped onto it (a plain MAD of a 1/2 column is 0).
+    assert counts["outside_by_column"]["sex"] == 0
+    assert counts["tied_share_by_column"]["sex"] > 0.4
     assert counts["outside_by_column"]["age"] < 0.01 * 2000
     text = "\n".join(curator_diagnostics(graph))
-    assert "column 'sex'" in text and "binary" in text
-    assert "column 'age'" not in text
-    # The binary column keeps two distinct levels after the mapping.
+    assert "column 'sex'" not in text and "column 'age'" not in text
+    assert "shrunk onto the private row-norm bound" in text
     z_levels = np.unique(graph.ranges_.transform(frame.to_numpy())[0][:, 2])
     assert z_levels.size == 2

@@ -73,7 +73,7 @@ def test_linear_and_deviation_counts_equal_searchsorted():
     for j in range(2):
         deviations = np.abs(X[:, j] - centre[j])
         np.testing.assert_array_equal(state.below()[j], _reference_below(deviations, spread))
-        assert state.tied[j] == np.sum(deviations < radius[j])
+        assert state.tied[j] == np.sum(deviations <= radius[j])
 
 
 def test_missing_values_are_counted_apart():

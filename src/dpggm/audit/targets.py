@@ -537,16 +537,17 @@ register_target(Target(
 ))
 
 
-# The spread stage leaves out the values tied with the centre (deviation below the tie
-# radius): the changed record moves from a tie (deviation 0) to far above every cell (or
-# is added or removed as either), so the untied counts and the target rank move together.
-_SPREAD_BASE = np.array([0.0, 0.0, 0.0, 0.3, 0.5, 0.7, 1.1, 1.3, 1.7, 2.1, 2.9, 3.7])
+# The spread stage targets the rank max(n/2, ties) of the deviations. Six of twelve values
+# are tied with the centre; the changed record moves from a tie (deviation 0) to the middle
+# of the grid (2.5), or is added or removed as either: the number of ties, hence the
+# target, moves by one while only the counts below 2.5 follow it.
+_SPREAD_BASE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.5, 0.7, 1.1, 1.3, 1.7])
 _SPREAD_GRID = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 _SPREAD_TIE = 0.1
 
 
 def _spread_datasets(relation: str) -> dict[str, np.ndarray]:
-    rows = {"tied": np.append(_SPREAD_BASE, 0.0), "far": np.append(_SPREAD_BASE, 100.0)}
+    rows = {"tied": np.append(_SPREAD_BASE, 0.0), "far": np.append(_SPREAD_BASE, 2.5)}
     if relation != "replace":
         rows["base"] = _SPREAD_BASE
     return rows
@@ -560,20 +561,20 @@ def _spread_pairs(relation: str) -> list[tuple[str, str]]:
 
 def _spread_cell_release(deviations: np.ndarray, relation: str, rng: np.random.Generator,
                          runs: int) -> Release:
-    from dpggm.mechanisms.private_bounds import choose_cell, target_rank
+    from dpggm.mechanisms.private_bounds import choose_cell, spread_target
 
     ordered = np.sort(deviations)
-    tied = int(np.searchsorted(ordered, _SPREAD_TIE, side="left"))
-    untied = np.searchsorted(ordered, _SPREAD_GRID, side="left") - tied
-    target = target_rank(ordered.size - tied, 0.5)
-    picks = [choose_cell(untied, target, epsilon=1.0, rng=rng) for _ in range(runs)]
+    tied = np.searchsorted(ordered, _SPREAD_TIE, side="right")
+    below = np.searchsorted(ordered, _SPREAD_GRID, side="left")
+    target = int(spread_target(np.array([ordered.size]), np.array([tied]))[0])
+    picks = [choose_cell(below, target, epsilon=1.0, rng=rng) for _ in range(runs)]
     return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
 
 
 register_target(Target(
     name="private-spread-cell",
-    summary="the spread stage of bounds='auto': median cell of the untied deviations, "
-            "12 values (3 tied), 7 cells, epsilon=1",
+    summary="the spread stage of bounds='auto': the cell of rank max(n/2, ties) of the "
+            "deviations, 13 values (6 or 7 tied), 7 cells, epsilon=1",
     relations=("replace", "add-remove"),
     datasets=_spread_datasets,
     pairs=_spread_pairs,

@@ -93,8 +93,50 @@ def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: st
     staged.text("report.html", build_report(staged.staging, name=name))
 
 
+#: Column lines the curator advice prints at most; the rest are summarised in one line.
+MAX_COLUMN_LINES = 10
+
+
+def _column_advice(estimator: Any) -> list[tuple[int, str]]:
+    """(severity, line) for the columns worth a word, computed from the private data."""
+    n = estimator.n_samples_
+    counts = estimator.clipping_
+    beyond = counts.get("beyond_grid_by_column", {})
+    tied = counts.get("tied_share_by_column", {})
+    out: list[tuple[int, str]] = []
+    for name, k in counts["outside_by_column"].items():
+        far = beyond.get(name, 0)
+        if far:
+            out.append((3 * n + far, (
+                f"column {name!r}: {far} values of magnitude 2^40 (1.1e12) or more, beyond the "
+                "grid the private ranges are chosen from, so its range is unreliable: change "
+                "its units (divide it by a power of ten) before the release")))
+        elif k > 0.05 * n:
+            share = tied.get(name, 0.0)
+            why = (f"it is heavily tied ({100 * share:.0f}% of its values equal its centre): "
+                   "the private median or spread of a column with few levels can land on a "
+                   "neighbouring level at this budget; a larger budget helps, or declared "
+                   "bounds if its levels are public" if share >= 0.2 else
+                   "a long tail: values beyond the range are set to its edge, so the graph "
+                   "describes the clipped column")
+            out.append((2 * n + k, f"column {name!r}: {k} values ({100 * k / n:.1f}%) outside "
+                                   f"its range; {why}"))
+    for name, k in counts.get("missing_by_column", {}).items():
+        if k > 0.5 * n:
+            out.append((n + k, f"column {name!r}: {100 * k / n:.0f}% of its values are missing "
+                               "(imputed at its range's centre): its edges rest on few records"))
+    return sorted(out, key=lambda item: -item[0])
+
+
 def curator_diagnostics(estimator: Any) -> list[str]:
-    """Advice for the curator, computed from the private data: **never release it**."""
+    """Advice for the curator, computed from the private data: **never release it**.
+
+    It states facts and what they mean; it advises only what measurements back, and it
+    names at most :data:`MAX_COLUMN_LINES` columns (the most affected), with one summary
+    line for the rest.
+    """
+    from dpggm.estimators._graph_pipeline import predicted_partial_correlation_noise
+
     n, p = estimator.n_samples_, estimator.n_features_in_
     n_edges = int(estimator.adjacency_.sum() // 2)
     counts = estimator.clipping_
@@ -109,21 +151,38 @@ def curator_diagnostics(estimator: Any) -> list[str]:
             lines.append("no row was clipped: a smaller declared bound would mean less noise")
     else:
         lines.append(f"  {counts['outside_ranges']} with a value outside its column's private "
-                     "range (median +- 5 MADs)")
+                     "range (median +- 5 spreads)")
         if counts["over_norm_bound"]:
             lines.append(f"  {counts['over_norm_bound']} shrunk onto the private row-norm "
                          "bound (about half by design: less noise for a smaller scale; "
                          "partial correlations are little affected)")
-        heavy = {name: k for name, k in counts["outside_by_column"].items() if k > 0.1 * n}
-        for name, k in heavy.items():
-            lines.append(f"  column {name!r}: {k} values ({100 * k / n:.0f}%) outside its range. "
-                         "Expected for a binary or heavily tied column (its levels stay "
-                         "distinct); otherwise a heavy tail or skew, which a log transform of "
-                         "a positive column usually helps")
+    advice = _column_advice(estimator)
+    lines.extend("  " + line for _, line in advice[:MAX_COLUMN_LINES])
+    if len(advice) > MAX_COLUMN_LINES:
+        lines.append(f"  ... and {len(advice) - MAX_COLUMN_LINES} more columns like these "
+                     "(PrivateGraph.clipping_ has every count)")
+    missing = counts.get("missing_by_column", {})
+    holes = sum(missing.values())
+    if holes:
+        with_holes = sum(1 for k in missing.values() if k)
+        lines.append(f"missing values: {holes} of {n * p} ({100 * holes / (n * p):.1f}%) in "
+                     f"{with_holes} of {p} columns, imputed at their column's range centre")
     if n_edges == 0:
-        lines.append("the graph is EMPTY: the noise hides every dependence at this budget. "
-                     "Try a larger budget, more records or fewer columns (what matters is "
-                     "n * sqrt(rho) / p).")
+        noise = predicted_partial_correlation_noise(estimator.plan_)
+        beyond = sum(counts.get("beyond_grid_by_column", {}).values())
+        if beyond:
+            lines.append("the graph is EMPTY: columns with values beyond the ranges' grid "
+                         "(above) are the likely cause")
+        elif noise is not None:
+            lines.append(
+                f"the graph is EMPTY: at this budget and size the privacy noise on one partial "
+                f"correlation has a standard deviation of about {noise:.2g}, so partial "
+                f"correlations weaker than about {min(1.0, 3 * noise):.2g} cannot be told from "
+                "it; a larger budget, more records or fewer columns lower it (it falls like "
+                "p / (n sqrt(rho)))")
+        else:
+            lines.append("the graph is EMPTY: no partial correlation stood out from the noise "
+                         "at this budget")
     elif n_edges == p * (p - 1) // 2:
         lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
                      "Check the bounds and centring (--center private).")
@@ -151,6 +210,10 @@ def graph(
              "numbers of rows and columns)")] = "auto",
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private")] = 0.0625,
+    missing: Annotated[str, typer.Option(
+        help="what a missing value (an empty field) becomes: impute (the centre of its "
+             "column's private range; the guarantee is unchanged), refuse, or drop (refused "
+             "under replace-one neighbours: it would make the row count private)")] = "impute",
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -180,6 +243,13 @@ def graph(
                         "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
+    if missing not in ("impute", "refuse", "drop"):
+        raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
+    if missing == "drop":
+        raise UserError(
+            "--missing drop is refused: dropping incomplete rows makes the number of records "
+            "depend on the private data, which replace-one neighbours (the relation of dpggm "
+            "graph) take as public; use --missing impute (the default) or refuse")
     random_state = parse_seed(seed)
     if data.is_dir():
         raise UserError(f"{data} is a directory; give the CSV file of records")
@@ -193,14 +263,15 @@ def graph(
     estimator = PrivateGraph(
         budget=budget, bounds=bound, center=parse_center(center), method=method,
         bound_fraction=_parse_fraction(bound_fraction, "--bound-fraction"),
-        center_fraction=center_fraction,
+        center_fraction=center_fraction, missing=missing,
         random_state=random_state,
     )
     recover_pending(Path(out).parent if str(out.parent) else Path("."),
                     report=lambda line: err_console.print(line, markup=False, highlight=False))
     book = None
     if ledger is not None:
-        book = _precheck_ledger(ledger, dataset, budget=budget, random_state=random_state)
+        book = _precheck_ledger(ledger, dataset, budget=budget, method=method,
+                                random_state=random_state)
     pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
                if ledger is not None else {})
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
@@ -245,8 +316,14 @@ def _parse_fraction(text: str, option: str) -> Any:
         raise UserError(f"{option} must be a number in (0, 1) or auto; got {text!r}") from None
 
 
-def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, random_state: Any) -> Any:
-    from dpggm.privacy.budgets import GDP
+def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, method: str,
+                     random_state: Any) -> Any:
+    """Refuse, before the data are opened, a run the ledger could not book: every form
+    the release will hold (the requested budget where it follows, and the budget it is
+    run in) is tried against the dataset's notion and relation."""
+    from dpggm.estimators._graph_pipeline import accounting_budget
+    from dpggm.exceptions import IncompatibleBudgetError
+    from dpggm.mechanisms.plan import guarantee_forms
     from dpggm.privacy.ledger import Ledger
 
     if random_state != "secure":
@@ -258,7 +335,14 @@ def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, random_state: A
         raise UserError(f"no ledger at {ledger}; create it with `dpggm budget init {ledger} "
                         f"--dataset {dataset} ...` (a mistyped path never creates one)")
     book = Ledger(ledger, create=False)
-    # A GDP request is delivered (and booked) as mu^2/2-zCDP.
-    book.check(dataset, budget.to_zcdp() if isinstance(budget, GDP) else budget,
-               neighbors="replace")
-    return book
+    forms = list(guarantee_forms(budget, accounting_budget(budget, method)).values())
+    first_error: Exception | None = None
+    for form in forms:
+        try:
+            book.check(dataset, form, neighbors="replace")
+            return book
+        except IncompatibleBudgetError as exc:
+            first_error = first_error or exc
+    raise IncompatibleBudgetError(
+        f"the ledger cannot book this release: it would hold {', '.join(map(str, forms))}, "
+        f"none of which its total's notion accepts ({first_error})")

@@ -112,7 +112,7 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
 
     ``edges`` has one row shared by all columns or one row per column; ``counts`` is
     ``p x (K + 1)`` with ``counts[j, b] = #{values with exactly b edges <= value}``. With
-    ``deviation`` the value counted is ``|x - centres[j]|``, and those below
+    ``deviation`` the value counted is ``|x - centres[j]|``, and those at most
     ``tie_radius[j]`` are also added to ``tied[j]``. NaN is added to ``missing[j]`` and to
     no bucket.
     """
@@ -128,7 +128,7 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
                 continue
             if deviation:
                 v = abs(v - centre)
-                if v < tie_radius[j]:
+                if v <= tie_radius[j]:
                     tied[j] += 1
             b = _fix(_guess(kind, v, edges, row, log_first, per_octave, half), v, edges, row)
             counts[j, b] += 1

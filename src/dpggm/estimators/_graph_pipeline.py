@@ -19,8 +19,8 @@ Budget forms
     exactly.
 
 Passes
-    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the untied
-    deviations' median (each needs the previous stage's released cells), (4) the rescaled
+    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the
+    deviations' median (or nearest untied level) (each needs the previous stage's released cells), (4) the rescaled
     rows' norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``,
     ``Z^T 1`` and ``n``, from which the private mean and the second moment are both released
     (the centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared
@@ -54,12 +54,14 @@ from dpggm.mechanisms.private_bounds import (
     PrivateNormBound,
     PrivateRanges,
     RangeStages,
+    cell_scores,
     choose_norm_bound,
     exponential_epsilon,
     norm_budget_needed,
     norm_edges,
     range_budget_needed,
     range_epsilons,
+    spread_target,
 )
 from dpggm.mechanisms.release import (
     release_mean,
@@ -375,6 +377,8 @@ class GraphRelease:
     n: int = 0
     moments: MomentsState | None = None
     present: np.ndarray | None = None
+    beyond_grid: np.ndarray | None = None
+    tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
 
@@ -421,6 +425,9 @@ class _Runner:
             radius = stages.tie_radius(lower, upper)
             spread_counts = self._run(ValueCounts(
                 stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+            # Curator-only: values the median grid cannot place, and the ties.
+            self.out.beyond_grid = first.counts[:, 0] + first.counts[:, -1]
+            self.out.tied = spread_counts.tied / np.maximum(spread_counts.counted, 1)
             spread = _choose_spread(stages, spread_counts, rng, exact)
             budget = planned.budget if not exact else NonPrivate()
             ranges = stages.ranges(centre, spread, budget)
@@ -492,15 +499,27 @@ class _Runner:
         self._centre(gram, total, n)
 
     def _present(self, state: MomentsState, n: int) -> None:
-        """The share of values present in each column: released (noisy counts over the
-        public ``n``), floored at a small public share."""
+        """The share of values present in each column, from released counts over the
+        public ``n``: raised by two noise standard deviations (a public figure) and capped
+        at 1, so that the noise of the counts cannot shrink a complete column's moments;
+        floored at a small public share."""
         observed = n - state.missing_by_column
         if self.settings.non_private:
-            counts = observed.astype(float)
-        else:
-            counts = self._book("missing counts", lambda planned: release_observed_counts(
-                observed, budget=planned.budget, ctx=self.ctx))
-        self.out.present = np.clip(counts / n, _MIN_PRESENT, 1.0)
+            self.out.present = np.clip(observed / n, _MIN_PRESENT, 1.0)
+            return
+        noise: dict[str, Any] = {}
+
+        def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
+            counts, record = release_observed_counts(observed, budget=planned.budget,
+                                                     ctx=self.ctx)
+            noise.update(record)
+            return counts, record
+
+        counts = self._book("missing counts", run)
+        spread = noise.get("observed_sigma", noise.get("observed_laplace_scale", 0.0))
+        if "observed_laplace_scale" in noise:
+            spread = math.sqrt(2.0) * spread
+        self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
     def _matrix(self, gram: np.ndarray, n: int, bounds: Bounds,
                 planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
@@ -564,8 +583,10 @@ def _choose(stages: RangeStages, stage: str, counts: Any, rng: Any, exact: bool,
 def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> np.ndarray:
     if not exact:
         return stages.choose_spread(counts.below(), counts.tied, counts.counted, rng)
-    untied = np.maximum(counts.below() - counts.tied[:, None], 0)
-    index = _best_cells(untied, counts.counted - counts.tied)
+    targets = spread_target(counts.counted, counts.tied)
+    below = counts.below()
+    index = np.array([int(np.argmax(cell_scores(below[j], int(targets[j]))))
+                      for j in range(below.shape[0])])
     edges = stages.spread_edges
     return np.sqrt(edges[index] * edges[index + 1])
 

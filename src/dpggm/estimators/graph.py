@@ -181,7 +181,10 @@ class PrivateGraph(DPEstimator):
     clipping_ : dict
         **Curator-only** counts: ``rows``, ``changed``, ``outside_ranges`` (a value
         outside its column's range, or a declared bound), ``over_norm_bound`` (shrunk
-        onto the row-norm bound) and ``outside_by_column``.
+        onto the row-norm bound), ``outside_by_column``, ``missing_by_column`` and, with
+        ``bounds="auto"``, ``beyond_grid_by_column`` (values of magnitude ``2**40`` or
+        more, which the ranges' grid cannot place) and ``tied_share_by_column`` (the share
+        of values tied with the centre).
     privacy_ : PrivacyGuarantee
         ``budget`` is the total; ``noise["breakdown"]`` lists every step's spend and
         ``notes["plan"]`` the plan.
@@ -432,6 +435,11 @@ class PrivateGraph(DPEstimator):
             "missing_by_column": {str(c): int(k)
                                   for c, k in zip(columns, state.missing_by_column)},
         }
+        if release.beyond_grid is not None:
+            self.clipping_["beyond_grid_by_column"] = {
+                str(c): int(k) for c, k in zip(columns, release.beyond_grid)}
+            self.clipping_["tied_share_by_column"] = {
+                str(c): float(t) for c, t in zip(columns, release.tied)}
         self.n_clipped_rows_ = int(state.changed_rows)
         self.edges_ = edge_table(self.adjacency_, list(columns), weight=self.precision_,
                                  partial=self.partial_correlation_)

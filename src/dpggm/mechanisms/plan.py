@@ -31,7 +31,24 @@ from dpggm.privacy.budgets import (
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
-__all__ = ["PlannedMeasurement", "ReleasePlan"]
+__all__ = ["PlannedMeasurement", "ReleasePlan", "guarantee_forms"]
+
+
+def guarantee_forms(requested: Budget, accounting: Budget,
+                    report_delta: float = DEFAULT_REPORT_DELTA) -> dict[str, Budget]:
+    """Every form of a guarantee delivered as ``accounting`` for a ``requested`` budget,
+    from public facts (see :meth:`ReleasePlan.forms`)."""
+    out: dict[str, Budget] = {accounting.notion: accounting}
+    if isinstance(requested, ApproxDP) or type(requested) is type(accounting):
+        out[requested.notion] = requested
+    if isinstance(accounting, PureDP):
+        out.setdefault("zcdp", budget_from_cost(ZCDP, exact_cost(accounting, ZCDP),
+                                                rounding="up"))
+    if "approx-dp" not in out:
+        approx = accounting.to_approx(report_delta)
+        if isinstance(approx, ApproxDP):
+            out["approx-dp"] = approx
+    return out
 
 
 @dataclass(frozen=True)
@@ -145,20 +162,14 @@ class ReleasePlan:
         return self.exact_spend() == exact_cost(self.accounting, type(self.accounting))
 
     def forms(self, report_delta: float = DEFAULT_REPORT_DELTA) -> dict[str, Budget]:
-        """The guarantee of the whole release in every form it implies: the requested
-        one, the accounting one, and ``(epsilon, delta)`` at ``report_delta``."""
+        """The guarantee of the whole release in every form that holds: the accounting
+        one, the requested one when it follows from it (an ``(epsilon, delta)`` budget run
+        in the zCDP that implies it; not a GDP or pure-DP budget run in zCDP), the
+        ``epsilon**2 / 2``-zCDP of a pure-DP release, and ``(epsilon, delta)`` at
+        ``report_delta``."""
         if self.non_private:
             return {}
-        out: dict[str, Budget] = {self.requested.notion: self.requested}
-        out.setdefault(self.accounting.notion, self.accounting)
-        if isinstance(self.accounting, PureDP):
-            out.setdefault("zcdp", budget_from_cost(ZCDP, exact_cost(self.accounting, ZCDP),
-                                                    rounding="up"))
-        if "approx-dp" not in out:
-            approx = self.accounting.to_approx(report_delta)
-            if isinstance(approx, ApproxDP):
-                out["approx-dp"] = approx
-        return out
+        return guarantee_forms(self.requested, self.accounting, report_delta)
 
     def to_dict(self, report_delta: float = DEFAULT_REPORT_DELTA) -> dict[str, Any]:
         return {

@@ -19,11 +19,12 @@ Per column ``j`` (:class:`RangeStages`):
 1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
 2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
    first cell and one cell's width either side; its midpoint is the centre ``m_j``;
-3. the cell of the positive geometric grid that holds the median absolute deviation of the
-   values that are not tied with the centre (``|x - m_j| >= tau_j``, ``tau_j`` half the
-   refinement's cell width, a released quantity). Leaving out the ties keeps the levels of
-   an ordinal, binary or heavily tied column distinct: when more than half of a Likert item
-   answers "6", the plain MAD is 0 and every other answer would be clipped onto one value.
+3. the cell of the positive geometric grid that holds the median absolute deviation
+   ``|x - m_j|``, unless more than half of the values are tied with the centre (within
+   ``tau_j``, half the refinement's cell width, a released quantity): then the first untied
+   deviation (:func:`spread_target`). That keeps the levels of an ordinal, binary or
+   heavily tied column distinct: when more than half of a Likert item answers "6", the
+   plain MAD is 0 and every other answer would be clipped onto one value.
 
 The range is ``m_j +- width * s_j``; a record is mapped to ``z_j = (clip(x_j) - m_j) / (width
 s_j)`` in ``[-1, 1]``: a function of released values only (post-processing), and a diagonal
@@ -66,6 +67,7 @@ __all__ = [
     "quantile_cell_scores",
     "quantile_scores",
     "range_budget_needed",
+    "spread_target",
     "target_rank",
 ]
 
@@ -115,10 +117,9 @@ def cell_scores(below: np.ndarray, target: int) -> np.ndarray:
     whenever, between neighbours, every count and the target each move by at most 1 and a
     count and the target never move in opposite directions -- as for the counts of one
     column with target ``round(q n)`` (replacing a record moves a count by at most one and
-    leaves ``n``; adding one moves counts and target up, or not at all), and for the counts
-    of the untied deviations with target ``round(m / 2)``, ``m`` their number (a record
-    entering the counts from the ties raises ``m`` as well). The maximum of such terms and
-    0 then moves by at most 1.
+    leaves ``n``; adding one moves counts and target up, or not at all), and for the
+    deviations' counts with the target of :func:`spread_target`. The maximum of such terms
+    and 0 then moves by at most 1.
     """
     below = np.asarray(below, dtype=np.int64)
     lo, hi = below[:-1], below[1:]
@@ -300,8 +301,9 @@ class RangeStages:
 
     @staticmethod
     def tie_radius(refine_lower: np.ndarray, refine_upper: np.ndarray) -> np.ndarray:
-        """Half the width of the chosen refinement cell: values closer than this to the
-        centre count as tied with it (stage 3 leaves them out)."""
+        """Half the width of the chosen refinement cell: values at most this far from the
+        centre (every value inside the cell) count as tied with it (stage 3 leaves them
+        out)."""
         return (np.asarray(refine_upper) - np.asarray(refine_lower)) / 2
 
     def _choose(self, stage: str, below: np.ndarray, targets: np.ndarray,
@@ -326,15 +328,16 @@ class RangeStages:
     def choose_spread(self, below: np.ndarray, tied: np.ndarray, counted: np.ndarray,
                       rng: Any) -> np.ndarray:
         """Stage 3: per column, the geometric midpoint of the cell of :attr:`spread_edges`
-        that holds the median of the deviations ``|x - centre| >= tie_radius``.
+        that holds the deviation ``|x - centre|`` of rank ``max(round(m / 2), tied)``:
+        the median absolute deviation, unless more than half of the ``m`` values are tied
+        with the centre (``tied[j]`` of them lie within the tie radius), and then the
+        nearest untied deviation.
 
-        ``below[j, k]`` counts all deviations below ``spread_edges[k]`` and ``tied[j]``
-        those below the tie radius; the untied counts are ``max(below - tied, 0)`` and
-        their number ``counted - tied``.
+        ``below[j, k]`` counts the deviations below ``spread_edges[k]``. See
+        :func:`spread_target` for the score's sensitivity.
         """
-        tied = np.asarray(tied, dtype=np.int64)
-        untied = np.maximum(np.asarray(below, dtype=np.int64) - tied[:, None], 0)
-        index = self._choose("spread", untied, _targets(np.asarray(counted) - tied), rng)
+        targets = spread_target(np.asarray(counted), np.asarray(tied, dtype=np.int64))
+        index = self._choose("spread", np.asarray(below, dtype=np.int64), targets, rng)
         edges = self.spread_edges
         return np.sqrt(edges[index] * edges[index + 1])
 
@@ -348,6 +351,24 @@ class RangeStages:
         upper[flat] = np.nextafter(centre[flat], np.inf)
         return PrivateRanges(lower=lower, upper=upper, budget=budget,
                              epsilons=dict(self.epsilons), width=float(self.width))
+
+
+def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """The spread's target rank ``max(round(m / 2), tied)`` per column.
+
+    A column with more than half of its values tied with the centre (a binary flag, a
+    Likert item piled on one answer) has a median absolute deviation inside the ties: a
+    range built on it would clip every other level onto one value. Its target is then the
+    first untied deviation, which keeps the levels apart.
+
+    Privacy: between neighbours every count below an edge and the number of ties move by
+    at most 1, and a tie entering the counts below an edge above the tie radius raises the
+    number of ties too, so the target (a maximum of a fixed or same-direction rank and the
+    ties) never moves against a count: :func:`cell_scores` keeps sensitivity 1 under
+    either relation (an added record raises ``m / 2``, the ties and the counts, or leaves
+    them).
+    """
+    return np.maximum(_targets(counted), np.asarray(tied, dtype=np.int64))
 
 
 def _targets(counted: np.ndarray) -> np.ndarray:
@@ -423,7 +444,8 @@ class PrivateRanges:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "private per-column ranges: median +- width * median absolute deviation "
-                    "of the untied values (exponential-mechanism quantiles)",
+                    "(or, for a column mostly tied with its median, the nearest untied "
+                    "deviation; exponential-mechanism quantiles)",
             "width": self.width,
             "lower": self.lower.tolist(),
             "upper": self.upper.tolist(),
@@ -522,7 +544,7 @@ def private_ranges(
     radius = stages.tie_radius(lower, upper)
     deviations = [np.sort(np.abs(X[:, j] - centre[j])) for j in range(p)]
     below = _sorted_counts(deviations, stages.spread_edges)
-    tied = np.array([np.searchsorted(d, r, side="left") for d, r in zip(deviations, radius)])
+    tied = np.array([np.searchsorted(d, r, side="right") for d, r in zip(deviations, radius)])
     spread = stages.choose_spread(below, tied, counted, rng)
     return stages.ranges(centre, spread, budget)
 

@@ -87,6 +87,9 @@ def format_number(value: Any, *, up: bool = False) -> str:
     for digits in range(1, 9):
         text = f"{number:.{digits}g}"
         if float(text) == number:
+            if abs(number) < 1e-3:
+                # 0.0009765625 (a grid step of 2^-10) reads better as 9.765625 x 10^-4.
+                text = f"{number:.{digits - 1}e}"
             return _scientific(_plain(text))
     if up:
         exact = Decimal(number)
