@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from dpggm.cli import audit, budget, estimate, experiment, graph, report, tools
+from dpggm.cli import audit, budget, estimate, experiment, graph, plan, report, tools
 from dpggm.cli._common import console
 
 app = typer.Typer(
@@ -50,6 +50,7 @@ app.command()(tools.recover)
 app.command()(experiment.experiment)
 app.command("example-data")(tools.example_data)
 app.command("graph")(graph.graph)
+app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("audit")(audit.audit_command)
 
