@@ -49,6 +49,7 @@ from dpggm.privacy.budgets import (
     scale_budget,
     split_budget,
 )
+from dpggm.privacy.calibration import PURE_DP_ZCDP, epsilon_for_zcdp
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 from dpggm.solvers.psd import project_psd
 
@@ -176,14 +177,6 @@ def _separate_cov(
         "eigenvalue_rho": value_budget.rho,
     }
     return noisy, noisy_values, estimate, noise
-
-
-def _epsilon_for_zcdp(rho: Fraction) -> float:
-    """The largest float ``epsilon`` with ``epsilon**2 / 2 <= rho`` (exactly)."""
-    epsilon = math.sqrt(2 * float(rho))
-    while Fraction(epsilon) ** 2 / 2 > rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
 
 
 class _ZCDPCovarianceBase(DPEstimator):
@@ -824,7 +817,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         trace_bound = float(noisy_trace) + trace_sigma * math.sqrt(2 * math.log(4.0 / beta))
         trace_bound = min(max(trace_bound, 0.0), r**2)
 
-        epsilon = _epsilon_for_zcdp(rho * Fraction(radius_fraction))
+        epsilon = epsilon_for_zcdp(rho * Fraction(radius_fraction), coefficient=PURE_DP_ZCDP)
         release_rho = float(rho * (1 - Fraction(trace_fraction) - Fraction(radius_fraction)))
         radii = r * 2.0 ** -np.arange(n_radii)
         queries = np.empty(n_radii)

@@ -28,6 +28,7 @@ from dpggm.mechanisms.release import release_value
 from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import ZCDP, NonPrivate, budget_from_cost, exact_cost
+from dpggm.privacy.calibration import epsilon_for_zcdp
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
 __all__ = ["PACECovariance", "PACERound"]
@@ -124,7 +125,8 @@ class PACECovariance(DPEstimator):
     -------
     The diagonal phase spends ``diag_fraction * rho`` (the ``d`` diagonal measurements
     compose), each round spends ``rho_sel`` on an exponential-mechanism selection
-    (``eps = sqrt(8 rho_sel)``, ``eps^2/8``-zCDP) and ``rho_meas`` on one Gaussian
+    (``eps``: the largest float with ``eps^2/8 <= rho_sel``, checked exactly, so a square
+    root rounded up never costs more than is booked) and ``rho_meas`` on one Gaussian
     measurement. All spends go through a :class:`~dpggm.privacy.PrivacyAccountant` used as a
     filter, so whatever the data-dependent annealing does the total never exceeds
     ``rho``; the last round spends exactly the remainder. The rounds compose
@@ -224,7 +226,8 @@ class PACECovariance(DPEstimator):
         rho = Fraction(budget.rho)
 
         # Initialisation (Algorithm 2): every diagonal entry with rho_diag / d.
-        rho_diag_each = float(rho * Fraction(self.diag_fraction) / d)
+        # Rounded down: the d diagonal spends never add up to more than their share.
+        rho_diag_each = budget_from_cost(ZCDP, (rho * Fraction(self.diag_fraction) / d,)).rho
         values = np.zeros((d, d))
         precisions = np.zeros((d, d))
         for j in range(d):
@@ -255,7 +258,7 @@ class PACECovariance(DPEstimator):
             err = _selection_scores(S, estimate, scores, reconstructor.pop_changed())
             accountant.spend(ZCDP(rho_sel), mechanism="exponential", score="|S_jk - estimate_jk|")
             pick = exponential_mechanism(
-                err, sensitivity=select_sensitivity, epsilon=math.sqrt(8 * rho_sel), rng=rng
+                err, sensitivity=select_sensitivity, epsilon=epsilon_for_zcdp(rho_sel), rng=rng
             )
             j, k = int(rows[pick]), int(cols[pick])
             if final:

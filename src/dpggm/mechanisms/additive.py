@@ -57,7 +57,16 @@ import numpy as np
 
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import sample_discrete_gaussian, sample_discrete_laplace
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, Budget, NonPrivate, PureDP
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    budget_from_cost,
+    exact_cost,
+)
 from dpggm.privacy.calibration import gaussian_sigma, laplace_scale
 from dpggm.privacy.conversion import zcdp_rho_for
 
@@ -164,11 +173,9 @@ def _zcdp_target(budget: Budget) -> float:
     if isinstance(budget, ZCDP):
         return budget.rho
     if isinstance(budget, GDP):
-        # mu^2 / 2, rounded up so that the delivered rho is never understated.
-        value = budget.mu**2 / 2
-        while Fraction(value) < Fraction(budget.mu) ** 2 / 2:
-            value = _round_up(value)
-        return value
+        # The largest float not above mu^2 / 2: the release is calibrated to (and states)
+        # this rho, so it never costs more than the mu^2 / 2 that mu-GDP books in zCDP.
+        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down").rho
     return zcdp_rho_for(budget.epsilon, budget.delta)
 
 

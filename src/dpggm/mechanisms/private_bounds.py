@@ -31,6 +31,7 @@ import numpy as np
 
 from dpggm.mechanisms.noise import exponential_mechanism
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
+from dpggm.privacy.calibration import epsilon_for_zcdp
 
 __all__ = [
     "PrivateNormBound",
@@ -141,14 +142,6 @@ def private_quantile_cell(
         scores, sensitivity=QUANTILE_SCORE_SENSITIVITY, epsilon=epsilon, rng=rng
     )
     return float(edges[index]), float(edges[index + 1])
-
-
-def _epsilon_for_zcdp(rho: Fraction) -> float:
-    """The largest float ``epsilon`` with ``epsilon**2 / 8 <= rho`` (exactly)."""
-    epsilon = math.sqrt(8 * float(rho))
-    while epsilon > 0 and Fraction(epsilon) ** 2 / 8 > rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
 
 
 @dataclass(frozen=True)
@@ -330,7 +323,7 @@ def private_ranges(
     positive = grid[grid > 0]
     if isinstance(budget, ZCDP):
         rho = exact_cost(budget, ZCDP)[0] / p
-        epsilons = {k: _epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
+        epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = Fraction(budget.epsilon) / p
         epsilons = {k: _float_below(epsilon * share) for k, share in RANGE_SHARES.items()}
@@ -440,7 +433,7 @@ def private_norm_bound(
     if not (math.isfinite(cap) and cap > 0):
         raise ValueError(f"cap must be a finite number > 0; got {cap!r}")
     if isinstance(budget, ZCDP):
-        epsilon = _epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
+        epsilon = epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = _float_below(Fraction(budget.epsilon))
     else:
