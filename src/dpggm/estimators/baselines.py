@@ -279,7 +279,8 @@ class SSPCovariance(_ZCDPCovarianceBase):
         The delta at which ``privacy_`` also states the guarantee as ``(epsilon, delta)``.
     random_state : None, int, numpy.random.Generator or "secure"
     noise : {"exact", "float"}, default="exact"
-        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+        Exact integer noise on a grid, or floating-point samplers (exploration only: the
+        release is then reported ``validity="invalid"``, Mironov 2012).
     count_fraction : float in (0, 1), default=0.05
         Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
         (the Gram matrix is released and divided by it).
@@ -387,7 +388,8 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
     report_delta : float, default=1e-6
     random_state : None, int, numpy.random.Generator or "secure"
     noise : {"exact", "float"}, default="exact"
-        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+        Exact integer noise on a grid, or floating-point samplers (exploration only: the
+        release is then reported ``validity="invalid"``, Mironov 2012).
     count_fraction : float in (0, 1), default=0.05
         Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
         (the Gram matrix is released and divided by it).

@@ -26,6 +26,7 @@ from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.glasso import graphical_lasso
@@ -419,7 +420,7 @@ class OutputPerturbationPrecision(DPEstimator):
             self.privacy_ = ctx.guarantee(
                 budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
                 noise={"wishart_df": p + 1, "wishart_scale": scale},
-                invalid_reason=_OUTPUT_PERTURBATION_FLAW,
+                invalid_reason=f"{_OUTPUT_PERTURBATION_FLAW}; {WISHART_FLOAT_REASON}",
             )
         self._set_fitted(X, n_samples=n, n_features=p, columns=columns, privacy=self.privacy_,
                          covariance=np.linalg.pinv(self.precision_))

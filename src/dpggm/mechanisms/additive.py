@@ -42,8 +42,9 @@ Guarantees of the exact mechanisms:
 * discrete Laplace, ``PureDP(epsilon)``: scale ``Delta_1' / epsilon`` gives
   ``epsilon``-DP.
 
-``noise="float"`` keeps NumPy's floating-point samplers for fast exploratory runs; the
-guarantee then carries the floating-point caveat in its notes.
+``noise="float"`` keeps floating-point samplers for fast exploratory runs. Such a release
+is never reported ``"valid"``: its record has ``validity="invalid"`` with the reason
+:data:`FLOAT_NOISE_REASON`, so no accountant or ledger books it.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from dpggm.privacy.calibration import gaussian_sigma, laplace_scale
 from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
-    "FLOAT_NOISE_CAVEAT",
+    "FLOAT_NOISE_REASON",
     "NOISE_MODES",
     "GaussianMechanism",
     "LaplaceMechanism",
@@ -88,10 +89,12 @@ FLOAT_SLACK = 2.0**-20
 #: Grid coordinates must stay below this so that ``t * k`` is an exact double.
 _MAX_GRID_COORDINATE = 2.0**52
 
-FLOAT_NOISE_CAVEAT = (
-    "noise='float': the noise was drawn with NumPy's floating-point sampler, whose outputs "
-    "leak through floating-point gaps (Mironov 2012); the stated guarantee holds for the "
-    "idealised continuous mechanism only. Use noise='exact' (the default) for a release"
+FLOAT_NOISE_REASON = (
+    "noise='float': the noise was drawn by a floating-point sampler, whose set of possible "
+    "outputs differs between neighbouring data sets (Mironov 2012, 'On significance of the "
+    "least significant bits for differential privacy'); the stated budget holds only for "
+    "the idealised continuous mechanism, and the floating-point support attack of "
+    "`dpggm audit` refutes it for this release. Use noise='exact' (the default)"
 )
 
 

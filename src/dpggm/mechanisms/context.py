@@ -8,7 +8,10 @@ one fit (relation, bounds, randomness, the report delta, exact or float noise), 
 :class:`~dpggm.privacy.guarantee.PrivacyGuarantee`, applying one rule for validity:
 
 ``"invalid"``
-    the method's published guarantee is known to be wrong;
+    the method's published guarantee is known to be wrong, or the release was computed in
+    a way the library itself warns about: noise drawn by a floating-point sampler
+    (``noise="float"``, or the Wishart mechanisms' float Gaussian vectors), which leaks
+    through the gaps between doubles (Mironov 2012);
 ``"data-dependent"``
     a bound or another privacy parameter was read off the private data;
 ``"none"``
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.additive import FLOAT_NOISE_CAVEAT, GaussianMechanism, check_noise_mode
+from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, GaussianMechanism, check_noise_mode
 from dpggm.mechanisms.bounds import Bounds, check_neighbors
 from dpggm.mechanisms.random import (
     SEEDED_REASON,
@@ -62,7 +65,8 @@ class ReleaseContext:
     report_delta : float
         The delta at which zCDP and GDP guarantees are also stated as (epsilon, delta).
     noise : {"exact", "float"}
-        Exact noise on a grid (default) or NumPy's float samplers.
+        Exact noise on a grid (default) or floating-point samplers; a float release is
+        reported ``validity="invalid"`` (:data:`~dpggm.mechanisms.additive.FLOAT_NOISE_REASON`).
     """
 
     neighbors: str
@@ -146,6 +150,8 @@ class ReleaseContext:
         levels: list[tuple[str, str]] = []
         if invalid_reason:
             levels.append(("invalid", invalid_reason))
+        if self.noise == "float":
+            levels.append(("invalid", FLOAT_NOISE_REASON))
         dependent = list(data_dependent_reasons)
         if self._data_derived():
             dependent.insert(0, DATA_DERIVED_BOUND_REASON)
@@ -179,11 +185,8 @@ class ReleaseContext:
             budget, invalid_reason=invalid_reason, data_dependent_reasons=data_dependent_reasons
         )
         record_notes = dict(notes or {})
-        all_caveats = list(caveats)
-        if self.noise == "float" and not isinstance(budget, NonPrivate):
-            all_caveats.append(FLOAT_NOISE_CAVEAT)
-        if all_caveats:
-            record_notes["caveats"] = list(record_notes.get("caveats", [])) + all_caveats
+        if caveats:
+            record_notes["caveats"] = list(record_notes.get("caveats", [])) + list(caveats)
         return PrivacyGuarantee(
             budget=budget,
             neighbors=self.neighbors,

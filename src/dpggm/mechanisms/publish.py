@@ -520,8 +520,9 @@ def publish(
     noise : {"exact", "float"}, default="exact"
         For continuous data: ``"exact"`` rounds every value to a fine power-of-two grid
         and adds exact discrete Gaussian noise (no floating-point leak; the guarantee is
-        then ``rho``-zCDP); ``"float"`` uses NumPy's normal sampler (``mu``-GDP, with the
-        floating-point caveat).
+        then ``rho``-zCDP); ``"float"`` uses a floating-point normal sampler: the
+        ``mu``-GDP it states holds only for the idealised mechanism, so the release is
+        reported ``validity="invalid"`` (Mironov 2012) and never booked.
     index_public : bool, default=False
         Copy a DataFrame's index (row labels) into the release. Row labels are often
         identifiers, so by default the release gets a fresh 0..n-1 index.

@@ -18,8 +18,10 @@ Covariance mechanisms (SPEC section 3, seeds 001 and 003):
     Sheffet (2019): ``(G + W) / n`` with ``W ~ Wishart_p(m, B^2 I)``,
     ``m = ceil(p + 14 ln(4/delta) / epsilon^2)``; ``ApproxDP`` with ``epsilon < 1`` and
     ``delta < 1/e``, replace-one neighbours. Its Gaussian vectors are drawn in floating
-    point (the guarantee carries that caveat). ``wishart_mean_removal=True`` subtracts
-    the noise's mean ``m B^2 / n * I`` (post-processing).
+    point, so the release is reported ``validity="invalid"`` (:data:`WISHART_FLOAT_REASON`:
+    float draws leak through floating-point gaps, Mironov 2012); it runs without
+    ``allow_invalid`` because the mechanism itself is sound. ``wishart_mean_removal=True``
+    subtracts the noise's mean ``m B^2 / n * I`` (post-processing).
 ``"wishart-pure"``
     Jiang et al. (2016): ``S + W`` with ``W ~ Wishart_p(p + 1, 3 B^2 / (2 n epsilon) I)``,
     claimed ``epsilon``-DP. **Not differentially private** (Sheffet 2019, footnote 4;
@@ -73,7 +75,9 @@ from dpggm.privacy.budgets import (
 __all__ = [
     "COVARIANCE_MECHANISMS",
     "DEFAULT_COUNT_FRACTION",
+    "FLOAT_NOISE_MECHANISMS",
     "INVALID_MECHANISMS",
+    "WISHART_FLOAT_REASON",
     "SecondMomentRelease",
     "release_count",
     "release_mean",
@@ -95,9 +99,14 @@ INVALID_MECHANISMS = {
     ),
 }
 
-WISHART_FLOAT_CAVEAT = (
-    "the Wishart noise is built from floating-point Gaussian draws (no exact sampler exists "
-    "for it here); the guarantee holds for the idealised mechanism"
+#: Mechanisms whose noise is drawn by floating-point samplers whatever ``noise`` says.
+FLOAT_NOISE_MECHANISMS = ("wishart", "wishart-pure")
+
+WISHART_FLOAT_REASON = (
+    "the Wishart noise is built from floating-point Gaussian and chi-square draws (no exact "
+    "sampler exists for it here), whose set of possible outputs differs between neighbouring "
+    "data sets (Mironov 2012, 'On significance of the least significant bits for differential "
+    "privacy'); the stated budget holds only for the idealised mechanism"
 )
 
 _BUDGETS_FOR = {
@@ -364,6 +373,8 @@ def release_second_moment(
                 "as invalid."
             )
         invalid_reason = INVALID_MECHANISMS[mechanism]
+    if mechanism in FLOAT_NOISE_MECHANISMS:
+        invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
     if add_remove and mechanism in ("wishart", "wishart-pure"):
         raise UnsupportedNeighborsError(
             f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
@@ -377,7 +388,6 @@ def release_second_moment(
     noise: dict[str, Any] = {}
     delivered: list[Budget] = []
     notes: dict[str, Any] = {}
-    caveats: list[str] = []
 
     count: int | float = n
     if count_budget is not None:
@@ -398,7 +408,6 @@ def release_second_moment(
     delivered.append(matrix.delivered)
     noise.update(matrix.noise)
     notes.update(matrix.notes)
-    caveats.extend(matrix.caveats)
 
     mean = None
     if mean_budget is not None:
@@ -431,7 +440,6 @@ def release_second_moment(
         noise=noise,
         notes=notes,
         invalid_reason=invalid_reason,
-        caveats=caveats,
     )
     return SecondMomentRelease(
         second_moment=second_moment,
@@ -453,7 +461,6 @@ class _Part:
     noise: dict[str, Any]
     entry_std: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
-    caveats: tuple[str, ...] = ()
 
 
 def release_mean(
@@ -510,8 +517,7 @@ def _release_matrix(
         statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.rng,
         mean_removal=wishart_mean_removal,
     )
-    caveats = (WISHART_FLOAT_CAVEAT,) if mechanism == "wishart" else ()
-    return _Part(noisy, budget, record, entry_std, caveats=caveats)
+    return _Part(noisy, budget, record, entry_std)
 
 
 def _release_sums(
