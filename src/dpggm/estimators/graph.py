@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.estimators._base import DPEstimator, check_budget, check_fraction
+from dpggm.estimators._base import DPEstimator, check_budget, check_fraction, make_context
 from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import Box, RowNorm, check_bounds, check_neighbors
-from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.private_bounds import (
     RANGE_WIDTH,
     PrivateNormBound,
@@ -341,10 +340,7 @@ class PrivateGraph(DPEstimator):
         if p < 2:
             raise ValueError(f"a graph needs at least 2 columns; got {p}")
         budget, declared, center = self._validate(p)
-        self._ctx = ReleaseContext(
-            neighbors=self.neighbors, bounds=None, random_state=self.random_state,
-            report_delta=self.report_delta,
-        )
+        self._ctx = make_context(self, None)
         rng = self._ctx.rng
         non_private = isinstance(budget, NonPrivate)
         requested = budget
@@ -553,10 +549,7 @@ class PrivateGraph(DPEstimator):
             else {"kind": "auto", "ranges": ranges.to_dict(),
                   "rescaled_box": inner_bounds.to_dict()}
         )
-        ctx = ReleaseContext(
-            neighbors=self.neighbors, bounds=bounds_record, random_state=self.random_state,
-            report_delta=self.report_delta,
-        )
+        ctx = make_context(self, bounds_record)
         private_mean = isinstance(self.center, str) and self.center == "private"
         mechanism = (f"PrivateGraph: {'private ranges + ' if declared is None else ''}"
                      f"{'private norm bound + ' if self.norm_bound_ is not None else ''}"

@@ -20,11 +20,15 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
-from dpggm.estimators._base import DPEstimator, PrivateEstimatorBase, ReleasedCovariance
+from dpggm.estimators._base import (
+    DPEstimator,
+    PrivateEstimatorBase,
+    ReleasedCovariance,
+    make_context,
+)
 from dpggm.estimators._contract import FLAG, AnyOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
-from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
 from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
@@ -404,10 +408,7 @@ class OutputPerturbationPrecision(DPEstimator):
         result = graphical_lasso(S, alpha, method=self.solver,
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
-        ctx = ReleaseContext(
-            neighbors=self.neighbors, bounds=bounds, random_state=self.random_state,
-            report_delta=self.report_delta,
-        )
+        ctx = make_context(self, bounds)
         self.non_private_precision_ = result.estimate
         if isinstance(budget, NonPrivate):
             self.precision_ = result.estimate

@@ -67,6 +67,10 @@ class ReleaseContext:
     noise : {"exact", "float"}
         Exact noise on a grid (default) or floating-point samplers; a float release is
         reported ``validity="invalid"`` (:data:`~dpggm.mechanisms.additive.FLOAT_NOISE_REASON`).
+    data_dependent_reasons : tuple of str
+        Why every release of this fit has no formal guarantee although its mechanisms are
+        sound -- e.g. a preprocessing step fitted on the private data before the estimator
+        (found by the estimator layer). Each is reported with ``"data-dependent"``.
     """
 
     neighbors: str
@@ -74,11 +78,13 @@ class ReleaseContext:
     random_state: Any = field(default=None, repr=False)
     report_delta: float = DEFAULT_REPORT_DELTA
     noise: str = "exact"
+    data_dependent_reasons: tuple[str, ...] = ()
     rng: np.random.Generator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_neighbors(self.neighbors)
         check_noise_mode(self.noise)
+        object.__setattr__(self, "data_dependent_reasons", tuple(self.data_dependent_reasons))
         object.__setattr__(self, "rng", check_random_state(self.random_state))
 
     @property
@@ -152,7 +158,7 @@ class ReleaseContext:
             levels.append(("invalid", invalid_reason))
         if self.noise == "float":
             levels.append(("invalid", FLOAT_NOISE_REASON))
-        dependent = list(data_dependent_reasons)
+        dependent = list(self.data_dependent_reasons) + list(data_dependent_reasons)
         if self._data_derived():
             dependent.insert(0, DATA_DERIVED_BOUND_REASON)
         levels.extend(("data-dependent", reason) for reason in dependent)
