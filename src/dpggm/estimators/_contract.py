@@ -315,10 +315,13 @@ class _RandomState(Constraint):
         return "None, a non-negative integer seed, a numpy Generator or 'secure'"
 
     def accepts_type(self, value: Any) -> bool:
+        # A RandomSource is how an estimator hands its own stream to an inner one.
+        from dpggm.mechanisms.random import RandomSource
+
         return (
             value is None
             or _is_integral(value)
-            or isinstance(value, (np.random.Generator, str))
+            or isinstance(value, (np.random.Generator, str, RandomSource))
         )
 
     def accepts(self, value: Any) -> bool:

@@ -837,7 +837,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             queries[k] = (bias - n * min(gauss, separate)) / r**2
         accountant.spend(PureDP(epsilon), mechanism="sparse vector (AboveThreshold)")
         stop = above_threshold(
-            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.rng, monotonic=True
+            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.source, monotonic=True
         )
         index = max(min(stop, n_radii) - 1, 0)
         # The radius r itself needs no rescaling; a power of two times r is recomputed

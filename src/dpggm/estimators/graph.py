@@ -341,7 +341,7 @@ class PrivateGraph(DPEstimator):
             raise ValueError(f"a graph needs at least 2 columns; got {p}")
         budget, declared, center = self._validate(p)
         self._ctx = make_context(self, None)
-        rng = self._ctx.rng
+        rng = self._ctx.source  # the one random source of every step of this fit
         non_private = isinstance(budget, NonPrivate)
         requested = budget
         if isinstance(budget, GDP):
@@ -489,11 +489,9 @@ class PrivateGraph(DPEstimator):
             fraction *= 2
         return fraction
 
-    def _inner_estimator(self, rest: Budget, bounds: Any, rng: np.random.Generator) -> Any:
-        # A "secure" run keeps drawing from the cryptographic source; otherwise the inner
-        # estimator continues this fit's generator.
-        if self._ctx.secure:
-            rng = "secure"
+    def _inner_estimator(self, rest: Budget, bounds: Any, rng: Any) -> Any:
+        # The inner estimator continues this fit's random source (cryptographic for None
+        # and "secure", the seeded stream otherwise).
         if self.method == "pace":
             from dpggm.estimators.pace import PACECovariance
 

@@ -212,8 +212,8 @@ class PACECovariance(DPEstimator):
             )
             return self
 
-        rng = ctx.rng
-        exact = {"noise": ctx.noise, "secure": ctx.secure}
+        rng = ctx.source  # every draw of the fit, selections included
+        exact = {"noise": ctx.noise}
         tight = second_moment_entry_sensitivity(bounds, n=n, p=d, neighbors=self.neighbors)
         if self.entry_sensitivity == "paper":
             b_max = float(np.max(bounds.vector(d)))

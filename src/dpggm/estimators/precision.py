@@ -417,7 +417,7 @@ class OutputPerturbationPrecision(DPEstimator):
             )
         else:
             scale = p**2.5 / (n * budget.epsilon * alpha**2)
-            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.rng)
+            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.source)
             self.privacy_ = ctx.guarantee(
                 budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
                 noise={"wishart_df": p + 1, "wishart_scale": scale},

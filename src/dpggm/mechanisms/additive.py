@@ -58,6 +58,7 @@ import numpy as np
 
 from dpggm.exceptions import IncompatibleBudgetError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import sample_discrete_gaussian, sample_discrete_laplace
+from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import (
     GDP,
     ZCDP,
@@ -180,12 +181,6 @@ def _zcdp_target(budget: Budget) -> float:
         # this rho, so it never costs more than the mu^2 / 2 that mu-GDP books in zCDP.
         return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down").rho
     return zcdp_rho_for(budget.epsilon, budget.delta)
-
-
-def _sampler_source(rng: np.random.Generator, secure: bool) -> Any:
-    # A "secure" release draws its random words from the operating system's
-    # cryptographic source; a seeded experiment draws them from its generator.
-    return "secure" if secure else rng
 
 
 @dataclass(frozen=True)
@@ -318,21 +313,23 @@ class GaussianMechanism:
     def release(
         self,
         values: np.ndarray,
-        rng: np.random.Generator,
+        source: RandomSource | Any,
         *,
-        secure: bool = False,
         independent: bool = False,
     ) -> np.ndarray:
-        """``values`` plus noise (an exact multiple of :attr:`grid` for an exact release).
+        """``values`` plus noise (an exact multiple of :attr:`grid` for an exact release),
+        every random word from ``source`` (a :class:`~dpggm.mechanisms.random.RandomSource`,
+        or anything it accepts).
 
         With ``independent=True`` every coordinate of ``values`` is a separate query of
         :attr:`size` coordinates (for example many one-entry queries at once); the caller
         accounts for each of them.
         """
+        source = RandomSource.of(source)
         return _add_noise(
             values, size=self.size, independent=independent, grid=self.grid, scale=self.sigma,
-            float_draw=rng.normal, exact_sampler=sample_discrete_gaussian,
-            random_state=_sampler_source(rng, secure),
+            float_draw=source.normal, exact_sampler=sample_discrete_gaussian,
+            random_state=source,
         )
 
     def record(self, prefix: str = "") -> dict[str, Any]:
@@ -385,13 +382,13 @@ class LaplaceMechanism:
         object.__setattr__(self, "delivered", self.budget)
         object.__setattr__(self, "derivation", derivation)
 
-    def release(
-        self, values: np.ndarray, rng: np.random.Generator, *, secure: bool = False
-    ) -> np.ndarray:
+    def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """``values`` plus noise, every random word from ``source``."""
+        source = RandomSource.of(source)
         return _add_noise(
             values, size=self.size, independent=False, grid=self.grid, scale=self.scale,
-            float_draw=rng.laplace, exact_sampler=sample_discrete_laplace,
-            random_state=_sampler_source(rng, secure),
+            float_draw=source.laplace, exact_sampler=sample_discrete_laplace,
+            random_state=source,
         )
 
     def record(self, prefix: str = "") -> dict[str, Any]:

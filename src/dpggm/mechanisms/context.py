@@ -34,7 +34,7 @@ from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, GaussianMechanism, che
 from dpggm.mechanisms.bounds import Bounds, check_neighbors
 from dpggm.mechanisms.random import (
     SEEDED_REASON,
-    check_random_state,
+    RandomSource,
     describe_random_state,
     is_reproducible,
 )
@@ -59,9 +59,11 @@ class ReleaseContext:
     bounds : Bounds or dict or None
         The declared bounds (a dict for a record read back from a file; ``None`` when the
         release is post-processing of an earlier release).
-    random_state : None, int, numpy.random.Generator or "secure"
-        The caller's argument. It is used to build the generator and to decide the seed
-        policy; it is never written into a record.
+    random_state : None, int, numpy.random.Generator, "secure" or RandomSource
+        The caller's argument. It builds :attr:`source`, the one
+        :class:`~dpggm.mechanisms.random.RandomSource` every mechanism of the fit draws
+        from (the operating system's cryptographic generator for ``None`` and
+        ``"secure"``), and decides the seed policy; it is never written into a record.
     report_delta : float
         The delta at which zCDP and GDP guarantees are also stated as (epsilon, delta).
     noise : {"exact", "float"}
@@ -79,18 +81,13 @@ class ReleaseContext:
     report_delta: float = DEFAULT_REPORT_DELTA
     noise: str = "exact"
     data_dependent_reasons: tuple[str, ...] = ()
-    rng: np.random.Generator = field(init=False, repr=False, compare=False)
+    source: RandomSource = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_neighbors(self.neighbors)
         check_noise_mode(self.noise)
         object.__setattr__(self, "data_dependent_reasons", tuple(self.data_dependent_reasons))
-        object.__setattr__(self, "rng", check_random_state(self.random_state))
-
-    @property
-    def secure(self) -> bool:
-        """Whether exact samplers draw their words from the cryptographic source."""
-        return isinstance(self.random_state, str) and self.random_state == "secure"
+        object.__setattr__(self, "source", RandomSource.of(self.random_state))
 
     @property
     def bounds_record(self) -> dict[str, Any]:
@@ -115,7 +112,7 @@ class ReleaseContext:
             sensitivity=float(sensitivity), size=max(array.size, 1), budget=budget,
             calibration=calibration, noise=self.noise,
         )
-        noisy = mechanism.release(array.reshape(-1), self.rng, secure=self.secure)
+        noisy = mechanism.release(array.reshape(-1), self.source)
         noisy = noisy.reshape(array.shape)
         return (float(noisy) if noisy.ndim == 0 else noisy), mechanism
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpggm.mechanisms.noise import exponential_mechanism
+from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
 from dpggm.privacy.calibration import epsilon_for_zcdp
 
@@ -299,7 +300,8 @@ def private_ranges(
         :data:`RANGE_SHARES` over stages. Under ``ZCDP(rho)`` a stage with share ``r``
         gets the largest ``epsilon`` with ``epsilon**2 / 8 <= r``; under ``PureDP(eps)``
         or ``ApproxDP(eps, delta)`` it gets that share of ``eps`` (``delta`` unused).
-    rng : numpy.random.Generator
+    rng : RandomSource, None, "secure", int or numpy.random.Generator
+        Source of the random words (a fit passes its context's ``source``).
     width : float, default=RANGE_WIDTH
         Public; median absolute deviations on each side.
     candidates : ndarray, optional
@@ -321,6 +323,7 @@ def private_ranges(
     grid = (candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE) if candidates is None
             else np.asarray(candidates, dtype=float))
     positive = grid[grid > 0]
+    rng = RandomSource.of(rng)  # one stream for all 3 p selections
     if isinstance(budget, ZCDP):
         rho = exact_cost(budget, ZCDP)[0] / p
         epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
@@ -418,7 +421,8 @@ def private_norm_bound(
         ``ZCDP(rho)`` gives the largest ``epsilon`` with ``epsilon**2 / 8 <= rho``;
         ``PureDP(eps)`` / ``ApproxDP(eps, delta)`` give ``eps`` (``delta`` unused).
     quantile : float in (0, 1)
-    rng : numpy.random.Generator
+    rng : RandomSource, None, "secure", int or numpy.random.Generator
+        Source of the random words (a fit passes its context's ``source``).
 
     Privacy
     -------

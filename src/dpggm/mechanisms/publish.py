@@ -703,7 +703,7 @@ def _publish_continuous(
     )
     # Every row is one query of p coordinates; neighbours differ in one row only.
     released = mechanism.release(
-        clipped.reshape(-1), ctx.rng, secure=ctx.secure, independent=True
+        clipped.reshape(-1), ctx.source, independent=True
     ).reshape(clipped.shape)
     record = {**mechanism.record(), "variance": mechanism.sigma**2, "calibrated_from": kind}
     if mechanism.grid is None:
@@ -761,7 +761,7 @@ def _publish_discrete(
     if Fraction(scale) < units * step:
         scale = math.nextafter(scale, math.inf)
     noise_steps = sample_discrete_gaussian(
-        units, size=lattice.shape, random_state="secure" if ctx.secure else ctx.rng,
+        units, size=lattice.shape, random_state=ctx.source,
     )
     total = lattice + noise_steps
     variance = discrete_gaussian_variance(units * step, grid=grid)

@@ -53,6 +53,7 @@ from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from dpggm.mechanisms.bounds import Bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.random import RandomSource
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l1_sensitivity,
@@ -171,12 +172,13 @@ def release_value(
     *,
     sensitivity: float,
     budget: Budget,
-    rng: np.random.Generator,
+    rng: RandomSource | Any,
     calibration: str = "analytic",
     noise: str = "exact",
-    secure: bool = False,
 ) -> tuple[float | np.ndarray, float]:
-    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default).
+    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default),
+    every random word from ``rng`` (a :class:`~dpggm.mechanisms.random.RandomSource`, e.g.
+    ``ctx.source``, or anything it accepts).
 
     Returns the noisy value and the noise scale ``sigma`` used.
     """
@@ -188,7 +190,7 @@ def release_value(
         calibration=calibration,
         noise=noise,
     )
-    noisy = mechanism.release(array.reshape(-1), rng, secure=secure).reshape(array.shape)
+    noisy = mechanism.release(array.reshape(-1), rng).reshape(array.shape)
     return (float(noisy) if noisy.ndim == 0 else noisy), mechanism.sigma
 
 
@@ -204,7 +206,7 @@ def release_count(
         mechanism = LaplaceMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
     else:
         mechanism = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
-    noisy = mechanism.release(np.array([float(n)]), ctx.rng, secure=ctx.secure)[0]
+    noisy = mechanism.release(np.array([float(n)]), ctx.source)[0]
     return float(noisy), mechanism.delivered, mechanism.record("count_")
 
 
@@ -243,7 +245,7 @@ def _sulq(
             noise=ctx.noise,
         )
         noisy[where] = mechanism.release(
-            values[where], ctx.rng, secure=ctx.secure, independent=True
+            values[where], ctx.source, independent=True
         )
         sigmas[where] = mechanism.sigma
         grids.add(mechanism.grid)
@@ -262,7 +264,7 @@ def _sulq(
 
 def _wishart(
     statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
-    rng: np.random.Generator, mean_removal: bool,
+    rng: RandomSource, mean_removal: bool,
 ) -> tuple[np.ndarray, dict[str, Any], float]:
     p = statistic.shape[0]
     B = bounds.row_norm(p)
@@ -498,7 +500,7 @@ def _release_matrix(
         noiser = _gaussian_or_laplace(
             budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
         )
-        noisy = _mirror(p, iu, noiser.release(values, ctx.rng, secure=ctx.secure))
+        noisy = _mirror(p, iu, noiser.release(values, ctx.source))
         entry_std = (
             noiser.sigma if isinstance(noiser, GaussianMechanism)
             else math.sqrt(2.0) * noiser.scale
@@ -514,7 +516,7 @@ def _release_matrix(
         noisy, delivered, record, sigmas = _sulq(statistic, entry, budget, ctx, calibration)
         return _Part(noisy, delivered, record, float(np.max(sigmas)))
     noisy, record, entry_std = _wishart(
-        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.rng,
+        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.source,
         mean_removal=wishart_mean_removal,
     )
     return _Part(noisy, budget, record, entry_std)
@@ -532,7 +534,7 @@ def _release_sums(
         l2, l1 = _per_record(l2, n), _per_record(l1, n)
     noiser = _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration)
     return _Part(
-        noiser.release(vector, ctx.rng, secure=ctx.secure), noiser.delivered,
+        noiser.release(vector, ctx.source), noiser.delivered,
         noiser.record("mean_"),
     )
 
