@@ -29,10 +29,16 @@ import numpy as np
 from dpggm.estimators._base import DPEstimator, check_budget, make_context
 from dpggm.estimators._contract import FLAG, NOISE, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix, clipped_second_moment
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError, UnsupportedNeighborsError
+from dpggm.exceptions import (
+    BudgetRangeError,
+    IncompatibleBudgetError,
+    NumericalError,
+    UnsupportedNeighborsError,
+)
+from dpggm.mechanisms.additive import NoisePart, check_budget_range
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.noise import above_threshold
+from dpggm.mechanisms.noise import above_threshold, above_threshold_min_epsilon
 from dpggm.mechanisms.release import release_count, release_second_moment
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
@@ -40,6 +46,7 @@ from dpggm.mechanisms.sensitivity import (
 )
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
+    GDP,
     ZCDP,
     NonPrivate,
     PureDP,
@@ -86,7 +93,15 @@ def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
             f"{owner} runs under rho-zCDP: budget must be ZCDP, or PureDP / GDP (which "
             f"convert soundly); got {budget}. {exc}"
         ) from None
-    total = budget_from_cost(ZCDP, cost, rounding="down")
+    try:
+        total = budget_from_cost(ZCDP, cost, rounding="down")
+    except ValueError:
+        name, value = ("mu", budget.mu) if isinstance(budget, GDP) else ("epsilon", budget.epsilon)
+        raise BudgetRangeError(
+            f"budget: {name} must be below 1.8e+154 for {owner}, which accounts in zCDP "
+            f"({name}**2/2 exceeds the largest float); got {name}={value!r}",
+            parameter=name, value=value,
+        ) from None
     if not total.rho > 0:
         raise ValueError(
             f"budget must give rho > 0 for {owner}; got rho={total.rho!r} from {budget}"
@@ -177,6 +192,28 @@ def _separate_cov(
         "eigenvalue_rho": value_budget.rho,
     }
     return noisy, noisy_values, estimate, noise
+
+
+def _whole_matrix_parts(shares: list[Fraction], *, radius: float, n: int, p: int,
+                        neighbors: str, noise: str, eigenvalues: bool = False) -> list[NoisePart]:
+    """The Gaussian releases of a second moment of rows of norm <= ``radius`` at the given
+    shares of the total (for :func:`check_budget_range`; none for float noise)."""
+    if noise == "float":
+        return []
+    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=neighbors)
+    size = p if eigenvalues else p * (p + 1) // 2
+    return [NoisePart(share=share, sensitivity=sensitivity, size=size, value_bound=radius**2)
+            for share in shares]
+
+
+def _svt_minimum(requested: Any, radius_fraction: float) -> float:
+    """The smallest total (in the requested budget's parameter) at which AdaptiveCov's
+    AboveThreshold, run at epsilon with epsilon**2 / 2 = radius_fraction * rho, can draw."""
+    epsilon = above_threshold_min_epsilon(sensitivity=1.0, monotonic=True)
+    rho = epsilon**2 / 2 / float(radius_fraction)
+    if isinstance(requested, ZCDP):
+        return rho
+    return math.sqrt(2 * rho)  # PureDP epsilon or GDP mu, accounted as x**2 / 2
 
 
 class _ZCDPCovarianceBase(DPEstimator):
@@ -591,6 +628,16 @@ class SeparateCovariance(_ZCDPCovarianceBase):
             return self
         accountant = PrivacyAccountant(budget)
         radius = bounds.row_norm(p)
+        vector_share = Fraction(share)
+        check_budget_range(
+            check_budget(self.budget),
+            _whole_matrix_parts([vector_share], radius=radius, n=n, p=p,
+                                neighbors=self.neighbors, noise=self._ctx.noise)
+            + _whole_matrix_parts([1 - vector_share], radius=radius, n=n, p=p,
+                                  neighbors=self.neighbors, noise=self._ctx.noise,
+                                  eigenvalues=True),
+            release=f"SeparateCovariance of {p} columns from n = {n} rows",
+        )
         noisy, values, estimate, noise = _separate_cov(
             S,
             radius=radius,
@@ -806,6 +853,21 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         accountant = PrivacyAccountant(budget)
         r = bounds.row_norm(p)
         rho = Fraction(budget.rho)
+        # Before any draw. The final release's radius is chosen privately, but its noise
+        # in grid steps does not depend on it (sensitivity and values both scale as r^2).
+        final_share = 1 - Fraction(trace_fraction) - Fraction(radius_fraction)
+        check_budget_range(
+            check_budget(self.budget),
+            ([] if ctx.noise == "float" else [NoisePart(
+                share=Fraction(trace_fraction), sensitivity=math.nextafter(r**2 / n, math.inf),
+                size=1, value_bound=r**2)])
+            + _whole_matrix_parts([final_share, final_share / 2], radius=r, n=n, p=p,
+                                  neighbors=self.neighbors, noise=ctx.noise)
+            + _whole_matrix_parts([final_share / 2], radius=r, n=n, p=p,
+                                  neighbors=self.neighbors, noise=ctx.noise, eigenvalues=True),
+            release=f"AdaptiveCovariance of {p} columns from n = {n} rows",
+            minimum=_svt_minimum(check_budget(self.budget), radius_fraction),
+        )
         # Rounding can put a clipped row a hair above r; the sensitivity argument needs <= r^2.
         squared_norms = np.minimum(np.einsum("ij,ij->i", rows, rows), r**2)
 

@@ -33,6 +33,7 @@ from dpggm.estimators._base import DPEstimator, check_budget, check_fraction, ma
 from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import UnsupportedNeighborsError
+from dpggm.mechanisms.additive import NoisePart, check_budget_range
 from dpggm.mechanisms.bounds import Box, RowNorm, check_bounds, check_neighbors
 from dpggm.mechanisms.private_bounds import (
     RANGE_WIDTH,
@@ -44,6 +45,13 @@ from dpggm.mechanisms.private_bounds import (
     range_budget_needed,
 )
 from dpggm.mechanisms.release import release_mean
+from dpggm.mechanisms.sensitivity import (
+    gram_l1_sensitivity,
+    gram_l2_sensitivity,
+    second_moment_entry_sensitivity,
+    sum_l1_sensitivity,
+    sum_l2_sensitivity,
+)
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
     GDP,
@@ -364,6 +372,9 @@ class PrivateGraph(DPEstimator):
         bound_fraction = (self._auto_bound_fraction(budget, n, p, with_norm)
                           if declared is None and not non_private else None)
         self.bound_fraction_ = bound_fraction
+        if not non_private:
+            # Before any draw: every noisy part of the fit must be drawable at this budget.
+            self._check_budget_range(requested, budget, n, p, bound_fraction, private_centre)
         outside = np.zeros(n, dtype=bool)
         if declared is None:
             if non_private:
@@ -488,6 +499,40 @@ class PrivateGraph(DPEstimator):
         while fraction < high and fraction * available < need:
             fraction *= 2
         return fraction
+
+    def _check_budget_range(self, requested: Budget, budget: Budget, n: int, p: int,
+                            bound_fraction: Fraction | None, private_centre: bool) -> None:
+        """Refuse a budget for which a Gaussian or Laplace part cannot be drawn exactly,
+        naming the range that works (public parameters only). Every part is stated for the
+        rescaled records in ``[-1, 1]^p``: the private bounds, the norm bound and the
+        centring change the sensitivity and the values by the same factor, which leaves
+        the noise in grid steps unchanged."""
+        box = Box(tuple(np.ones(p)))
+        laplace = isinstance(budget, PureDP)
+        centre = Fraction(self.center_fraction) if private_centre else Fraction(0)
+        inner = 1 - centre - (bound_fraction or Fraction(0))
+        parts: list[NoisePart] = []
+        if centre:
+            parts.append(NoisePart(
+                share=centre, size=p, value_bound=math.sqrt(p), laplace=laplace,
+                sensitivity=(sum_l1_sensitivity if laplace else sum_l2_sensitivity)(
+                    box, p=p, neighbors=self.neighbors) / n))
+        if self.method == "pace":
+            from dpggm.estimators.pace import PACECovariance, pace_noise_parts
+
+            defaults = PACECovariance().get_params()
+            sens = second_moment_entry_sensitivity(box, n=n, p=p, neighbors=self.neighbors)
+            parts += pace_noise_parts(
+                sens, box.vector(p), diag_fraction=Fraction(defaults["diag_fraction"]),
+                select_fraction=Fraction(defaults["select_fraction"]),
+                max_rounds=max(1, p * (p - 1)), scale=inner)
+        else:
+            parts.append(NoisePart(
+                share=inner, size=p * (p + 1) // 2, value_bound=float(p), laplace=laplace,
+                sensitivity=(gram_l1_sensitivity if laplace else gram_l2_sensitivity)(
+                    box, p=p, neighbors=self.neighbors) / n))
+        check_budget_range(requested, parts,
+                           release=f"a graph of {p} columns from n = {n} rows")
 
     def _inner_estimator(self, rest: Budget, bounds: Any, rng: Any) -> Any:
         # The inner estimator continues this fit's random source (cryptographic for None

@@ -49,6 +49,7 @@ is never reported ``"valid"``: its record has ``validity="invalid"`` with the re
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -56,8 +57,12 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError
-from dpggm.mechanisms.discrete_gaussian import sample_discrete_gaussian, sample_discrete_laplace
+from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError, NumericalError
+from dpggm.mechanisms.discrete_gaussian import (
+    exact_scale_supported,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import (
     GDP,
@@ -74,6 +79,10 @@ from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
     "FLOAT_NOISE_REASON",
+    "MAX_RECORDS",
+    "NoisePart",
+    "check_budget_range",
+    "exact_parameter_range",
     "NOISE_MODES",
     "GaussianMechanism",
     "LaplaceMechanism",
@@ -87,6 +96,9 @@ NOISE_MODES = ("exact", "float")
 GRID_MARGIN = 2.0**-10
 #: Relative allowance for the floating-point error of the statistic itself.
 FLOAT_SLACK = 2.0**-20
+#: The most records a release is analysed for (the allowance above assumes it); under
+#: add/remove, where n is private, it bounds the count and the Gram matrix publicly.
+MAX_RECORDS = 2**30
 #: Grid coordinates must stay below this so that ``t * k`` is an exact double.
 _MAX_GRID_COORDINATE = 2.0**52
 
@@ -400,3 +412,226 @@ class LaplaceMechanism:
         if self.grid is not None:
             out[f"{prefix}grid"] = self.grid
         return out
+
+
+# ----------------------------------------------------------------- budgets that work
+
+#: A release whose statistic reaches this many grid steps leaves the exact range.
+_COORDINATE_LIMIT = Fraction(2**52)
+# Search window for the parameter (rho or epsilon): every float of interest lies inside.
+_LOG2_LOW, _LOG2_HIGH = -1070.0, 1020.0
+
+
+def _part_feasible(value: float, *, sensitivity: float, size: int, value_bound: float | None,
+                   laplace: bool) -> bool:
+    """Whether an exact release with parameter ``value`` (rho of a Gaussian part, epsilon of
+    a Laplace part) can be drawn: the sampler accepts its scale in grid units, and the
+    public bound of the statistic stays inside the exactly representable grid."""
+    try:
+        if laplace:
+            mechanism: Any = LaplaceMechanism(sensitivity=sensitivity, size=size,
+                                               budget=PureDP(value))
+            scale = mechanism.scale
+        else:
+            mechanism = GaussianMechanism(sensitivity=sensitivity, size=size, budget=ZCDP(value))
+            scale = mechanism.sigma
+    except (ValueError, OverflowError, ZeroDivisionError, ArithmeticError):
+        return False
+    if not (math.isfinite(scale) and scale > 0 and mechanism.grid is not None):
+        return False
+    grid = Fraction(mechanism.grid)
+    if not exact_scale_supported(Fraction(scale) / grid, laplace=laplace):
+        return False
+    # Headroom: the statistic plus 12 noise scales (exceeded with probability below 1e-32
+    # per coordinate) must stay inside the grid's range.
+    reach = (0 if value_bound is None else Fraction(value_bound)) + 12 * Fraction(scale)
+    return reach / grid < _COORDINATE_LIMIT
+
+
+@functools.lru_cache(maxsize=512)
+def exact_parameter_range(*, sensitivity: float, size: int, value_bound: float | None = None,
+                          laplace: bool = False) -> tuple[float, float]:
+    """The range of budgets an exact release of ``size`` coordinates of ``sensitivity`` can
+    deliver: ``rho`` of the discrete Gaussian (``laplace=False``, l2 sensitivity) or
+    ``epsilon`` of the discrete Laplace (l1 sensitivity).
+
+    Below the range the noise exceeds ``2**48`` grid steps (the exact samplers' limit);
+    above it a statistic of absolute value up to ``value_bound`` (a public bound; ``None``
+    when only the noise matters) no longer fits in ``2**52`` grid steps. Found by bisection
+    on the mechanism's own calibration; the ends returned are feasible (every value between
+    them is). Public parameters only.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        ``(nan, nan)`` if no budget works.
+    """
+    def ok(log2_value: float) -> bool:
+        return _part_feasible(2.0**log2_value, sensitivity=sensitivity, size=size,
+                              value_bound=value_bound, laplace=laplace)
+
+    # A feasible point: the middle of the window, else a coarse scan.
+    inside = next((x for x in (0.0, *[float(k) for k in range(-1000, 1000, 8)]) if ok(x)), None)
+    if inside is None:
+        return math.nan, math.nan
+
+    def edge(feasible: float, infeasible: float) -> float:
+        if ok(infeasible):
+            return infeasible
+        for _ in range(80):
+            middle = (feasible + infeasible) / 2
+            if middle in (feasible, infeasible):
+                break
+            if ok(middle):
+                feasible = middle
+            else:
+                infeasible = middle
+        return feasible
+
+    low, high = edge(inside, _LOG2_LOW), edge(inside, _LOG2_HIGH)
+    return 2.0**low, 2.0**high
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One exact noisy statistic of a release, for :func:`check_budget_range`.
+
+    ``share`` is the part's share of the total's additive cost (as
+    :func:`~dpggm.privacy.budgets.split_budget` and ``scale_budget`` split it);
+    ``sensitivity`` is l2 for a Gaussian part and l1 for a Laplace part (a part is Laplace
+    when the total is ``PureDP`` and the release uses the Laplace mechanism);
+    ``value_bound`` a public bound on the statistic's coordinates (``None`` if there is
+    none, e.g. a Gram matrix under add/remove, whose size depends on the private ``n``).
+    """
+
+    share: Fraction
+    sensitivity: float
+    size: int
+    value_bound: float | None = None
+    laplace: bool = False
+
+
+def _total_interval(total: Budget, part: NoisePart) -> tuple[str, float, float, float]:
+    """The interval of the total's parameter for which ``part`` is feasible."""
+    low, high = exact_parameter_range(sensitivity=float(part.sensitivity), size=int(part.size),
+                                      value_bound=part.value_bound, laplace=part.laplace)
+    share = Fraction(part.share)
+    if math.isnan(low):
+        return _parameter(total) + (math.inf, -math.inf)
+    if part.laplace:
+        name, value = _parameter(total)
+        return name, value, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
+    if isinstance(total, ZCDP):
+        return "rho", total.rho, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
+    if isinstance(total, (GDP, PureDP)):
+        # Accounted in zCDP as mu^2 / 2 (epsilon^2 / 2): the part gets share * that.
+        name, value = _parameter(total)
+        return (name, value, math.sqrt(_to_float(2 * Fraction(low) / share)),
+                math.sqrt(_to_float(2 * Fraction(high) / share)))
+    # ApproxDP(eps, delta): the part is ApproxDP(share eps, share delta), calibrated to the
+    # largest rho with that conversion; the interval is found on epsilon at this delta.
+    delta = total.delta * float(share)
+
+    def rho_of(epsilon: float) -> float:
+        try:
+            return zcdp_rho_for(epsilon * float(share), delta)
+        except (ValueError, OverflowError, ArithmeticError):
+            # Out of the conversion's reach: an underflow at the bottom, an overflow on top.
+            return 0.0 if epsilon < 1 else math.inf
+
+    def bisect(target: float) -> float:
+        lo, hi = -1070.0, 1020.0
+        for _ in range(90):
+            middle = (lo + hi) / 2
+            if rho_of(2.0**middle) < target:
+                lo = middle
+            else:
+                hi = middle
+        return 2.0**hi if target == low else 2.0**lo
+
+    return "epsilon", total.epsilon, bisect(low), bisect(high)
+
+
+def _three_digits(value: float, *, up: bool) -> str:
+    """``value`` to three significant digits, rounded up or down (never across it)."""
+    if not (math.isfinite(value) and value > 0):
+        return f"{value:.3g}"
+    exponent = math.floor(math.log10(value)) - 2
+    mantissa = value / 10.0**exponent
+    mantissa = math.ceil(mantissa * (1 - 1e-12)) if up else math.floor(mantissa * (1 + 1e-12))
+    text = f"{mantissa * 10.0**exponent:.3g}"
+    while (float(text) < value) if up else (float(text) > value):
+        mantissa += 1 if up else -1
+        text = f"{mantissa * 10.0**exponent:.3g}"
+    return text
+
+
+def _to_float(value: Fraction) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _parameter(total: Budget) -> tuple[str, float]:
+    if isinstance(total, ZCDP):
+        return "rho", total.rho
+    if isinstance(total, GDP):
+        return "mu", total.mu
+    return "epsilon", total.epsilon
+
+
+def check_budget_range(total: Budget, parts: list[NoisePart] | tuple[NoisePart, ...], *,
+                       release: str, minimum: float = 0.0) -> None:
+    """Refuse, before any random draw, a ``total`` budget for which one of the release's
+    exact noisy ``parts`` cannot be drawn: a one-line
+    :class:`~dpggm.exceptions.BudgetRangeError` naming the budget's parameter and the
+    range that works for this release (computed from public parameters only).
+
+    ``release`` describes the release in the message (e.g. ``"the second moment of p = 5
+    columns"``); ``minimum`` is a further lower bound on the total's parameter set by
+    another step (AboveThreshold, say). A ``NonPrivate`` total passes; without parts only a
+    zero budget is refused.
+    """
+    if isinstance(total, NonPrivate):
+        return
+    name, value = _parameter(total)
+    if not parts:
+        if value > 0:
+            return
+        raise BudgetRangeError(
+            f"budget: {name} must be > 0 for {release}; got {name}={value!r} (a zero budget "
+            "allows no release; use NonPrivate() for an exact reference run)",
+            parameter=name, value=value, low=0.0, high=math.inf,
+        )
+    lows, highs = [minimum], []
+    for part in parts:
+        _, _, low, high = _total_interval(total, part)
+        lows.append(low)
+        highs.append(high)
+    # Shares are split in rounded floats: keep a relative margin inside the edges found.
+    low, high = max(lows) * (1 + 1e-9), min(highs) * (1 - 1e-9)
+    if low <= value <= high and value > 0:
+        return
+    if not low <= high:
+        raise BudgetRangeError(
+            f"budget: no {name} can be delivered exactly for {release} (the noise would not "
+            f"fit the exact samplers' grid); got {total}",
+            parameter=name, value=value,
+        )
+    if value == 0:
+        why = "a zero budget allows no release; use NonPrivate() for an exact reference run"
+    elif value < low:
+        why = ("smaller budgets call for noise beyond 2**48 grid steps, which the exact "
+               "samplers cannot draw (and which would hide every value anyway)")
+    else:
+        why = ("larger budgets call for a grid so fine that the statistic no longer fits in "
+               "2**52 steps; use NonPrivate() for an exact reference run")
+    # Three significant digits, rounded inwards so that the range stated still works;
+    # below the smallest normal float the lower end is "any positive value".
+    top = _three_digits(high, up=False)
+    interval = f"(0, {top}]" if low < 2.3e-308 else f"[{_three_digits(low, up=True)}, {top}]"
+    raise BudgetRangeError(
+        f"budget: {name} must be in {interval} for {release}; got {name}={value!r} ({why})",
+        parameter=name, value=value, low=low, high=high,
+    )

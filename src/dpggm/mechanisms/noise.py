@@ -22,6 +22,7 @@ from dpggm.mechanisms.random import RandomSource
 
 __all__ = [
     "above_threshold",
+    "above_threshold_min_epsilon",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
     "symmetric_gaussian_noise",
@@ -160,6 +161,16 @@ def _to_grid(values: np.ndarray, step: float) -> np.ndarray:
     with np.errstate(over="ignore"):
         scaled = np.rint(np.asarray(values, dtype=float) / step)
     return np.clip(scaled, -_GRID_LIMIT, _GRID_LIMIT).astype(np.int64)
+
+
+def above_threshold_min_epsilon(*, sensitivity: float, monotonic: bool = False) -> float:
+    """The smallest ``epsilon`` :func:`above_threshold` can run at: its discrete Laplace
+    scales, ``(2 or 4) D / epsilon`` grid steps, must stay within the exact sampler's
+    ``2**48`` (public parameters only; a hair is added for the rounding of the scales)."""
+    sensitivity = _check_scale("sensitivity", sensitivity)
+    step = math.ldexp(1.0, math.frexp(sensitivity)[1] - 1 - _THRESHOLD_GRID_BITS)
+    grid_sensitivity = math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
+    return (2 if monotonic else 4) * grid_sensitivity / 2.0**48 * (1 + 2.0**-30)
 
 
 def above_threshold(

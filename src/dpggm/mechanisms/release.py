@@ -49,7 +49,13 @@ from typing import Any
 import numpy as np
 
 from dpggm.exceptions import InvalidGuaranteeError, UnsupportedNeighborsError
-from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from dpggm.mechanisms.additive import (
+    MAX_RECORDS,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NoisePart,
+    check_budget_range,
+)
 from dpggm.mechanisms.bounds import Bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
@@ -123,8 +129,9 @@ def _check_budget(mechanism: str, budget: Budget) -> None:
     allowed = _BUDGETS_FOR[mechanism]
     if not isinstance(budget, allowed):
         names = " or ".join(cls.__name__ for cls in allowed)
+        article = "an" if names[0] in "AEIOU" else "a"
         raise TypeError(
-            f"mechanism {mechanism!r} needs a {names} budget; got {type(budget).__name__}"
+            f"mechanism {mechanism!r} needs {article} {names} budget; got {type(budget).__name__}"
         )
 
 
@@ -384,6 +391,15 @@ def release_second_moment(
         )
     if mean_fraction is not None and total is None:
         raise ValueError("a private mean needs the column sums (total)")
+    # Before any draw: every noisy part must be drawable at this budget.
+    check_budget_range(
+        budget,
+        _planned_parts(p=p, n=n, bounds=bounds, budget=budget, mechanism=mechanism, ctx=ctx,
+                       mean_fraction=mean_fraction,
+                       count_fraction=count_fraction if add_remove else None),
+        release=f"the {mechanism!r} release of a {p} x {p} second moment from n = {n} rows"
+        if not add_remove else f"the {mechanism!r} release of a {p} x {p} Gram matrix",
+    )
 
     count_budget, rest = _split_off(budget, count_fraction if add_remove else None)
     mean_budget, matrix_budget = _split_off(rest, mean_fraction)
@@ -452,6 +468,53 @@ def release_second_moment(
         entry_noise_std=float(entry_std),
         guarantee=guarantee,
     )
+
+
+def _planned_parts(
+    *, p: int, n: int, bounds: Bounds, budget: Budget, mechanism: str, ctx: ReleaseContext,
+    mean_fraction: float | None, count_fraction: float | None,
+) -> list[NoisePart]:
+    """The exact noisy parts :func:`release_second_moment` will draw, with their shares of
+    the budget, sensitivities and public value bounds (for :func:`check_budget_range`).
+    Float noise has no grid, hence no part (a zero budget is still refused)."""
+    if mechanism not in ("gaussian", "laplace", "sulq"):
+        return []  # the Wishart mechanisms check their own epsilon and delta
+    add_remove = ctx.neighbors == "add-remove"
+    laplace = isinstance(budget, PureDP)
+    if ctx.noise == "float":
+        return []  # no grid: only a zero budget is out of range
+    rest = Fraction(1)
+    parts: list[NoisePart] = []
+    if count_fraction is not None:
+        parts.append(NoisePart(share=Fraction(count_fraction), sensitivity=1.0, size=1,
+                               value_bound=float(MAX_RECORDS), laplace=laplace))
+        rest -= Fraction(count_fraction)
+    matrix_share = rest
+    scale = 1 if add_remove else n
+    square = bounds.row_norm(p) ** 2
+    if mean_fraction is not None:
+        mean_share = rest * Fraction(mean_fraction)
+        matrix_share = rest - mean_share
+        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        parts.append(NoisePart(
+            share=mean_share, sensitivity=(l1 if laplace else l2) / scale, size=p,
+            value_bound=bounds.row_norm(p) * (MAX_RECORDS if add_remove else 1),
+            laplace=laplace))
+    # n is private under add/remove: the Gram matrix is bounded through MAX_RECORDS.
+    value_bound = square * (MAX_RECORDS if add_remove else 1)
+    if mechanism == "sulq":
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+        k = p * (p + 1) // 2
+        for sensitivity in {float(entry.min()), float(entry.max())}:
+            parts.append(NoisePart(share=matrix_share / k, sensitivity=sensitivity, size=1,
+                                   value_bound=value_bound))
+        return parts
+    l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+    l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+    parts.append(NoisePart(share=matrix_share, sensitivity=l1 if laplace else l2,
+                           size=p * (p + 1) // 2, value_bound=value_bound, laplace=laplace))
+    return parts
 
 
 @dataclass(frozen=True)
