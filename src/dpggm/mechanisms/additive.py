@@ -511,6 +511,30 @@ class NoisePart:
     laplace: bool = False
 
 
+def _part_parameter(total: Budget, part: NoisePart) -> float | None:
+    """The parameter ``part`` receives from ``total`` (rho of a Gaussian part, epsilon of a
+    Laplace part), or ``None`` when it cannot be formed."""
+    share = Fraction(part.share)
+    try:
+        if part.laplace:
+            return _to_float(Fraction(_parameter(total)[1]) * share)
+        if isinstance(total, ZCDP):
+            return _to_float(Fraction(total.rho) * share)
+        if isinstance(total, (GDP, PureDP)):
+            return _to_float(Fraction(_parameter(total)[1]) ** 2 / 2 * share)
+        return zcdp_rho_for(total.epsilon * float(share), total.delta * float(share))
+    except (ValueError, OverflowError, ArithmeticError):
+        return None
+
+
+def _part_fits(total: Budget, part: NoisePart) -> bool:
+    value = _part_parameter(total, part)
+    return value is not None and value > 0 and math.isfinite(value) and _part_feasible(
+        value, sensitivity=float(part.sensitivity), size=int(part.size),
+        value_bound=part.value_bound, laplace=part.laplace)
+
+
+@functools.lru_cache(maxsize=256)
 def _total_interval(total: Budget, part: NoisePart) -> tuple[str, float, float, float]:
     """The interval of the total's parameter for which ``part`` is feasible."""
     low, high = exact_parameter_range(sensitivity=float(part.sensitivity), size=int(part.size),
@@ -604,6 +628,8 @@ def check_budget_range(total: Budget, parts: list[NoisePart] | tuple[NoisePart, 
             "allows no release; use NonPrivate() for an exact reference run)",
             parameter=name, value=value, low=0.0, high=math.inf,
         )
+    if value >= minimum and value > 0 and all(_part_fits(total, part) for part in parts):
+        return  # the usual case: no range needs to be computed
     lows, highs = [minimum], []
     for part in parts:
         _, _, low, high = _total_interval(total, part)
