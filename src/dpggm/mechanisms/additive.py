@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -522,9 +523,17 @@ def _part_parameter(total: Budget, part: NoisePart) -> float | None:
             return _to_float(Fraction(total.rho) * share)
         if isinstance(total, (GDP, PureDP)):
             return _to_float(Fraction(_parameter(total)[1]) ** 2 / 2 * share)
-        return zcdp_rho_for(total.epsilon * float(share), total.delta * float(share))
+        return _quiet_rho_for(total.epsilon * float(share), total.delta * float(share))
     except (ValueError, OverflowError, ArithmeticError):
         return None
+
+
+def _quiet_rho_for(epsilon: float, delta: float) -> float:
+    """:func:`zcdp_rho_for` without the root finder's overflow warnings, which far outside
+    the range say nothing to the user (the error that follows does)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return zcdp_rho_for(epsilon, delta)
 
 
 def _part_fits(total: Budget, part: NoisePart) -> bool:
@@ -558,7 +567,7 @@ def _total_interval(total: Budget, part: NoisePart) -> tuple[str, float, float, 
 
     def rho_of(epsilon: float) -> float:
         try:
-            return zcdp_rho_for(epsilon * float(share), delta)
+            return _quiet_rho_for(epsilon * float(share), delta)
         except (ValueError, OverflowError, ArithmeticError):
             # Out of the conversion's reach: an underflow at the bottom, an overflow on top.
             return 0.0 if epsilon < 1 else math.inf
