@@ -146,3 +146,24 @@ def test_cli_names_the_budget_and_its_range(csv, tmp_path, command, budget, para
     assert len(lines) == 1 and lines[0].startswith("error: budget:"), result.output
     assert f"{parameter} must be in" in result.output.replace("\n", " ")
     assert "Traceback" not in result.output and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("neighbors", ["replace", "add-remove"])
+def test_diagonal_covariance_budget_range(X, neighbors, no_draws):
+    from dpggm.estimators.baselines import DiagonalCovariance
+
+    for rho in (1e-300, 1e300, 0.0):
+        with pytest.raises(BudgetRangeError, match=r"budget: rho must be in \["):
+            DiagonalCovariance(budget=ZCDP(rho), bounds=Box(1.0), neighbors=neighbors,
+                               random_state="secure").fit(X)
+
+
+def test_publish_budget_range(X, no_draws):
+    from dpggm.mechanisms.publish import publish
+
+    for kwargs in ({"mu": 1e-300}, {"mu": 1e300}, {"epsilon": 1e300, "delta": 1e-6}):
+        with pytest.raises(BudgetRangeError, match="budget: (mu|epsilon) must be in"):
+            publish(X, bounds=RowNorm(1.0), random_state="secure", **kwargs)
+    integers = (X * 10).astype(np.int64)
+    with pytest.raises(BudgetRangeError, match="budget: mu must be at least"):
+        publish(integers, bounds=RowNorm(20.0), mu=1e-300, discrete=True, random_state="secure")

@@ -35,7 +35,7 @@ from dpggm.exceptions import (
     NumericalError,
     UnsupportedNeighborsError,
 )
-from dpggm.mechanisms.additive import NoisePart, check_budget_range
+from dpggm.mechanisms.additive import MAX_RECORDS, NoisePart, check_budget_range
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import above_threshold, above_threshold_min_epsilon
@@ -499,6 +499,23 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         n_samples = n
         diagonal = np.diag(S).copy()
         sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors))
+        add_remove = ctx.neighbors == "add-remove"
+        if ctx.noise != "float":
+            # Before any draw: the count and every diagonal entry must be drawable.
+            count_share = Fraction(self.count_fraction) if add_remove else Fraction(0)
+            scale = 1 if add_remove else n
+            records = MAX_RECORDS if add_remove else 1  # n is private under add/remove
+            box = bounds.vector(p)
+            parts = [NoisePart(share=(1 - count_share) / p, sensitivity=float(s) / scale,
+                               size=1, value_bound=float(np.max(box)) ** 2 * records)
+                     for s in {float(sensitivity.min()), float(sensitivity.max())}]
+            if add_remove:
+                parts.append(NoisePart(share=count_share, sensitivity=1.0, size=1,
+                                       value_bound=float(MAX_RECORDS)))
+            check_budget_range(check_budget(self.budget), parts,
+                               release=f"DiagonalCovariance of {p} columns")
+        else:
+            check_budget_range(check_budget(self.budget), [], release="DiagonalCovariance")
         if ctx.neighbors == "add-remove":
             count_budget, _ = split_budget(budget, self.count_fraction)
             accountant.spend(count_budget, mechanism="noisy count")

@@ -69,8 +69,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import UnsupportedNeighborsError
-from dpggm.mechanisms.additive import GaussianMechanism, check_noise_mode
+from dpggm.exceptions import BudgetRangeError, UnsupportedNeighborsError
+from dpggm.mechanisms.additive import (
+    GaussianMechanism,
+    NoisePart,
+    check_budget_range,
+    check_noise_mode,
+)
 from dpggm.mechanisms.bounds import (
     Bounds,
     Box,
@@ -601,6 +606,19 @@ def publish(
     n, p = values.shape
     bounds.check_dimension(p)
     sensitivity = row_l2_sensitivity(bounds, p=p, neighbors=neighbors)
+    if kind in ("mu", "epsilon"):
+        # Before any draw: a budget the exact release can deliver (float and lattice
+        # releases have no grid of their own to outgrow; only a zero budget is refused).
+        asked = GDP(request["mu"]) if kind == "mu" else ApproxDP(request["epsilon"],
+                                                                  request["delta"])
+        exact_grid = not discrete and ctx.noise == "exact"
+        check_budget_range(asked, [NoisePart(
+            share=Fraction(1), sensitivity=sensitivity, size=p,
+            value_bound=bounds.row_norm(p))] if exact_grid else [],
+            release=f"a noisy copy of {n} records of {p} columns")
+        if discrete:
+            _check_lattice_budget(asked, sensitivity=sensitivity,
+                                  step=Fraction(1) if grid is None else Fraction(grid))
     if discrete:
         outcome = _publish_discrete(
             values, bounds=bounds, grid=grid, sensitivity=sensitivity, kind=kind,
@@ -719,6 +737,25 @@ def _publish_continuous(
             "that the noise variance equals sigma^2 to double precision"
         )
     return released, mechanism.sigma, mechanism.delivered, record, note, mechanism.sigma**2, clipped
+
+
+def _check_lattice_budget(asked: Budget, *, sensitivity: float, step: Fraction) -> None:
+    """A lattice release draws ``sigma / step`` in lattice units, at most ``2**48`` of them:
+    refuse, naming the smallest budget that works, a budget calling for more."""
+    # The smallest rho: sigma = sensitivity / sqrt(2 rho) <= 2**48 step (with a margin).
+    rho_low = float(Fraction(sensitivity) ** 2 / (2 * (Fraction(2**48) * step) ** 2)) * (1 + 1e-6)
+    if isinstance(asked, GDP):
+        name, value, low = "mu", asked.mu, math.sqrt(2 * rho_low)
+    else:
+        name, value = "epsilon", asked.epsilon
+        low = ZCDP(rho_low).to_approx(asked.delta).epsilon
+    if value < low:
+        raise BudgetRangeError(
+            f"budget: {name} must be at least {low:.3g} for a release on this lattice; got "
+            f"{name}={value!r} (smaller budgets call for noise beyond 2**48 lattice steps, "
+            "which the exact sampler cannot draw)",
+            parameter=name, value=value, low=low, high=math.inf,
+        )
 
 
 def _sampler_scale_at_least(units: Fraction) -> Fraction:
