@@ -103,8 +103,10 @@ def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
             parameter=name, value=value,
         ) from None
     if not total.rho > 0:
-        raise ValueError(
-            f"budget must give rho > 0 for {owner}; got rho={total.rho!r} from {budget}"
+        raise BudgetRangeError(
+            f"budget: rho must be > 0 for {owner} (a zero budget allows no release; use "
+            f"NonPrivate() for an exact reference run); got rho={total.rho!r} from {budget}",
+            parameter="rho", value=total.rho, low=0.0, high=math.inf,
         )
     return total
 
