@@ -211,6 +211,16 @@ def test_float_support_attack_breaks_the_float_gaussian_path():
     assert _mironov_bound("gaussian", noise="float") > 1.0
 
 
+@pytest.mark.parametrize("name", ["ssp-float", "laplace-float"])
+def test_float_noise_targets_fail_the_audit(name):
+    # noise="float" is reported "invalid"; the audit must show why (issue 20).
+    (result,) = audit(name, quick=True)
+    assert result.expected == "fail" and not result.double
+    assert result.verdict == "fail", result.event
+    assert "reachable from" in result.event
+    assert result.epsilon_lower_bound > 2 * result.claimed["epsilon"]
+
+
 def test_mironov_attack_does_not_separate_the_grid_path():
     # The default, exact noise on a grid: the event no longer separates the data sets.
     assert _mironov_bound() <= 1.0

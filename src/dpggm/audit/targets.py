@@ -227,12 +227,15 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
                    float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
-                   full: int = 5000, summary: str = "", **options: Any) -> Target:
+                   full: int = 5000, summary: str = "", factory: Callable[..., Any] | None = None,
+                   **options: Any) -> Target:
+    """The estimator registered as ``name`` (or built by ``factory``), audited as ``name``."""
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
+    make = factory or (lambda **params: make_estimator(name, **params))
 
     def build(relation: str, rng: Any, budget_override: Any = None) -> Any:
-        return make_estimator(name, budget=budget_override or budget, bounds=bounds,
-                              neighbors=relation, random_state=rng, **options)
+        return make(budget=budget_override or budget, bounds=bounds, neighbors=relation,
+                    random_state=rng, **options)
 
     return Target(
         name=name,
@@ -273,6 +276,23 @@ register_target(_method_target(
                          est.noisy_covariance_),
 ))
 register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma")))
+
+# The float path (noise="float"): NumPy's samplers leak through floating-point gaps
+# (Mironov 2012). Such releases are reported "invalid"; the floating-point support event
+# must refute their claim here, so a correct audit fails them.
+register_target(_method_target(
+    "ssp-float", _APPROX, factory=PrivateCovariance, mechanism="gaussian", noise="float",
+    relations=("replace",),
+    float_noise=("gaussian", "sigma"), expected="fail",
+    summary=f"`PrivateCovariance(noise='float')`, Gaussian ({_APPROX}); known invalid",
+))
+register_target(_method_target(
+    "laplace-float", PureDP(1.0), factory=PrivateCovariance, mechanism="laplace", noise="float",
+    relations=("replace",),
+    float_noise=("laplace", "laplace_scale"), expected="fail",
+    summary="`PrivateCovariance(mechanism='laplace', noise='float')` (PureDP(epsilon=1)); "
+            "known invalid",
+))
 
 
 def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,7 @@ Passes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -46,11 +46,13 @@ from dpggm.estimators._passes import (
     Shifted,
     ValueCounts,
 )
+from dpggm.exceptions import BudgetRangeError
 from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
 from dpggm.mechanisms.private_bounds import (
+    RANGE_SHARES,
     PrivateNormBound,
     PrivateRanges,
     RangeStages,
@@ -93,6 +95,7 @@ __all__ = [
     "GraphSettings",
     "accounting_budget",
     "check_not_hopeless",
+    "check_plan_budget_range",
     "graph_plan",
     "predicted_partial_correlation_noise",
     "run_plan",
@@ -156,11 +159,28 @@ def accounting_budget(budget: Budget, method: str) -> Budget:
     if isinstance(budget, ApproxDP):
         if budget.delta == 0:
             return accounting_budget(PureDP(budget.epsilon), method)
-        return ZCDP(zcdp_rho_for(budget.epsilon, budget.delta))
+        return ZCDP(_rho_implying(budget.epsilon, budget.delta))
     if isinstance(budget, GDP) or (isinstance(budget, PureDP) and method == "pace"):
         # Rounded down: the steps must never spend more than the budget implies.
         return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
     return budget
+
+
+def _rho_implying(epsilon: float, delta: float) -> float:
+    """The largest ``rho`` whose tight conversion implies ``(epsilon, delta)``; where that
+    search overflows (an enormous ``epsilon``), the simple conversion ``epsilon = rho +
+    2 sqrt(rho ln(1/delta))`` solved for ``rho`` (a smaller ``rho``, so still implying it)."""
+    if epsilon == 0:
+        return 0.0
+    try:
+        return zcdp_rho_for(epsilon, delta)
+    except (OverflowError, ArithmeticError):
+        log_term = math.log(1.0 / delta)
+        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
+        rho = root * root
+        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
+            rho = math.nextafter(rho, 0.0)
+        return rho
 
 
 def _notion_cost(budget: Budget) -> Fraction:
@@ -201,7 +221,16 @@ def _share(total: Budget, fraction: Fraction) -> Budget:
 
 
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
-    """Public noise figures of a Gaussian (or, for pure DP, Laplace) step."""
+    """Public noise figures of a Gaussian (or, for pure DP, Laplace) step; none for a
+    budget no exact draw can be calibrated to (check_plan_budget_range refuses it)."""
+    try:
+        return _additive_figures(mechanism_budget, size, sensitivity)
+    except (ValueError, ArithmeticError):
+        return {}
+
+
+def _additive_figures(mechanism_budget: Budget, size: int,
+                      sensitivity: float | None) -> dict[str, Any]:
     if isinstance(mechanism_budget, PureDP):
         if sensitivity is None:
             return {"noise_multiplier": 1.0 / mechanism_budget.epsilon}
@@ -275,7 +304,12 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     if fraction is not None:
         range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
         ranges_budget = _share(total, range_share)
-        eps = range_epsilons(ranges_budget, p)
+        try:
+            eps = range_epsilons(ranges_budget, p)
+        except ValueError:
+            # A budget too small for any selection: the plan says so with epsilon 0, and
+            # check_plan_budget_range refuses it with the range that works.
+            eps = dict.fromkeys(RANGE_SHARES, 0.0)
         steps.append(PlannedMeasurement(
             "bounds", "exponential", ranges_budget, repetitions=3 * p, sensitivity=1.0,
             sensitivity_rule="rank scores of cells of public grids",
@@ -360,6 +394,86 @@ def check_not_hopeless(plan: ReleasePlan) -> None:
         )
 
 
+def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
+    """Refuse, before the first random draw, a budget for which one of the plan's exact
+    Gaussian or Laplace steps cannot be drawn (its noise beyond the exact samplers' range,
+    or its statistic beyond the grid's), naming the range that works.
+
+    Every part is stated on the records rescaled into ``[-1, 1]^p`` (or the declared
+    bound): the private bounds and the centring rescale the sensitivity and the values by
+    the same factor, which leaves the noise in grid steps unchanged. The exponential
+    mechanisms have no such limit.
+    """
+    if settings.non_private:
+        return
+    from dpggm.mechanisms.additive import NoisePart, check_budget_range
+
+    n, p = plan.n_samples, plan.n_features
+    total = _notion_cost(plan.accounting)
+    shares_of = plan
+    if total == 0:
+        # A zero budget: the parts' shares come from the same plan at a nominal total.
+        nominal = budget_from_cost(type(plan.accounting), (Fraction(1),))
+        shares_of = graph_plan(replace(settings, accounting=nominal), n, p)
+        total = Fraction(1)
+    bounds = settings.declared if settings.declared is not None else Box(1.0)
+    pure = isinstance(plan.accounting, PureDP)
+    parts: list[Any] = []
+    for step in shares_of.steps:
+        share = _notion_cost(step.budget) / total
+        if step.step == "missing counts":
+            parts.append(NoisePart(share=share, sensitivity=float(step.sensitivity), size=p,
+                                   value_bound=float(n), laplace=pure))
+        elif step.step == "centring":
+            sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(
+                bounds, p=p, neighbors="replace") / n
+            parts.append(NoisePart(share=share, sensitivity=sens, size=p,
+                                   value_bound=bounds.row_norm(p), laplace=pure))
+        elif step.step == "graph" and settings.method != "pace":
+            sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
+                bounds, p=p, neighbors="replace") / n
+            parts.append(NoisePart(share=share, sensitivity=sens, size=p * (p + 1) // 2,
+                                   value_bound=bounds.row_norm(p) ** 2, laplace=pure))
+        elif step.step == "graph":
+            from dpggm.estimators.pace import PACECovariance, pace_noise_parts
+            from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
+
+            box = bounds if isinstance(bounds, Box) else Box(1.0)
+            defaults = PACECovariance().get_params()
+            parts += pace_noise_parts(
+                second_moment_entry_sensitivity(box, n=n, p=p, neighbors="replace"),
+                box.vector(p), diag_fraction=Fraction(defaults["diag_fraction"]),
+                select_fraction=Fraction(defaults["select_fraction"]),
+                max_rounds=max(1, p * (p - 1)), scale=share)
+    release = f"a graph of {p} columns from n = {n} rows"
+    requested = settings.requested
+    if type(requested) is type(plan.accounting):
+        check_budget_range(plan.accounting, parts, release=release)
+        return
+    try:
+        check_budget_range(plan.accounting, parts, release=release)
+    except BudgetRangeError as exc:
+        # The pipeline runs in zCDP; the caller gave another form: state the range in it.
+        name, value, convert = _requested_form(requested)
+        low = convert(exc.low) if exc.low > 0 else 0.0
+        high = convert(exc.high)
+        raise BudgetRangeError(
+            f"budget: {name} must be in [{low:.3g}, {high:.3g}] for {release}, run in zCDP at "
+            f"the rho that {requested} implies; got {name}={value!r}",
+            parameter=name, value=value, low=low, high=high) from None
+
+
+def _requested_form(requested: Budget) -> tuple[str, float, Any]:
+    """The requested budget's parameter, its value, and the map from the zCDP ``rho`` it is
+    run in back to that parameter (for messages)."""
+    if isinstance(requested, ApproxDP):
+        return ("epsilon", requested.epsilon,
+                lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon)
+    if isinstance(requested, GDP):
+        return "mu", requested.mu, lambda rho: math.sqrt(2 * rho)
+    return "epsilon", requested.epsilon, lambda rho: math.sqrt(2 * rho)
+
+
 # ------------------------------------------------------------------------------ running
 
 
@@ -410,7 +524,7 @@ class _Runner:
         return result
 
     def ranges(self, first: Any) -> None:
-        rng = self.ctx.rng
+        rng = self.ctx.source
         epsilons = ({k[len("epsilon_"):]: v for k, v in self.steps["bounds"].noise.items()}
                     if "bounds" in self.steps else {})
         stages = RangeStages(epsilons=epsilons, width=self.settings.range_width)
@@ -455,7 +569,7 @@ class _Runner:
 
         def run(planned: Any) -> tuple[PrivateNormBound, dict[str, Any]]:
             chosen = choose_norm_bound(counts.below(), n, cap=cap, budget=planned.budget,
-                                       quantile=quantile, rng=self.ctx.rng)
+                                       quantile=quantile, rng=self.ctx.source)
             return chosen, {"epsilon": chosen.epsilon}
 
         if self.settings.non_private:

@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.estimators._base import DPEstimator
+from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators._graph_pipeline import (
     GraphRelease,
     GraphSettings,
     accounting_budget,
     check_not_hopeless,
+    check_plan_budget_range,
     first_pass_task,
     graph_plan,
     run_plan,
@@ -285,9 +286,6 @@ class PrivateGraph(DPEstimator):
         if not isinstance(center, str):
             center = np.asarray(center, dtype=float)
         accounting = accounting_budget(budget, self.method)
-        if not isinstance(accounting, NonPrivate) and not all(
-                c > 0 for c in _costs(accounting)):
-            raise ValueError(f"budget must be positive to release anything; got {budget}")
         bound_fraction = params["bound_fraction"]
         return GraphSettings(
             requested=budget, accounting=accounting, declared=declared, center=center,
@@ -315,6 +313,13 @@ class PrivateGraph(DPEstimator):
         if settings.declared is not None:
             settings.declared.check_dimension(p)
 
+    @staticmethod
+    def _check_plan(settings: GraphSettings, plan: ReleasePlan) -> None:
+        """Refuse, before any random draw, a budget no exact step can be drawn with, then
+        a release that would be pure noise."""
+        check_plan_budget_range(plan, settings)
+        check_not_hopeless(plan)
+
     def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
         """The measurements a fit on ``n_samples`` records of ``n_features`` columns will
         make, from public facts only: no data are read and nothing random is drawn.
@@ -336,18 +341,18 @@ class PrivateGraph(DPEstimator):
         """Choose bounds, centre and release the graph of ``X``: an array, a DataFrame, the
         path of a CSV or Parquet file (or a ``TableFile``), or a Dask collection."""
         settings = self._settings()
-        ctx = ReleaseContext(neighbors="replace", bounds=None, random_state=self.random_state,
-                             report_delta=self.report_delta)
+        ctx = make_context(self, None)
         with open_records(X, missing=settings.missing) as records:
             if isinstance(records, ArrayRecords):
+                # The sizes are known: refuse before even the first pass.
                 self._check_sizes(settings, records.n_samples, records.n_features)
-                check_not_hopeless(graph_plan(settings, records.n_samples,
-                                              records.n_features))
+                self._check_plan(settings, graph_plan(settings, records.n_samples,
+                                                      records.n_features))
             first = records.run(first_pass_task(settings))
             n, p = records.n_samples, records.n_features
             self._check_sizes(settings, n, p)
             plan = graph_plan(settings, n, p)
-            check_not_hopeless(plan)
+            self._check_plan(settings, plan)
             release, accountant = run_plan(settings, plan, records, ctx, first)
             columns = list(records.columns)
         self.plan_ = plan
@@ -374,7 +379,7 @@ class PrivateGraph(DPEstimator):
             budget = (NonPrivate() if settings.non_private
                       else {s.step: s for s in plan.steps}["graph"].budget)
             inner = PACECovariance(budget=budget, bounds=release.inner_bounds,
-                                   random_state="secure" if ctx.secure else ctx.rng,
+                                   random_state=ctx.source,
                                    report_delta=self.report_delta)
             inner_budget, inner_bounds = inner._validate()
             inner._fit_second_moment(pd.DataFrame(columns=columns), release.second_moment,
@@ -454,8 +459,7 @@ class PrivateGraph(DPEstimator):
                              "rescaled_bound": release.inner_bounds.to_dict()}
             if release.norm_bound is not None:
                 bounds_record["norm_bound"] = release.norm_bound.to_dict()
-        ctx = ReleaseContext(neighbors="replace", bounds=bounds_record,
-                             random_state=self.random_state, report_delta=self.report_delta)
+        ctx = make_context(self, bounds_record)
         parts = (["private ranges"] if declared is None else []) + (
             ["private norm bound"] if release.norm_bound is not None else []) + (
             ["private mean"] if settings.private_centre else []) + [

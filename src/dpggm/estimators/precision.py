@@ -20,12 +20,17 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
-from dpggm.estimators._base import DPEstimator, PrivateEstimatorBase, ReleasedCovariance
+from dpggm.estimators._base import (
+    DPEstimator,
+    PrivateEstimatorBase,
+    ReleasedCovariance,
+    make_context,
+)
 from dpggm.estimators._contract import FLAG, AnyOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
-from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.glasso import graphical_lasso
@@ -414,10 +419,7 @@ class OutputPerturbationPrecision(DPEstimator):
         result = graphical_lasso(S, alpha, method=self.solver,
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
-        ctx = ReleaseContext(
-            neighbors=self.neighbors, bounds=bounds, random_state=self.random_state,
-            report_delta=self.report_delta,
-        )
+        ctx = make_context(self, bounds)
         self.non_private_precision_ = result.estimate
         if isinstance(budget, NonPrivate):
             self.precision_ = result.estimate
@@ -426,11 +428,11 @@ class OutputPerturbationPrecision(DPEstimator):
             )
         else:
             scale = p**2.5 / (n * budget.epsilon * alpha**2)
-            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.rng)
+            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.source)
             self.privacy_ = ctx.guarantee(
                 budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
                 noise={"wishart_df": p + 1, "wishart_scale": scale},
-                invalid_reason=_OUTPUT_PERTURBATION_FLAW,
+                invalid_reason=f"{_OUTPUT_PERTURBATION_FLAW}; {WISHART_FLOAT_REASON}",
             )
         self._set_fitted(X, n_samples=n, n_features=p, columns=columns, privacy=self.privacy_,
                          covariance=np.linalg.pinv(self.precision_))

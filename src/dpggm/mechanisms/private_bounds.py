@@ -43,7 +43,9 @@ from typing import Any
 import numpy as np
 
 from dpggm.mechanisms.noise import exponential_mechanism
+from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
+from dpggm.privacy.calibration import epsilon_for_zcdp
 
 __all__ = [
     "NORM_GRID_OCTAVES",
@@ -211,13 +213,7 @@ def exponential_epsilon(budget: Budget) -> float:
     (or ``ApproxDP(eps, delta)``, ``delta`` unused): the largest float ``<= eps``.
     """
     if isinstance(budget, ZCDP):
-        rho = exact_cost(budget, ZCDP)[0]
-        epsilon = math.sqrt(8 * float(rho))
-        while epsilon > 0 and Fraction(epsilon) ** 2 / 8 > rho:
-            epsilon = math.nextafter(epsilon, 0.0)
-        while Fraction(math.nextafter(epsilon, math.inf)) ** 2 / 8 <= rho:
-            epsilon = math.nextafter(epsilon, math.inf)
-        return epsilon
+        return epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
     if isinstance(budget, (PureDP, ApproxDP)):
         return _float_below(Fraction(budget.epsilon))
     raise TypeError(
@@ -381,8 +377,7 @@ def range_epsilons(budget: Budget, p: int) -> dict[str, float]:
     :func:`exponential_epsilon` (rounded toward less privacy loss)."""
     if isinstance(budget, ZCDP):
         rho = exact_cost(budget, ZCDP)[0] / p
-        epsilons = {k: exponential_epsilon(ZCDP(_float_below(rho * share)))
-                    for k, share in RANGE_SHARES.items()}
+        epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = Fraction(budget.epsilon) / p
         epsilons = {k: _float_below(epsilon * share) for k, share in RANGE_SHARES.items()}
@@ -515,8 +510,9 @@ def private_ranges(
     budget : ZCDP, PureDP or ApproxDP
         What all ``3 p`` quantiles together may cost, split equally over columns and by
         :data:`RANGE_SHARES` over stages (:func:`range_epsilons`).
-    rng : numpy.random.Generator, int, None or "secure"
-        The source of the mechanisms' random words.
+    rng : RandomSource, None, "secure", int or numpy.random.Generator
+        The source of the mechanisms' random words (an ``int`` starts one stream for all
+        the selections).
     width : float, default=RANGE_WIDTH
         Public; spreads on each side of the centre.
     candidates : ndarray, optional
@@ -530,6 +526,7 @@ def private_ranges(
     under either neighbouring relation. The grids, ``width`` and ``n`` are public.
     """
     stages = RangeStages(epsilons={}, width=width, median_edges=candidates)
+    rng = RandomSource.of(rng)  # one stream for all 3 p selections
     X = np.asarray(X, dtype=float)
     n, p = X.shape
     stages = RangeStages(epsilons=range_epsilons(budget, p), width=width,
