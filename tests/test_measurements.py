@@ -9,11 +9,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from exact_noise_reference import (
-    exact_gaussian_sigma_zcdp,
-    exact_laplace_scale,
-    largest_rho_reference,
-)
 
 from dpggm import GDP, ZCDP, ApproxDP, PureDP
 from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError
@@ -25,6 +20,11 @@ from dpggm.mechanisms.publish import RecordPublication
 from dpggm.mechanisms.release import EntrywiseGaussian
 from dpggm.privacy.budgets import accounting_total
 from dpggm.privacy.calibration import gaussian_mu, gaussian_zcdp, laplace_epsilon
+from exact_noise_reference import (
+    exact_gaussian_sigma_zcdp,
+    exact_laplace_scale,
+    largest_rho_reference,
+)
 
 
 def _just_above(value: float, exact: Fraction) -> bool:
