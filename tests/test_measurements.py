@@ -122,10 +122,14 @@ def test_count_record_publication_and_sulq_maps():
     assert NoisyCount(PureDP(0.2)).privacy_map(1.0).epsilon <= 0.2
     lattice = RecordPublication.on_lattice(sensitivity=2.0, p=3, sigma=4.0, step=Fraction(1))
     assert lattice.delivered == ZCDP(0.125)  # 2**2 / (2 * 4**2)
-    entries = np.array([[1.0, 2.0], [2.0, 1.0]])
+    entries = np.array([1.0, 2.0, 1.0])
     sulq = EntrywiseGaussian(entries, ZCDP(0.01))
-    assert sulq.delivered == ZCDP(0.03) or Fraction(sulq.delivered.rho) >= 3 * Fraction(0.01)
-    assert sulq.privacy_map(2.0).rho <= 0.03 * (1 + 1e-12)
+    assert _just_above(sulq.delivered.rho, 3 * Fraction(0.01)) and sulq.runs == 3
+    assert sulq.privacy_map(2.0).rho <= sulq.delivered.rho
+    halved = sulq.privacy_map(1.0).rho  # every entry's sensitivity halved
+    assert halved == pytest.approx(0.03 / 4, rel=1e-2)
+    last = EntrywiseGaussian(entries, [ZCDP(0.01), ZCDP(0.01), ZCDP(0.02)])
+    assert _just_above(last.delivered.rho, 2 * Fraction(0.01) + Fraction(0.02))
 
 
 def test_every_measurement_states_itself_as_a_planned_step():
@@ -137,11 +141,11 @@ def test_every_measurement_states_itself_as_a_planned_step():
         AboveThreshold.for_budget(PureDP(0.5), sensitivity=1.0),
         WishartMechanism.sheffet(ApproxDP(0.5, 1e-6), p=3, row_bound=1.0, n=100),
         RecordPublication.on_lattice(sensitivity=2.0, p=3, sigma=4.0, step=Fraction(1)),
-        EntrywiseGaussian(np.ones((2, 2)), ZCDP(0.01)),
+        EntrywiseGaussian(np.ones(3), ZCDP(0.01)),
     ]
     for mechanism in cases:
         planned = mechanism.planned("step", repetitions=2)
-        assert planned.measurement is mechanism and planned.repetitions == 2
+        assert planned.measurement is mechanism and planned.repetitions == 2 * mechanism.runs
         assert planned.noise == {**mechanism.record()}
         assert planned.to_dict()["budget"]["notion"] == mechanism.delivered.notion
 

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from dpggm.exceptions import IncompatibleBudgetError
 from dpggm.mechanisms.bounds import Bounds, check_bounds
 from dpggm.privacy.budgets import Budget
 
@@ -44,6 +45,8 @@ __all__ = [
     "Required",
     "REPORT_DELTA",
     "AnyOf",
+    "BoxBounds",
+    "BudgetOf",
     "Constraint",
     "ContractMixin",
     "FittedOnPrivateDataWarning",
@@ -96,6 +99,9 @@ class Constraint:
 
     def convert(self, value: Any) -> Any:
         return value
+
+    #: What a value of the right type outside the allowed set raises (a ValueError).
+    error: type[ValueError] = ValueError
 
     def message(self, name: str, value: Any) -> str:
         if value is None and self.required_hint:
@@ -291,6 +297,61 @@ class _Budget(Constraint):
         return isinstance(value, Budget)
 
 
+class BudgetOf(Constraint):
+    """A budget of one of the given notions (a method whose noise delivers only these):
+    another notion raises :class:`~dpggm.exceptions.IncompatibleBudgetError` (a
+    ``ValueError``)."""
+
+    error = IncompatibleBudgetError
+
+    def __init__(self, *notions: type, why: str = "", positive_delta: bool = False) -> None:
+        self.notions, self.why, self.positive_delta = notions, why, positive_delta
+        self.required_hint = _Budget.required_hint
+
+    def describe(self) -> str:
+        names = " or ".join(n.__name__ for n in self.notions)
+        delta = " (ApproxDP with delta > 0)" if self.positive_delta else ""
+        return f"a {names} budget{delta}" + (f" ({self.why})" if self.why else "")
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, Budget)
+
+    def accepts(self, value: Any) -> bool:
+        from dpggm.privacy.budgets import ApproxDP
+
+        if self.positive_delta and isinstance(value, ApproxDP) and not value.delta > 0:
+            return False
+        return isinstance(value, self.notions)
+
+
+class BoxBounds(Constraint):
+    """Coordinate-wise bounds only: ``Box(b)`` or the text ``'box:B'`` (a row-norm bound is
+    a bad value for a method that measures entries one by one)."""
+
+    required_hint = "declare Box(b) (|x_j| <= b_j) from domain knowledge"
+
+    def __init__(self, owner: str = "") -> None:
+        self.owner = owner
+
+    def describe(self) -> str:
+        return "Box(b) or the text 'box:B'" + (
+            f" ({self.owner} needs coordinate-wise bounds)" if self.owner else "")
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (Bounds, str))
+
+    def accepts(self, value: Any) -> bool:
+        from dpggm.mechanisms.bounds import Box
+
+        try:
+            return isinstance(check_bounds(value), Box)
+        except ValueError:
+            return True  # a malformed text: convert() names what is wrong with it
+
+    def convert(self, value: Any) -> Bounds:
+        return check_bounds(value)
+
+
 class _Bounds(Constraint):
     """``RowNorm``/``Box`` objects or the ``"l2:B"``/``"box:B"`` strings, everywhere."""
 
@@ -367,7 +428,7 @@ def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
             raise ValueError(constraint.message(name, value))
         raise ParameterTypeError(constraint.message(name, value))
     if not constraint.accepts(value):
-        raise ValueError(constraint.message(name, value))
+        raise constraint.error(constraint.message(name, value))
     try:
         return constraint.convert(value)
     except ValueError as exc:

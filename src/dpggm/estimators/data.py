@@ -705,10 +705,9 @@ def clipped_second_moment(
 
     Parameters
     ----------
-    X : array, DataFrame, CSV / Parquet path, TableFile, or Dask DataFrame / Array
-        A Dask collection is reduced on its cluster: per-partition clipped sums, combined
-        by a tree reduction, normalised here; the result equals the in-memory one up to
-        floating-point summation order.
+    X : array, DataFrame, CSV / Parquet path or TableFile
+        (A Dask collection is read by :func:`dpggm.estimators.records.clipped_second_moment`,
+        which dispatches between this reader and the cluster's.)
     bounds : Bounds
         Declared bounds; records are clipped to them (after subtracting ``center``).
     center : ndarray of shape (p,), optional
@@ -721,10 +720,6 @@ def clipped_second_moment(
     The result is the exact (unreleased) statistic; only a mechanism may publish it.
     Nothing here draws noise, so every error is raised before any budget is spent.
     """
-    if is_dask_collection(X):
-        from dpggm.estimators import _dask
-
-        return _dask.clipped_second_moment(X, bounds=bounds, center=center)
     gram: np.ndarray | None = None
     total: np.ndarray | None = None
     n = 0

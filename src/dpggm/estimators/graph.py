@@ -44,6 +44,7 @@ from dpggm.estimators._graph_pipeline import (
     run_plan,
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
+from dpggm.estimators.records import SecondMoment
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
@@ -381,10 +382,10 @@ class PrivateGraph(DPEstimator):
             inner = PACECovariance(budget=budget, bounds=release.inner_bounds,
                                    random_state=ctx.source,
                                    report_delta=self.report_delta)
-            inner_budget, inner_bounds = inner._validate()
-            inner._fit_second_moment(pd.DataFrame(columns=columns), release.second_moment,
-                                     n=n, columns=columns, budget=inner_budget,
-                                     bounds=inner_bounds)
+            # The exact second moment of records already clipped into inner_bounds.
+            inner.fit(SecondMoment(second_moment=release.second_moment,
+                                   total=np.zeros(len(columns)), n=n, n_clipped=0,
+                                   columns=list(columns)))
             self.graph_estimator_ = inner
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
             self._adjacency_z = np.asarray(inner.adjacency_, dtype=bool)

@@ -286,9 +286,9 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
         "n_features": estimator.n_features_in_,
         "n_edges": len(edges),
         "solver": {
-            "method": estimator.solver_result_.extra.get("method"),
-            "converged": bool(estimator.solver_result_.converged),
-            "duality_gap": estimator.solver_result_.extra.get("duality_gap"),
+            "method": estimator.solver_.extra.get("method"),
+            "converged": bool(estimator.solver_.converged),
+            "duality_gap": estimator.solver_.extra.get("duality_gap"),
         },
         "privacy": estimator.privacy_.to_dict(),
     }

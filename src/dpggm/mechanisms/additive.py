@@ -153,8 +153,9 @@ def _zcdp_target(budget: Budget) -> float:
     largest ``rho`` the budget implies (:func:`~dpggm.privacy.budgets.accounting_total`;
     for ``GDP(mu)`` the largest float not above ``mu**2 / 2``, so the release never costs
     more than the ``mu**2 / 2`` that mu-GDP books in zCDP)."""
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        # The tight conversion itself (its overflow is a BudgetRangeError upstream).
+    if isinstance(budget, ApproxDP):
+        # The tight conversion itself (delta = 0 is refused there: Gaussian noise is never
+        # (epsilon, 0)-DP; an overflow is a BudgetRangeError upstream).
         return zcdp_rho_for(budget.epsilon, budget.delta)
     return accounting_total(budget, ZCDP).rho
 

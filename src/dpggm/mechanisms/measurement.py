@@ -62,6 +62,9 @@ class Measurement:
 
     #: The mechanism's name in plans and records.
     mechanism: str = ""
+    #: Independent queries one release answers (one per coordinate for entrywise noise);
+    #: :attr:`delivered` is their composition.
+    runs: int = 1
 
     sensitivity: float
     delivered: Budget
@@ -76,14 +79,15 @@ class Measurement:
 
     def planned(self, step: str, *, repetitions: int = 1, mechanism: str | None = None,
                 sensitivity_rule: str = "", **noise: Any) -> PlannedMeasurement:
-        """This measurement as a step of a release plan: ``repetitions`` independent runs
-        (one per column, say), their composed budget, the sensitivity of one run and the
-        public noise figures of :meth:`record` (plus ``noise``)."""
+        """This measurement as a step of a release plan: ``repetitions`` independent
+        releases (one per column, say), their composed budget, the sensitivity of one query
+        and the public noise figures of :meth:`record` (plus ``noise``); the step's
+        ``repetitions`` counts every query (``repetitions`` times :attr:`runs`)."""
         return PlannedMeasurement(
             step=step,
             mechanism=mechanism or self.mechanism,
             budget=repeated(self.delivered, repetitions),
-            repetitions=int(repetitions),
+            repetitions=int(repetitions) * self.runs,
             sensitivity=float(self.sensitivity),
             sensitivity_rule=sensitivity_rule,
             noise={**self.record(), **noise},

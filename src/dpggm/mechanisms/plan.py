@@ -41,7 +41,11 @@ def guarantee_forms(requested: Budget, accounting: Budget,
     """Every form of a guarantee delivered as ``accounting`` for a ``requested`` budget,
     from public facts (see :meth:`ReleasePlan.forms`)."""
     out: dict[str, Budget] = {accounting.notion: accounting}
-    if isinstance(requested, ApproxDP) or type(requested) is type(accounting):
+    # (epsilon, delta) holds when the steps ran in the zCDP that implies it -- not when
+    # delta = 0 (no zCDP budget implies pure DP), unless they ran in pure DP.
+    implied = isinstance(requested, ApproxDP) and (
+        requested.delta > 0 or isinstance(accounting, PureDP))
+    if implied or type(requested) is type(accounting):
         out[requested.notion] = requested
     if isinstance(accounting, PureDP):
         out.setdefault("zcdp", budget_from_cost(ZCDP, exact_cost(accounting, ZCDP),

@@ -147,6 +147,11 @@ _BUDGETS_FOR = {
 
 
 def _check_budget(mechanism: str, budget: Budget) -> None:
+    if mechanism != "laplace" and isinstance(budget, ApproxDP) and not budget.delta > 0:
+        raise IncompatibleBudgetError(
+            f"budget: mechanism {mechanism!r} needs delta > 0 (Gaussian and Wishart noise "
+            f"cannot satisfy (epsilon, 0)-DP; use mechanism='laplace'); got {budget}"
+        )
     allowed = _BUDGETS_FOR[mechanism]
     if not isinstance(budget, allowed):
         names = " or ".join(cls.__name__ for cls in allowed)
@@ -264,50 +269,62 @@ def _gaussian_or_laplace(
 
 
 class EntrywiseGaussian(Measurement):
-    """SULQ (Blum et al. 2005): every upper-triangle entry of a symmetric statistic answered
-    as its own one-coordinate Gaussian query with ``per_entry`` of the budget (entries that
-    share a sensitivity share a mechanism).
+    """Every coordinate of a vector answered as its own one-coordinate Gaussian query:
+    SULQ (Blum et al. 2005, every upper-triangle entry of the second moment with an equal
+    share of the budget), the diagonal baselines (one entry per column). Coordinates that
+    share a sensitivity and a budget share a mechanism.
+
+    Parameters
+    ----------
+    sensitivities : array of shape (k,)
+        The l2 sensitivity of every coordinate (from public parameters).
+    budgets : Budget or sequence of k Budgets
+        What every coordinate's query may spend.
 
     Privacy
     -------
-    ``privacy_map(d)``: entries whose sensitivities are scaled by ``d`` over the largest
-    one, composed over the ``p (p + 1) / 2`` entries; ``delivered`` is the composition of
-    the per-entry budgets (basic composition for ``(epsilon, delta)``).
+    ``privacy_map(d)``: the coordinates' sensitivities scaled by ``d`` over the largest,
+    each query's map composed over the ``k`` queries; ``delivered`` is the composition of
+    the per-coordinate budgets (basic composition for ``(epsilon, delta)``).
     """
 
-    mechanism = "sulq (one gaussian query per entry)"
+    mechanism = "one gaussian query per entry"
 
-    def __init__(self, entry_sensitivity: np.ndarray, per_entry: Budget, *,
+    def __init__(self, sensitivities: np.ndarray, budgets: Budget | Any, *,
                  calibration: str = "analytic", noise: str = "exact") -> None:
-        iu = np.triu_indices(entry_sensitivity.shape[0])
-        self.entry_sensitivity = np.asarray(entry_sensitivity, dtype=float)[iu]
-        self.per_entry, self.noise = per_entry, noise
+        self.sensitivities = np.asarray(sensitivities, dtype=float).reshape(-1)
+        k = self.sensitivities.size
+        self.budgets = [budgets] * k if isinstance(budgets, Budget) else list(budgets)
+        if len(self.budgets) != k:
+            raise ValueError(f"budgets must be one budget or {k} of them; got {len(self.budgets)}")
+        self.noise, self.runs = noise, k
+        self._where: dict[tuple[float, Budget], list[int]] = {}
+        for index, key in enumerate(self._keys()):
+            self._where.setdefault(key, []).append(index)
         self.mechanisms = {
-            float(value): GaussianMechanism(sensitivity=float(value), size=1, budget=per_entry,
-                                            calibration=calibration, noise=noise)
-            for value in np.unique(self.entry_sensitivity)
+            key: GaussianMechanism(sensitivity=key[0], size=1, budget=key[1],
+                                   calibration=calibration, noise=noise)
+            for key in self._where
         }
-        self.sensitivity = float(self.entry_sensitivity.max())
-        delivered = next(iter(self.mechanisms.values())).delivered
-        self.delivered = compose([delivered] * self.entry_sensitivity.size)
+        self.sensitivity = float(self.sensitivities.max())
+        self.delivered = compose([self.mechanisms[key].delivered for key in self._keys()])
+
+    def _keys(self) -> list[tuple[float, Budget]]:
+        return [(float(s), b) for s, b in zip(self.sensitivities, self.budgets)]
 
     def privacy_map(self, sensitivity: float) -> Budget:
         factor = Fraction(float(sensitivity)) / Fraction(self.sensitivity)
-        values, counts = np.unique(self.entry_sensitivity, return_counts=True)
-        parts: list[Budget] = []
-        for value, count in zip(values, counts):
-            scaled = float(Fraction(float(value)) * factor)
-            parts.extend([self.mechanisms[float(value)].privacy_map(scaled)] * int(count))
-        return compose(parts)
+        return compose([self.mechanisms[key].privacy_map(float(Fraction(key[0]) * factor))
+                        for key in self._keys()])
 
     @property
     def sigmas(self) -> np.ndarray:
-        """The noise scale of every upper-triangle entry."""
-        return np.array([self.mechanisms[float(v)].sigma for v in self.entry_sensitivity])
+        """The noise scale of every coordinate."""
+        return np.array([self.mechanisms[key].sigma for key in self._keys()])
 
     def record(self, prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {
-            f"{prefix}per_entry_budget": self.per_entry,
+            f"{prefix}per_entry_budget": self.budgets[0],
             f"{prefix}max_entry_sigma": float(self.sigmas.max()),
             f"{prefix}max_entry_sensitivity": self.sensitivity,
             f"{prefix}distribution": "discrete-gaussian" if self.noise == "exact" else "gaussian",
@@ -316,15 +333,17 @@ class EntrywiseGaussian(Measurement):
             out[f"{prefix}grid"] = min(m.grid for m in self.mechanisms.values())
         return out
 
-    def release(self, statistic: np.ndarray, source: RandomSource | Any) -> np.ndarray:
-        """The noisy symmetric matrix (every entry its own query)."""
-        p = statistic.shape[0]
-        iu, values = _upper(statistic)
+    def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """Every coordinate plus its own noise."""
+        values = np.asarray(values, dtype=float).reshape(-1)
+        if values.size != self.runs:
+            raise ValueError(f"this measurement was planned for {self.runs} coordinates; "
+                             f"got {values.size}")
         noisy = np.empty(values.size)
-        for value, mechanism in self.mechanisms.items():
-            where = np.flatnonzero(self.entry_sensitivity == value)
+        for key, mechanism in self.mechanisms.items():
+            where = np.asarray(self._where[key])
             noisy[where] = mechanism.release(values[where], source, independent=True)
-        return _mirror(p, iu, noisy)
+        return noisy
 
 
 def _per_record(sensitivity: float, n: int) -> float:
@@ -355,7 +374,8 @@ def _matrix_measurement(
             entry = np.nextafter(entry / n, np.inf)
         # Rounded down, so that k spends of it never exceed the budget.
         per_entry = scale_budget(budget, Fraction(1, p * (p + 1) // 2))
-        return EntrywiseGaussian(entry, per_entry, calibration=calibration, noise=noise)
+        return EntrywiseGaussian(entry[np.triu_indices(p)], per_entry, calibration=calibration,
+                                 noise=noise)
     B = bounds.row_norm(p)
     if mechanism == "wishart":
         return WishartMechanism.sheffet(budget, p=p, row_bound=B, n=n)
@@ -490,7 +510,8 @@ def _release_matrix(measurement: Any, statistic: np.ndarray,
                      else math.sqrt(2.0) * measurement.scale)
         return noisy, entry_std
     if isinstance(measurement, EntrywiseGaussian):
-        return measurement.release(statistic, source), float(measurement.sigmas.max())
+        iu, values = _upper(statistic)
+        return _mirror(p, iu, measurement.release(values, source)), float(measurement.sigmas.max())
     return measurement.release(statistic, source), measurement.entry_std
 
 
@@ -502,6 +523,7 @@ def release_planned_second_moment(
     n: int,
     ctx: ReleaseContext,
     wishart_mean_removal: bool = False,
+    run: PlanRun | None = None,
 ) -> SecondMomentRelease:
     """Run the measurements of ``plan`` (:func:`second_moment_plan`) on the exact
     statistics of the clipped records -- ``gram = X^T X`` and the column sums ``total``
@@ -510,7 +532,9 @@ def release_planned_second_moment(
     runs and booked after; the guarantee states what ran (``noise["breakdown"]``) and the
     plan (``notes["plan"]``).
 
-    ``wishart_mean_removal`` subtracts the Wishart noise's known mean (post-processing).
+    ``wishart_mean_removal`` subtracts the Wishart noise's known mean (post-processing);
+    ``run`` is the :class:`~dpggm.mechanisms.plan.PlanRun` of the calling fit (a new one by
+    default).
     """
     p = plan.n_features
     add_remove = plan.neighbors == "add-remove"
@@ -527,7 +551,7 @@ def release_planned_second_moment(
         )
     if "mean" in steps and total is None:
         raise ValueError("a private mean needs the column sums (total)")
-    run = PlanRun(plan)
+    run = PlanRun(plan) if run is None else run
     source = ctx.source
     count: int | float = n
     if "count" in steps:
@@ -569,14 +593,9 @@ def release_planned_second_moment(
         )
     else:
         released_gram, second_moment = None, noisy
-    noise["breakdown"] = run.breakdown
-    notes["plan"] = plan.to_dict(ctx.report_delta)
-    guarantee = ctx.guarantee(
-        budget=run.spent,
-        mechanism=str(plan.notes.get("mechanism", "second moment")),
-        noise=noise,
-        notes=notes,
-        invalid_reason=plan.notes.get("invalid_reason"),
+    guarantee = ctx.planned_guarantee(
+        plan, run, mechanism=str(plan.notes.get("mechanism", "second moment")), noise=noise,
+        notes=notes, invalid_reason=plan.notes.get("invalid_reason"),
     )
     return SecondMomentRelease(
         second_moment=second_moment,

@@ -150,12 +150,14 @@ from dpggm.solvers.psd import project_psd
 from dpggm.solvers.toolkit import components_of, single_threaded_blas
 
 __all__ = [
+    "RECONSTRUCTION_METHODS",
     "MaxEntropyReconstructor",
     "max_entropy_completion",
     "pattern_components",
 ]
 
-_METHODS = ("auto", "dual-newton", "ipm-cholesky")
+#: The methods :class:`MaxEntropyReconstructor` offers.
+RECONSTRUCTION_METHODS = ("auto", "dual-newton", "ipm-cholesky")
 
 # Barrier schedule shared by the path-following branch and by IPM-Cholesky: relative mu
 # down to 1e-10, by factors of 100 down to 1e-6 and of 10 below. The last three values are
@@ -325,8 +327,8 @@ def _resolve_max_iter(max_iter, method: str) -> int:
 
 
 def _canonical_method(method) -> str:
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    if method not in RECONSTRUCTION_METHODS:
+        raise ValueError(f"method must be one of {RECONSTRUCTION_METHODS}; got {method!r}")
     return "dual-newton" if method == "auto" else method
 
 
