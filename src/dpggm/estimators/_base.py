@@ -65,6 +65,7 @@ from dpggm.mechanisms.release import (
     INVALID_MECHANISMS,
     WISHART_FLOAT_REASON,
     release_planned_second_moment,
+    second_moment_accounting,
     second_moment_plan,
 )
 from dpggm.privacy.budgets import Budget, NonPrivate
@@ -72,6 +73,7 @@ from dpggm.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "DPEstimator",
+    "Deliverable",
     "PlannedEstimator",
     "PostProcessingEstimator",
     "PrivateEstimatorBase",
@@ -82,6 +84,8 @@ __all__ = [
     "check_fraction",
     "check_sizes",
     "make_context",
+    "result_record",
+    "stage_estimate",
 ]
 
 
@@ -160,7 +164,119 @@ class Settings:
         return isinstance(self.requested, NonPrivate)
 
 
-class PlannedEstimator(ContractMixin, BaseEstimator):
+def result_record(estimator: Any, *, method: str | None = None) -> dict[str, Any]:
+    """The public record of a fitted estimator (``result.json``): sizes, column names, the
+    guarantee, the parameters (never the seed) and the solver's public outcome."""
+    from dpggm.estimators._contract import feature_names
+
+    record: dict[str, Any] = {
+        "method": method or type(estimator).__name__,
+        "n_samples": int(estimator.n_samples_),
+        "n_features": int(estimator.n_features_in_),
+        "features": feature_names(estimator),
+        "privacy": estimator.privacy_.to_dict(),
+        "parameters": {k: (v.to_dict() if hasattr(v, "to_dict") else v)
+                       for k, v in estimator.get_params().items()
+                       if k != "random_state"
+                       and (isinstance(v, (int, float, str, bool, type(None)))
+                            or hasattr(v, "to_dict"))},
+    }
+    solver = getattr(estimator, "solver_", None)
+    if solver is not None and hasattr(solver, "iterations"):
+        record["n_iter"] = int(solver.iterations)
+        if solver.converged is not None:
+            record["converged"] = bool(solver.converged)
+    for attr in ("alpha_", "n_edges_", "n_rounds_", "n_measured_offdiag_"):
+        if getattr(estimator, attr, None) is not None:
+            value = getattr(estimator, attr)
+            record[attr.rstrip("_")] = value.item() if hasattr(value, "item") else value
+    return record
+
+
+def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
+    """Write a fitted estimator's released files into ``staged``
+    (:class:`~dpggm.io.StagedOutput`): ``result.json``, the matrices it holds and, for a
+    precision or a graph, ``edges.csv``."""
+    from dpggm.estimators._contract import feature_names
+    from dpggm.estimators.graph import edge_table, edges_csv_text, edges_from_precision
+
+    staged.json("result.json", record)
+    for attr, name in (("covariance_", "covariance.npy"),
+                       ("noisy_covariance_", "noisy_covariance.npy"),
+                       ("precision_", "precision.npy")):
+        if getattr(estimator, attr, None) is not None:
+            staged.npy(name, getattr(estimator, attr))
+    names = feature_names(estimator)
+    precision = getattr(estimator, "precision_", None)
+    if precision is not None:
+        staged.text("edges.csv", edges_csv_text(edges_from_precision(
+            precision, names, adjacency=np.abs(precision) > 0)))
+    elif getattr(estimator, "adjacency_", None) is not None:
+        staged.text("edges.csv", edges_csv_text(edge_table(
+            estimator.adjacency_, names, weight=None, partial=None)))
+
+
+class Deliverable:
+    """``save``: a fitted estimator's released files, written whole or not at all and,
+    with a ledger, charged before they appear (:mod:`dpggm.io`)."""
+
+    def save(self, out: Any, *, ledger: Any = None, dataset: str | None = None,
+             overwrite: bool = False, record: dict[str, Any] | None = None,
+             extra: Any = None, mechanism: str | None = None,
+             details: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the released files of this fit into the directory ``out`` -- all of them
+        or none -- owner-only until delivered; with ``ledger`` (a
+        :class:`~dpggm.privacy.ledger.Ledger` or the path of one) and ``dataset``, charge
+        ``privacy_`` first: a refused charge leaves nothing, a crash after the charge is
+        finished by the next delivery into the same parent directory, nothing is charged
+        twice (:mod:`dpggm.io`).
+
+        Parameters
+        ----------
+        out : path
+            The output directory (refused if it holds files, unless ``overwrite``).
+        record : dict, optional
+            The ``result.json`` record (default :func:`result_record`).
+        extra : callable, optional
+            ``extra(staged)`` writes more files into the staging directory (pictures, say).
+
+        Returns
+        -------
+        dict
+            ``written`` (the paths of the files delivered) and ``ledger`` (the ledger
+            record -- ``ledger``, ``dataset``, ``spend``, ``output_id`` -- or ``None``).
+        """
+        from pathlib import Path
+
+        from dpggm.io import StagedOutput, recover_pending
+        from dpggm.privacy.ledger import Ledger
+
+        if not hasattr(self, "privacy_"):
+            raise ValueError(f"{type(self).__name__} is not fitted: call fit before save")
+        if (ledger is None) != (dataset is None):
+            raise ValueError("ledger and dataset go together")
+        book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
+            ledger, create=False)
+        out = Path(out)
+        recover_pending(out.parent if str(out.parent) else Path("."),
+                        report=lambda line: None)
+        pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
+                                            "dataset": dataset}
+        staged = StagedOutput(out, overwrite=overwrite, pending=pending)
+        try:
+            stage_estimate(staged, self, record if record is not None else result_record(self))
+            if extra is not None:
+                extra(staged)
+        except BaseException:
+            staged.discard()
+            raise
+        charged = staged.deliver(ledger=book, dataset=dataset, guarantee=self.privacy_,
+                                 mechanism=mechanism or f"{type(self).__name__}.save",
+                                 details={"out": str(out), **(details or {})})
+        return {"written": staged.written, "ledger": charged}
+
+
+class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
     """Template 1 (see the module documentation): an estimator that reads private records,
     plans its measurements from public facts and runs them under an accountant.
 
@@ -231,7 +347,8 @@ class PlannedEstimator(ContractMixin, BaseEstimator):
         non-private run, preprocessing fitted on the data)."""
         settings = self._settings()
         ctx = self._context(settings)
-        return ctx.validity(settings.requested, invalid_reason=settings.invalid_reason)
+        return ctx.validity(settings.requested,
+                            invalid_reason=getattr(settings, "invalid_reason", None))
 
     def check_ledger(self, ledger: Any, dataset: str) -> None:
         """Refuse, before any data are read, a release ``ledger`` could not book for
@@ -247,8 +364,8 @@ class PlannedEstimator(ContractMixin, BaseEstimator):
         validity, reason = self.expected_validity()
         if validity != "valid":
             raise InvalidGuaranteeError(
-                f"this release would have validity {validity!r} ({reason}), so a ledger "
-                "never books it; nothing was read or spent"
+                f"this release would have validity {validity!r} ({reason}), so it is never "
+                "booked against a ledger; nothing was read or spent"
             )
         ledger.check_forms(dataset, tuple(self.release_forms().values()),
                            neighbors=self.get_params(deep=False)["neighbors"])
@@ -339,7 +456,7 @@ class _Statistics:
         return self.stats.n_features
 
 
-class PostProcessingEstimator(ContractMixin, BaseEstimator):
+class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
     """Template 2 (see the module documentation): an estimator fitted to a published
     release. It spends nothing; :meth:`plan` is empty and says so."""
 
@@ -410,6 +527,11 @@ class PrivateEstimatorBase(DPEstimator):
             WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,
         ) if r) or None
         return replace(settings, invalid_reason=invalid)
+
+    def _accounting(self, params: dict[str, Any], requested: Budget) -> Budget:
+        if isinstance(requested, NonPrivate):
+            return requested
+        return second_moment_accounting(requested, params["mechanism"], params["noise"])
 
     def _private_center(self, settings: Settings) -> bool:
         center = settings["center"]

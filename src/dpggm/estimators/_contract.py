@@ -61,6 +61,7 @@ __all__ = [
     "check_integer",
     "check_number",
     "check_param",
+    "declared_constraints",
     "fraction",
     "preprocessing_reasons",
     "validate_params",
@@ -438,7 +439,9 @@ def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
         raise ValueError(f"{name}: {exc}") from None
 
 
-def _declared(cls: type) -> dict[str, Constraint]:
+def declared_constraints(cls: type) -> dict[str, Constraint]:
+    """Every constraint ``cls`` declares, its base classes' included (a subclass may
+    override one by name)."""
     merged: dict[str, Constraint] = {}
     for klass in reversed(cls.__mro__):
         merged.update(klass.__dict__.get("_constraints", {}))
@@ -454,7 +457,7 @@ def validate_params(estimator: Any) -> dict[str, Any]:
     """
     params = estimator.get_params(deep=False)
     checked: dict[str, Any] = {}
-    for name, constraint in _declared(type(estimator)).items():
+    for name, constraint in declared_constraints(type(estimator)).items():
         if name not in params:
             raise AttributeError(
                 f"{type(estimator).__name__} declares a constraint on {name!r}, which its "

@@ -605,8 +605,10 @@ class _Runner:
             self.out.mean = total / n if self.settings.private_centre else None
         else:
             if self.settings.private_centre:
+                # Unprefixed noise keys: the step's record reads as its plan does.
                 self.out.mean = self._book("centring", lambda planned: release_mean(
-                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx))
+                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx,
+                    prefix=""))
             if self.settings.method != "pace":
                 self.out.second_moment = self._book("graph", lambda planned: self._matrix(
                     gram, n, bounds, planned))
@@ -625,13 +627,13 @@ class _Runner:
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
             counts, record = release_observed_counts(observed, budget=planned.budget,
-                                                     ctx=self.ctx)
+                                                     ctx=self.ctx, prefix="")
             noise.update(record)
             return counts, record
 
         counts = self._book("missing counts", run)
-        spread = noise.get("observed_sigma", noise.get("observed_laplace_scale", 0.0))
-        if "observed_laplace_scale" in noise:
+        spread = noise.get("sigma", noise.get("laplace_scale", 0.0))
+        if "laplace_scale" in noise:
             spread = math.sqrt(2.0) * spread
         self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
@@ -642,7 +644,7 @@ class _Runner:
                                           mechanism=mechanism, ctx=self.ctx)
         self.out.entry_noise_std = released.entry_noise_std
         self.out.caveats.extend(released.guarantee.notes.get("caveats", []))
-        noise = {k: v for k, v in released.guarantee.noise.items()}
+        noise = {k: v for k, v in released.guarantee.noise.items() if k != "breakdown"}
         return released.second_moment, noise
 
     def _centre(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:

@@ -23,8 +23,10 @@ graph of the raw data; ``precision_`` and ``covariance_`` are mapped back to the
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -45,6 +47,7 @@ from dpggm.estimators._graph_pipeline import (
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
 from dpggm.estimators.records import SecondMoment
+from dpggm.estimators.registry import GRAPH_METHODS
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
@@ -62,8 +65,6 @@ __all__ = [
     "partial_correlation",
 ]
 
-#: Graph methods :class:`PrivateGraph` can finish with.
-GRAPH_METHODS = ("glasso", "pace")
 
 
 def partial_correlation(precision: np.ndarray) -> np.ndarray:
@@ -321,48 +322,47 @@ class PrivateGraph(DPEstimator):
         check_plan_budget_range(plan, settings)
         check_not_hopeless(plan)
 
-    def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
-        """The measurements a fit on ``n_samples`` records of ``n_features`` columns will
-        make, from public facts only: no data are read and nothing random is drawn.
-
-        Privacy
-        -------
-        Uses only public quantities (``n`` is public under replace-one neighbours).
-        """
-        for name, value in (("n_samples", n_samples), ("n_features", n_features)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ValueError(f"{name} must be an integer; got {value!r}")
-        settings = self._settings()
-        self._check_sizes(settings, int(n_samples), int(n_features))
-        return graph_plan(settings, int(n_samples), int(n_features))
-
-    # -- fit --------------------------------------------------------------------------
+    # -- fit: the template of PlannedEstimator, its steps here --------------------------
 
     def fit(self, X: Any, y: Any = None) -> PrivateGraph:
         """Choose bounds, centre and release the graph of ``X``: an array, a DataFrame, the
         path of a CSV or Parquet file (or a ``TableFile``), or a Dask collection."""
-        settings = self._settings()
-        ctx = make_context(self, None)
+        return super().fit(X, y)
+
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: GraphSettings) -> Iterator[Any]:
+        """The records, opened for passes; the first pass (which needs no released value)
+        runs here, while a file is parsed."""
         with open_records(X, missing=settings.missing) as records:
             if isinstance(records, ArrayRecords):
                 # The sizes are known: refuse before even the first pass.
-                self._check_sizes(settings, records.n_samples, records.n_features)
-                self._check_plan(settings, graph_plan(settings, records.n_samples,
+                self._check_plan(settings, self._plan(settings, records.n_samples,
                                                       records.n_features))
             first = records.run(first_pass_task(settings))
-            n, p = records.n_samples, records.n_features
-            self._check_sizes(settings, n, p)
-            plan = graph_plan(settings, n, p)
-            self._check_plan(settings, plan)
-            release, accountant = run_plan(settings, plan, records, ctx, first)
-            columns = list(records.columns)
-        self.plan_ = plan
+            yield _GraphRecords(records, first)
+
+    def _plan(self, settings: GraphSettings, n: int, p: int) -> ReleasePlan:
+        self._check_sizes(settings, n, p)
+        return graph_plan(settings, n, p)
+
+    def _context(self, settings: GraphSettings) -> ReleaseContext:
+        return make_context(self, None)
+
+    def _run(self, settings: GraphSettings, plan: ReleasePlan, data: Any, run: Any,
+             ctx: ReleaseContext) -> Any:
+        """Every step of the plan, one pass per step that needs released values
+        (:func:`~dpggm.estimators._graph_pipeline.run_plan`, under its accountant)."""
+        return run_plan(settings, plan, data.records, ctx, data.first)
+
+    def _finish(self, X: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
+                release: Any, run: Any, ctx: ReleaseContext) -> None:
+        release, accountant = release
+        columns = list(data.records.columns)
         self.bound_fraction_ = (Fraction(plan.notes["bound_fraction"])
                                 if "bound_fraction" in plan.notes else None)
         inner_privacy = self._solve(settings, plan, release, ctx, columns)
-        self._finish(X, release, columns, n)
+        self._finish_graph(X, release, columns, plan.n_samples)
         self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
-        return self
 
     def _solve(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
                ctx: ReleaseContext, columns: list[str]) -> PrivacyGuarantee | None:
@@ -401,7 +401,7 @@ class PrivateGraph(DPEstimator):
         self._adjacency_z = None
         return None
 
-    def _finish(self, X: Any, release: GraphRelease, columns: list[str], n: int) -> None:
+    def _finish_graph(self, X: Any, release: GraphRelease, columns: list[str], n: int) -> None:
         p = len(columns)
         ranges = release.ranges
         scale = ranges.half_width if ranges is not None else np.ones(p)
@@ -506,6 +506,22 @@ _MISSING_NOTES = {
               "values missing at random (method 'glasso')",
     "refuse": "refuse: the data had no missing value",
 }
+
+
+@dataclass
+class _GraphRecords:
+    """The records opened for passes and the first pass's counts."""
+
+    records: Any
+    first: Any
+
+    @property
+    def n_samples(self) -> int:
+        return self.records.n_samples
+
+    @property
+    def n_features(self) -> int:
+        return self.records.n_features
 
 
 def _costs(budget: Any) -> tuple[Fraction, ...]:

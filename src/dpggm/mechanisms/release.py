@@ -110,6 +110,7 @@ __all__ = [
     "release_planned_second_moment",
     "release_second_moment",
     "release_value",
+    "second_moment_accounting",
     "second_moment_plan",
 ]
 
@@ -238,7 +239,7 @@ def release_count(
 
 
 def release_observed_counts(
-    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext
+    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext, prefix: str = "observed_"
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Noisy per-column counts of the values present (not missing), for replace-one
     neighbours: discrete Gaussian (discrete Laplace for ``PureDP``), exact.
@@ -255,7 +256,7 @@ def release_observed_counts(
     p = observed.shape[0]
     mechanism = _gaussian_or_laplace(budget, l2=indicator_l2_sensitivity(p), l1=float(p),
                                      size=p, noise=ctx.noise, calibration="analytic")
-    return mechanism.release(observed, ctx.source), mechanism.record("observed_")
+    return mechanism.release(observed, ctx.source), mechanism.record(prefix)
 
 
 def _gaussian_or_laplace(
@@ -401,7 +402,7 @@ def _split_off(budget: Budget, fraction: float | None) -> tuple[Budget | None, B
     return split_budget(budget, fraction)
 
 
-def _working_budget(budget: Budget, mechanism: str, noise: str) -> Budget:
+def second_moment_accounting(budget: Budget, mechanism: str, noise: str) -> Budget:
     """The total the parts are split from: a ``GDP(mu)`` budget of exact Gaussian noise is
     run (and stated) in the ``mu**2 / 2``-zCDP it implies (the discrete Gaussian delivers
     zCDP, not GDP); every other budget as given."""
@@ -478,7 +479,7 @@ def second_moment_plan(
         release=f"the {mechanism!r} release of a {p} x {p} second moment from n = {n} rows"
         if not add_remove else f"the {mechanism!r} release of a {p} x {p} Gram matrix",
     )
-    working = _working_budget(budget, mechanism, noise)
+    working = second_moment_accounting(budget, mechanism, noise)
     count_budget, rest = _split_off(working, count_fraction if add_remove else None)
     mean_budget, matrix_budget = _split_off(rest, mean_fraction)
     steps: list[PlannedMeasurement] = []
@@ -719,11 +720,11 @@ def _planned_parts(
 
 def release_mean(
     total: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
-    calibration: str = "analytic",
+    calibration: str = "analytic", prefix: str = "mean_",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The private mean ``total / n`` of records clipped to ``bounds`` (replace-one: ``n``
     public), with the Gaussian mechanism (Laplace for ``PureDP``), exact by default.
-    Returns the noisy mean and its public noise record (``mean_*`` keys)."""
+    Returns the noisy mean and its public noise record (keys with ``prefix``)."""
     if ctx.neighbors != "replace":
         raise UnsupportedNeighborsError(
             "a mean divides by n, which is private under add/remove neighbours; release the "
@@ -733,4 +734,4 @@ def release_mean(
     measurement = _sums_measurement(p=total.shape[0], n=n, bounds=bounds, budget=budget,
                                     neighbors="replace", noise=ctx.noise,
                                     calibration=calibration)
-    return measurement.release(total / n, ctx.source), measurement.record("mean_")
+    return measurement.release(total / n, ctx.source), measurement.record(prefix)
