@@ -30,7 +30,6 @@ from dpggm import (
 from dpggm.estimators._base import PlannedEstimator, PostProcessingEstimator
 from dpggm.estimators._contract import (
     FLAG,
-    NOISE,
     AnyOf,
     BoxBounds,
     BudgetOf,
