@@ -91,8 +91,6 @@ def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
                           **{k: v for k, v in options.items() if v is not None})
 
 
-# One piece (over 120 lines): a Typer command's signature is its option list; the work is
-# in the helpers (_graph_estimator, _estimate_estimator, plan_table).
 @guard
 def plan(
     rows: Annotated[int, typer.Option("--rows", help="number of records n (public)")],

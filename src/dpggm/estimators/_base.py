@@ -198,7 +198,7 @@ def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
     (:class:`~dpggm.io.StagedOutput`): ``result.json``, the matrices it holds and, for a
     precision or a graph, ``edges.csv``."""
     from dpggm.estimators._contract import feature_names
-    from dpggm.estimators.graph import edge_table, edges_csv_text, edges_from_precision
+    from dpggm.estimators.edges import edge_table, edges_csv_text, edges_from_precision
 
     staged.json("result.json", record)
     for attr, name in (("covariance_", "covariance.npy"),

@@ -532,7 +532,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
             rho_per_entry=diagonal.budgets[0].rho,
         )
         if settings["noise"] == "exact":
-            noise["diagonal_grid"] = [diagonal.mechanisms[key].grid for key in diagonal._keys()]
+            noise["diagonal_grid"] = diagonal.grids
         self.noisy_covariance_ = np.diag(released)
         self.accountant_ = run.accountant
         self._set_fitted(

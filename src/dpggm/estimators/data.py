@@ -40,6 +40,7 @@ __all__ = [
     "as_matrix",
     "clipped_second_moment",
     "is_dask_collection",
+    "is_path",
     "iter_chunks",
 ]
 
@@ -146,7 +147,7 @@ class TableFile:
         return f"{'Parquet' if self.kind == 'parquet' else 'CSV'} file {str(self.path)!r}"
 
 
-def _is_path(X: Any) -> bool:
+def is_path(X: Any) -> bool:
     return isinstance(X, (str, os.PathLike, TableFile))
 
 
@@ -243,7 +244,7 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
             f"{name} is a scipy.sparse matrix; sparse matrices are not supported: pass a dense "
             f"array ({name}.toarray()) if it fits in memory"
         )
-    if _is_path(X):
+    if is_path(X):
         blocks = []
         columns: list[str] = []
         for block, block_columns, _ in iter_chunks(X, missing=missing):
@@ -627,7 +628,7 @@ def iter_chunks(
     ):
         raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
     _refuse_dask(X, "X")
-    if _is_path(X):
+    if is_path(X):
         source = _as_table(X)
         if source.kind == "parquet":
             yield from _iter_parquet(source, int(chunk_rows), missing)

@@ -31,7 +31,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
@@ -46,6 +45,12 @@ from dpggm.estimators._graph_pipeline import (
     run_plan,
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
+from dpggm.estimators.edges import (
+    edge_table,
+    edges_csv_text,
+    edges_from_precision,
+    partial_correlation,
+)
 from dpggm.estimators.records import SecondMoment
 from dpggm.estimators.registry import GRAPH_METHODS
 from dpggm.exceptions import UnsupportedNeighborsError
@@ -65,15 +70,6 @@ __all__ = [
     "partial_correlation",
 ]
 
-
-
-def partial_correlation(precision: np.ndarray) -> np.ndarray:
-    """``-Theta_ij / sqrt(Theta_ii Theta_jj)`` off the diagonal, 1 on it."""
-    d = np.sqrt(np.abs(np.diag(precision)))
-    d[d == 0] = 1.0
-    out = -precision / np.outer(d, d)
-    np.fill_diagonal(out, 1.0)
-    return out
 
 
 class PrivateGraph(DPEstimator):
@@ -528,39 +524,3 @@ def _costs(budget: Any) -> tuple[Fraction, ...]:
     from dpggm.privacy.budgets import exact_cost
 
     return exact_cost(budget, type(budget))
-
-
-def edge_table(adjacency: np.ndarray, names: list[str], *, weight: np.ndarray | None,
-               partial: np.ndarray | None) -> pd.DataFrame:
-    """The one edge-list format: ``source, target, weight, partial_correlation``, one row
-    per edge ``i < j`` of ``adjacency``, strongest ``|partial_correlation|`` first.
-
-    ``weight`` is the precision entry (empty when there is none, e.g. a graph without a
-    precision matrix); ``partial_correlation`` likewise.
-    """
-    adjacency = np.asarray(adjacency, dtype=bool)
-    i, j = np.nonzero(np.triu(adjacency, 1))
-    frame = pd.DataFrame({
-        "source": [names[a] for a in i],
-        "target": [names[b] for b in j],
-        "weight": weight[i, j] if weight is not None else np.full(len(i), np.nan),
-        "partial_correlation": partial[i, j] if partial is not None else np.full(len(i), np.nan),
-    })
-    order = np.argsort(-np.abs(frame["partial_correlation"].fillna(0).to_numpy()), kind="stable")
-    return frame.iloc[order].reset_index(drop=True)
-
-
-def edges_from_precision(
-    precision: np.ndarray, names: list[str], *, adjacency: np.ndarray | None = None
-) -> pd.DataFrame:
-    """:func:`edge_table` of a precision matrix: every non-zero off-diagonal entry is an
-    edge (or the given ``adjacency``), with its partial correlation."""
-    precision = np.asarray(precision, dtype=float)
-    if adjacency is None:
-        adjacency = precision != 0
-    return edge_table(adjacency, names, weight=precision, partial=partial_correlation(precision))
-
-
-def edges_csv_text(edges: pd.DataFrame) -> str:
-    """The CSV text of an edge table (header ``source,target,weight,partial_correlation``)."""
-    return edges.to_csv(index=False, float_format="%.10g", lineterminator="\n")

@@ -567,8 +567,6 @@ class GWishartGraph(PostProcessingEstimator):
             raise ValueError(f"X needs at least 2 rows (records); got {n}")
         return _ReleasedRows(values, columns)
 
-    # One piece (over 120 lines with its diagnostics): the chains, their pooled estimates
-    # and the convergence check share one set of per-chain results.
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
         """Sample graphs from the posterior given the released records."""
         values, columns = data.values, data.columns

@@ -367,8 +367,6 @@ class PACECovariance(DPEstimator):
         # None (documented) when the reconstruction is singular, never a previous fit's.
         self.precision_ = reconstructor.precision
 
-    # One piece (over 120 lines): the select-measure-reconstruct loop of Algorithms 1-3 reads
-    # as the paper does, with every spend checked by the filter just before its mechanism.
     def _rounds(self, settings: Settings, planned: PlannedMeasurement, state: _RoundsState,
                 ctx: ReleaseContext) -> None:
         """Algorithms 1 and 3 under a zCDP filter whose total is the step's budget: select an

@@ -323,6 +323,11 @@ class EntrywiseGaussian(Measurement):
         """The noise scale of every coordinate."""
         return np.array([self.mechanisms[key].sigma for key in self._keys()])
 
+    @property
+    def grids(self) -> list[float | None]:
+        """The grid step of every coordinate's exact noise (``None`` for float noise)."""
+        return [self.mechanisms[key].grid for key in self._keys()]
+
     def record(self, prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {
             f"{prefix}per_entry_budget": self.budgets[0],

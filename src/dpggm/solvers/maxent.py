@@ -731,6 +731,9 @@ class _DualNewton:
                 return chol, self._scale.copy()
         return None
 
+    # One piece (over 120 lines): the damped Newton iteration, its chord steps on a reused
+    # factorisation and the refinement of the inverse share the iterate's state and its
+    # certificates; split, every part would have to pass them around.
     def solve(
         self,
         kappa: np.ndarray,
@@ -1012,6 +1015,8 @@ def _default_kappa(block: _Block) -> np.ndarray:
     return kappa
 
 
+# One piece (over 120 lines): the completion attempt, the barrier path and its warm
+# starts are one strategy over one solver's state, each stage deciding the next.
 def _solve_dual_newton(
     block: _Block,
     kappa0: np.ndarray | None,
