@@ -70,6 +70,7 @@ from dpggm.privacy.budgets import (
     PureDP,
     accounting_total,
     budget_from_cost,
+    dyadic_share,
     exact_cost,
     scale_budget,
     split_budget,
@@ -471,7 +472,7 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         if add_remove:
             count_budget, rest = split_budget(rest, settings["count_fraction"])
             steps.append(NoisyCount(count_budget, noise=noise).planned("count"))
-        per_entry = scale_budget(rest, Fraction(1, p))
+        per_entry = dyadic_share(rest, Fraction(1, p))
         last = budget_from_cost(ZCDP, (exact_cost(rest, ZCDP)[0]
                                        - (p - 1) * exact_cost(per_entry, ZCDP)[0],))
         diagonal = EntrywiseGaussian(sensitivity, [per_entry] * (p - 1) + [last], noise=noise)

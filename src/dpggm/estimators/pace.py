@@ -49,6 +49,7 @@ from dpggm.privacy.budgets import (
     PureDP,
     accounting_total,
     budget_from_cost,
+    dyadic_share,
     exact_cost,
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
@@ -274,8 +275,9 @@ class PACECovariance(DPEstimator):
                            noise=settings["noise"], diag_fraction=alpha, select_fraction=beta,
                            max_rounds=max_rounds)
         rho = Fraction(total.rho)
-        # Rounded down: the d diagonal spends never add up to more than their share.
-        each = budget_from_cost(ZCDP, (rho * alpha / d,))
+        # Rounded down to a multiple of rho's last binary digit: the d diagonal spends never
+        # add up to more than their share, and the rounds get exactly what remains.
+        each = dyadic_share(total, alpha / d)
         diagonal = EntrywiseGaussian(np.diag(sens).copy(), each, noise=settings["noise"])
         diagonal_step = diagonal.planned("diagonal")
         rest = budget_from_cost(ZCDP, (rho - exact_cost(diagonal_step.budget, ZCDP)[0],))

@@ -66,8 +66,8 @@ from dpggm.privacy.budgets import (
     NonPrivate,
     accounting_total,
     budget_from_cost,
+    dyadic_share,
     exact_cost,
-    scale_budget,
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
@@ -589,7 +589,7 @@ class AdaSSP(RegressorMixin, DPEstimator):
         neighbors = settings["neighbors"]
         row = RowNorm(x_bound)
         total = settings.accounting
-        third = scale_budget(total, Fraction(1, 3))
+        third = dyadic_share(total, Fraction(1, 3))
         notion = type(total)
         last = budget_from_cost(notion, tuple(
             t - 2 * c for t, c in zip(exact_cost(total, notion), exact_cost(third, notion))))

@@ -43,6 +43,7 @@ __all__ = [
     "ZCDP",
     "accounting_total",
     "budget_from_dict",
+    "dyadic_share",
     "exact_cost",
     "budget_from_cost",
     "compose",
@@ -446,7 +447,8 @@ def compose(budgets: list[Budget] | tuple[Budget, ...]) -> Budget:
 
 def split_budget(budget: Budget, fraction: float) -> tuple[Budget, Budget]:
     """Split ``budget`` into a ``fraction`` part and the rest, such that the two compose
-    back to no more than ``budget``.
+    back to no more than ``budget`` -- exactly to it for pure DP, approximate DP and zCDP
+    (the part is a multiple of the budget's last binary digit: :func:`dyadic_share`).
 
     The split is by additive cost: epsilon (and delta) for pure and approximate DP, rho for
     zCDP, ``mu**2`` for GDP.
@@ -457,10 +459,15 @@ def split_budget(budget: Budget, fraction: float) -> tuple[Budget, Budget]:
         return NonPrivate(), NonPrivate()
     notion = type(budget)
     cost = exact_cost(budget, notion)
-    first = budget_from_cost(notion, tuple(c * Fraction(fraction) for c in cost))
+    first = dyadic_share(budget, Fraction(fraction))
     used = exact_cost(first, notion)
     second = budget_from_cost(notion, tuple(c - u for c, u in zip(cost, used)))
     return first, second
+
+
+def _last_digit(value: Fraction) -> Fraction:
+    """The last binary digit (ulp) of the float ``value`` (0 for 0)."""
+    return Fraction(math.ulp(float(value))) if value > 0 else Fraction(1)
 
 
 def scale_budget(budget: Budget, fraction: Fraction | float) -> Budget:
@@ -469,6 +476,22 @@ def scale_budget(budget: Budget, fraction: Fraction | float) -> Budget:
     return budget_from_cost(
         notion, tuple(c * Fraction(fraction) for c in exact_cost(budget, notion))
     )
+
+
+def dyadic_share(budget: Budget, fraction: Fraction | float) -> Budget:
+    """``fraction`` of ``budget``'s additive cost, rounded down -- for pure DP, approximate
+    DP and zCDP to a multiple of the budget's own last binary digit, so that the budget
+    minus any sum of such shares is an exact float and a last step can take exactly what
+    remains (the parts add up to the budget exactly). GDP (whose cost ``mu**2`` is no
+    parameter): :func:`scale_budget`."""
+    notion = type(budget)
+    if notion is GDP:
+        return scale_budget(budget, fraction)
+    cost = exact_cost(budget, notion)
+    share = Fraction(fraction)
+    digits = tuple(_last_digit(c) for c in cost)
+    return budget_from_cost(notion, tuple(
+        math.floor(c * share / d) * d for c, d in zip(cost, digits)))
 
 
 def _parameter_of(budget: Budget) -> tuple[str, float]:
