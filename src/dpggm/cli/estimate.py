@@ -122,8 +122,6 @@ def estimate(
     bounds = load_bounds(bound, bound_file)
     if (ledger is None) != (dataset is None):
         raise UserError("--ledger and --dataset go together")
-    if neighbors not in ("replace", "add-remove"):
-        raise UserError(f"--neighbors must be 'replace' or 'add-remove'; got {neighbors!r}")
     if method not in METHODS:
         raise UserError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
     random_state = parse_seed(seed)

@@ -33,7 +33,7 @@ import pandas as pd
 
 from dpggm.exceptions import IncompatibleBudgetError
 from dpggm.mechanisms.bounds import Bounds, check_bounds
-from dpggm.privacy.budgets import Budget
+from dpggm.privacy.budgets import NEIGHBOR_RELATIONS, Budget
 
 __all__ = [
     "BOUNDS",
@@ -405,7 +405,7 @@ class _Estimator(Constraint):
 #: The shared declarations.
 BUDGET = _Budget()
 BOUNDS = _Bounds()
-NEIGHBORS = Options("replace", "add-remove")
+NEIGHBORS = Options(*NEIGHBOR_RELATIONS)
 RANDOM_STATE = _RandomState()
 NOISE = Options("exact", "float")
 FLAG = _Flag()

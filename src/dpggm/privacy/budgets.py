@@ -35,6 +35,7 @@ from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError
 from dpggm.privacy import conversion
 
 __all__ = [
+    "NEIGHBOR_RELATIONS",
     "ApproxDP",
     "Budget",
     "GDP",
@@ -254,6 +255,10 @@ class NonPrivate(Budget):
     def __str__(self) -> str:
         return "NonPrivate()"
 
+
+#: The neighbouring relations a guarantee may be stated under (the one list): replace one
+#: record (bounded DP, ``n`` public), or add or remove one (unbounded DP, ``n`` private).
+NEIGHBOR_RELATIONS: tuple[str, ...] = ("replace", "add-remove")
 
 _BY_NOTION: dict[str, type[Budget]] = {
     cls.notion: cls for cls in (PureDP, ApproxDP, ZCDP, GDP, NonPrivate)
