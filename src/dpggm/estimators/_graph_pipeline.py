@@ -85,10 +85,10 @@ from dpggm.privacy.budgets import (
     Budget,
     NonPrivate,
     PureDP,
+    accounting_total,
     budget_from_cost,
     exact_cost,
 )
-from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
     "GraphRelease",
@@ -153,34 +153,14 @@ class GraphSettings:
 
 
 def accounting_budget(budget: Budget, method: str) -> Budget:
-    """The notion and total the steps compose in (see the module documentation)."""
-    if isinstance(budget, (NonPrivate, ZCDP)):
+    """The notion and total the steps compose in (see the module documentation): a pure-DP
+    budget composes in pure DP (``method="glasso"``), everything else in the zCDP it
+    implies (:func:`~dpggm.privacy.budgets.accounting_total`, rounded down)."""
+    if isinstance(budget, ApproxDP) and budget.delta == 0:
+        budget = PureDP(budget.epsilon)
+    if isinstance(budget, PureDP) and method != "pace":
         return budget
-    if isinstance(budget, ApproxDP):
-        if budget.delta == 0:
-            return accounting_budget(PureDP(budget.epsilon), method)
-        return ZCDP(_rho_implying(budget.epsilon, budget.delta))
-    if isinstance(budget, GDP) or (isinstance(budget, PureDP) and method == "pace"):
-        # Rounded down: the steps must never spend more than the budget implies.
-        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
-    return budget
-
-
-def _rho_implying(epsilon: float, delta: float) -> float:
-    """The largest ``rho`` whose tight conversion implies ``(epsilon, delta)``; where that
-    search overflows (an enormous ``epsilon``), the simple conversion ``epsilon = rho +
-    2 sqrt(rho ln(1/delta))`` solved for ``rho`` (a smaller ``rho``, so still implying it)."""
-    if epsilon == 0:
-        return 0.0
-    try:
-        return zcdp_rho_for(epsilon, delta)
-    except (OverflowError, ArithmeticError):
-        log_term = math.log(1.0 / delta)
-        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
-        rho = root * root
-        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
-            rho = math.nextafter(rho, 0.0)
-        return rho
+    return accounting_total(budget, ZCDP)
 
 
 def _notion_cost(budget: Budget) -> Fraction:

@@ -35,6 +35,7 @@ __all__ = [
     "above_threshold_min_epsilon",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
+    "selection_epsilon",
     "symmetric_gaussian_noise",
     "symmetric_laplace_noise",
     "wishart_noise",
@@ -216,10 +217,12 @@ def _pure_step_budget(loss: Fraction, notion: type[Budget], coefficient: Fractio
     return budget_from_cost(PureDP, (loss,), rounding="up")
 
 
-def _selection_epsilon(budget: Budget, coefficient: Fraction) -> float:
-    """The largest ``epsilon`` a pure-DP selection may run at for ``budget``: ``ZCDP(rho)``
-    through ``coefficient * epsilon**2 <= rho`` (exactly), ``PureDP(eps)`` (or the
-    ``epsilon`` of ``ApproxDP``, delta unused) as is."""
+def selection_epsilon(budget: Budget, coefficient: Fraction) -> float:
+    """The largest ``epsilon`` a pure-DP selection may run at for ``budget`` -- the one map
+    from a budget to a selection's ``epsilon``: ``ZCDP(rho)`` through ``coefficient *
+    epsilon**2 <= rho`` (exactly; ``coefficient`` is 1/8 for the exponential mechanism,
+    1/2 for AboveThreshold), ``PureDP(eps)`` (or the ``epsilon`` of ``ApproxDP``, delta
+    unused) as is (the largest float not above it)."""
     if isinstance(budget, ZCDP):
         return epsilon_for_zcdp(budget.rho, coefficient=coefficient)
     if isinstance(budget, (PureDP, ApproxDP)):
@@ -263,7 +266,7 @@ class ExponentialMechanism(Measurement):
         """The selection that costs at most ``budget`` (the largest ``epsilon`` it allows;
         ``ZCDP``: ``epsilon**2 / 8 <= rho`` exactly)."""
         notion = ZCDP if isinstance(budget, ZCDP) else PureDP
-        return cls(epsilon=_selection_epsilon(budget, EXPONENTIAL_MECHANISM_ZCDP),
+        return cls(epsilon=selection_epsilon(budget, EXPONENTIAL_MECHANISM_ZCDP),
                    sensitivity=sensitivity, notion=notion)
 
     def privacy_map(self, sensitivity: float) -> Budget:
@@ -387,7 +390,7 @@ class AboveThreshold(Measurement):
         """The sparse vector that costs at most ``budget`` (``ZCDP``: ``epsilon**2 / 2 <=
         rho`` exactly)."""
         notion = ZCDP if isinstance(budget, ZCDP) else PureDP
-        return cls(epsilon=_selection_epsilon(budget, PURE_DP_ZCDP), sensitivity=sensitivity,
+        return cls(epsilon=selection_epsilon(budget, PURE_DP_ZCDP), sensitivity=sensitivity,
                    monotonic=monotonic, notion=notion)
 
     def privacy_map(self, sensitivity: float) -> Budget:
