@@ -11,9 +11,13 @@ Error policy
 * a value of the wrong type raises :class:`ParameterTypeError` -- a ``TypeError`` that is
   also a ``ValueError`` (as scikit-learn's ``InvalidParameterError`` is), so callers that
   catch ``ValueError`` for any bad parameter keep working;
-* a value of the right type outside its allowed set raises ``ValueError``;
+* a value of the right type outside its allowed set raises ``ValueError`` (a budget of a
+  notion the method cannot deliver: :class:`~dpggm.exceptions.IncompatibleBudgetError`, a
+  ``ValueError`` too; a row-norm bound where a box is required: ``ValueError``);
 * the message names the parameter, the constraint and the value:
-  ``"alpha must be a finite number >= 0 or 'auto'; got -1"``.
+  ``"alpha must be a finite number >= 0 or 'auto'; got -1"``;
+* all of it before any random word is drawn (the test suite generates bad values of every
+  declared constraint and counts the draws).
 
 ``0 == False`` in Python: booleans are never accepted as numbers, and numbers never as flags.
 """
