@@ -13,11 +13,11 @@ correlations of the generating model it measures:
   z-scores (1 when calibrated);
 * the smallest |partial correlation| detected with 80 % power, from a probit fit of the
   detections of every edge in every fit against its |partial correlation| (the graphs'
-  edges are graded from 0.05 to 0.45 so the curve can be read), next to
+  edges are graded geometrically from 0.01 to 0.45 so the curve can be read), next to
   ``detectable_partial_correlation`` from public parameters only.
 
-Graphs (fixed per (kind, p), partial correlations of the edges spread evenly over
-[0.05, 0.45] with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
+Graphs (fixed per (kind, p), partial correlations of the edges spread geometrically over
+[0.01, 0.45] with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
 joined to the other 9), ``random`` (2p edges drawn uniformly). Distributions: Gaussian and
 multivariate t with 5 degrees of freedom (same scatter matrix; its partial correlations are
 the estimand).
@@ -54,6 +54,7 @@ from scipy import optimize, stats
 from dpggm import ZCDP, PrivateGraph
 from dpggm.datasets import make_raw_chain
 from dpggm.solvers.inference import (
+    RESCALED_VARIANCE,
     ClippingModel,
     detectable_partial_correlation,
     edge_inference,
@@ -63,7 +64,7 @@ from dpggm.solvers.inference import (
 GRAPHS = ("chain", "hub", "random")
 FULL_GRID = {"p": (10, 30, 100), "n": (2000, 20000), "rho": (0.1, 1.0)}
 REDUCED_GRID = {"p": (10, 30), "n": (2000, 20000), "rho": (0.1, 1.0)}
-WEAKEST, STRONGEST = 0.05, 0.45
+WEAKEST, STRONGEST = 0.01, 0.45
 
 
 # ---------------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def study_precision(kind: str, p: int) -> np.ndarray:
         pairs = [tuple(upper[k]) for k in chosen]
     else:
         raise ValueError(f"kind must be one of {GRAPHS}; got {kind!r}")
-    strengths = np.linspace(WEAKEST, STRONGEST, len(pairs))[rng.permutation(len(pairs))]
+    strengths = np.geomspace(WEAKEST, STRONGEST, len(pairs))[rng.permutation(len(pairs))]
     signs = rng.choice([-1.0, 1.0], size=len(pairs))
     off = np.zeros((p, p))
     for (j, k), strength, sign in zip(pairs, strengths, signs):
@@ -191,6 +192,22 @@ def measured_threshold(strengths: np.ndarray, detected: np.ndarray,
     return float(threshold), ""
 
 
+def noise_amplification(precision: np.ndarray) -> float:
+    """The median over the edges of the noise standard error of a partial correlation
+    (under "no edge") relative to ``sigma / v``, for the population graph in rescaled
+    units (per-coordinate variance ``v``): what ``detectable_partial_correlation`` assumes
+    when told the graph."""
+    scale = np.sqrt(np.diag(np.linalg.inv(precision)))
+    theta = precision * np.outer(scale, scale) / RESCALED_VARIANCE  # inverse of v * corr
+    d = np.diag(theta)
+    G = theta @ theta
+    squares = theta**2
+    variance = (np.outer(np.diag(G), np.diag(G)) + G**2 - squares.T @ squares) / np.outer(d, d)
+    rows, cols = np.triu_indices(len(theta), 1)
+    edge = precision[rows, cols] != 0
+    return float(np.median(np.sqrt(variance[rows, cols][edge]) * RESCALED_VARIANCE))
+
+
 def planned_sigma(n: int, p: int, release_rho: float, norm_quantile: float) -> float:
     """The noise scale a release plan expects before the data: the Gaussian mechanism on
     the second moment (l2 sensitivity sqrt(2) B^2 / n) with the expected row-norm bound."""
@@ -245,9 +262,11 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
     predicted = detectable_partial_correlation(
         n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
         fdr=fdr, fdr_method=fdr_method)
-    predicted_actual = detectable_partial_correlation(
-        n, p, float(np.mean(sigmas)), row_norm_bound=float(np.mean(bounds)),
-        fdr=fdr, fdr_method=fdr_method)
+    amplification = noise_amplification(precision)
+    predicted_informed = detectable_partial_correlation(
+        n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
+        fdr=fdr, fdr_method=fdr_method, noise_amplification=amplification,
+        expected_edges=float(edge.sum()))
     return {
         "graph": kind, "p": p, "n": n, "rho": rho, "distribution": distribution,
         "fits": fits, "edges": int(edge.sum()),
@@ -256,7 +275,8 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         "coverage_non_edges": float(cover[:, ~edge].mean()),
         "power": float(np.mean(power)), "null_z_sd": float(z.std()),
         "threshold_80": threshold, "threshold_note": note,
-        "detectable": predicted, "detectable_actual_sigma": predicted_actual,
+        "detectable": predicted, "detectable_informed": predicted_informed,
+        "noise_amplification": amplification,
         "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
         "clipped_share": float(np.mean(clipped_share)),
         "fit_seconds": float(np.mean(fit_time)),

@@ -65,6 +65,7 @@ from dpggm.solvers.psd import project_psd
 from dpggm.solvers.toolkit import single_threaded_blas
 
 __all__ = [
+    "EDGE_STRENGTHS",
     "FDR_METHODS",
     "NOISE_AMPLIFICATION",
     "RESCALED_VARIANCE",
@@ -379,8 +380,14 @@ def _glasso_pilot(S: np.ndarray, alpha: float, floor: float) -> np.ndarray:
 
 
 def _refit_pilot(S: np.ndarray, start: np.ndarray, floor: float) -> tuple[np.ndarray, str]:
-    """The pilot refitted on the support of ``start``; on a release with no positive
-    definite completion on that support, on the release with its eigenvalues floored."""
+    """The pilot refitted on the support of ``start``.
+
+    A noisy release can have no positive definite completion on that support (the refit
+    objective is then unbounded below). The release's diagonal is then raised by the
+    least of ``lambda / 2`` and ``lambda`` that works, ``lambda = floor - min eig(S)``
+    (with ``lambda`` the completion ``S + lambda I`` exists): the off-diagonal entries of the
+    support are still matched exactly, and the de-biasing, which uses the release itself,
+    corrects the shift."""
     support = start != 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -389,9 +396,15 @@ def _refit_pilot(S: np.ndarray, start: np.ndarray, floor: float) -> tuple[np.nda
             return theta, "refit" if converged else "refit (not converged)"
         except NoSolutionError:
             pass
-        repaired = project_psd(S, min_eigenvalue=floor).estimate
-        theta, _, converged = support_refit(repaired, support, start=start)
-        return theta, "refit on the eigenvalue-floored release"
+        shift = floor - float(linalg.eigvalsh(S, subset_by_index=[0, 0], check_finite=False)[0])
+        for fraction in (0.5, 1.0):
+            shifted = S + fraction * shift * np.eye(S.shape[0])
+            try:
+                theta, _, converged = support_refit(shifted, support, start=start)
+            except NoSolutionError:
+                continue
+            return theta, f"refit on the release with its diagonal raised by {fraction * shift:.3g}"
+    raise NumericalError("the pilot could not be refitted on its support")  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------------------
@@ -903,12 +916,15 @@ def _bootstrap(*, theta, working, pre_clip, correction, clipping, n, variance, r
 #: ``[-1, 1]`` (``PrivateGraph``'s ranges): ``1 / (5 Phi^{-1}(3/4))**2``.
 RESCALED_VARIANCE = 1.0 / (5.0 * float(stats.norm.ppf(0.75))) ** 2
 
-#: Default ratio of the noise standard error of a partial correlation in a sparse graph to
-#: its value for independent variables (``sigma / v`` with ``v`` the clipped per-coordinate
-#: variance). Measured on the calibration graphs (chains, hubs, random graphs with about
-#: ``2p`` edges and partial correlations from 0.05 to 0.45): medians 1.3 to 2.0 over the
-#: edges; it grows with how well a variable is predicted by the others.
-NOISE_AMPLIFICATION = 1.5
+#: Default ratio of the noise standard error of a partial correlation to its value for an
+#: edge between two variables that have no other neighbours: what the rest of a sparse graph
+#: adds. Measured on the calibration graphs (chains, hubs, random graphs with about 2p
+#: edges, partial correlations 0.01 to 0.45): 1.05 to 1.35.
+NOISE_AMPLIFICATION = 1.2
+
+#: Range of the edges' |partial correlation| assumed by :func:`detectable_partial_correlation`
+#: to predict how many edges will be selected (spread log-uniformly over it).
+EDGE_STRENGTHS = (0.01, 0.5)
 
 
 def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
@@ -933,6 +949,24 @@ def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
     return math.sqrt(v * float(stats.chi2.ppf(q, p)))
 
 
+def _edge_standard_errors(t: float, n: int, sigma: float, clipped_variance: float,
+                          amplification: float) -> tuple[float, float]:
+    """Null-test and actual standard errors of the estimate of a partial correlation ``t``
+    between two variables with no other neighbours (records of per-coordinate variance
+    ``clipped_variance``), the noise part scaled by ``amplification``; by the same closed
+    form :func:`edge_inference` uses."""
+    theta = np.array([[1.0, -t], [-t, 1.0]]) / (clipped_variance * (1.0 - t * t))
+    _, r, diagonal = _debiased(np.linalg.inv(theta), theta)
+    moments = _moments_gaussian(theta)
+    out = []
+    for null in (True, False):
+        c, a, b = _coefficients(r, diagonal, null=null)
+        variance = (_sampling_variance(moments, c, a, b, n)[0, 1]
+                    + amplification**2 * _noise_variance(theta, c, a, b, sigma * sigma)[0, 1])
+        out.append(math.sqrt(variance))
+    return out[0], out[1]
+
+
 def detectable_partial_correlation(
     n_samples: int,
     n_features: int,
@@ -944,7 +978,8 @@ def detectable_partial_correlation(
     fdr: float = 0.1,
     power: float = 0.8,
     fdr_method: str = "bh",
-    expected_discoveries: float | None = None,
+    expected_edges: float | None = None,
+    edge_strengths: tuple[float, float] = EDGE_STRENGTHS,
     noise_amplification: float = NOISE_AMPLIFICATION,
 ) -> float:
     """The smallest ``|partial correlation|`` an edge needs to be selected with probability
@@ -956,37 +991,40 @@ def detectable_partial_correlation(
     n_samples, n_features : int
         ``n`` and ``p``.
     noise_sigma : float
-        Standard deviation of the noise on every released second-moment entry (of the
-        rescaled records), from the release plan.
+        Standard deviation of the noise on every released second-moment entry of the
+        rescaled records (from the release plan).
     row_norm_bound : float, optional
-        The row-norm bound of the rescaled records; default
-        :func:`expected_row_norm_bound` at ``norm_quantile``.
+        Row-norm bound of the rescaled records; default :func:`expected_row_norm_bound` at
+        ``norm_quantile``.
     norm_quantile : float, default=0.5
     record_variance : float, default=RESCALED_VARIANCE
         Per-coordinate variance of the rescaled records before the row-norm clipping.
     fdr, power : float in (0, 1)
     fdr_method : {"bh", "by"}
-    expected_discoveries : float, optional
-        Number of edges the procedure is expected to select, which sets the
-        Benjamini-Hochberg cut-off ``|z| > Phi^{-1}(1 - fdr R / (2 m))``, ``m = p(p-1)/2``;
-        default ``p`` (sparse graphs have of the order of ``p`` edges).
+    expected_edges : float, optional
+        Number of edges of the graph; default ``p``.
+    edge_strengths : (float, float), default=EDGE_STRENGTHS
+        Their ``|partial correlation|`` is taken as log-uniform over this range; their
+        expected detections give the expected number ``R`` of selections, hence the
+        Benjamini-Hochberg cut-off ``|z| > Phi^{-1}(1 - fdr R / (2 m))``,
+        ``m = p (p - 1) / 2`` (solved jointly).
     noise_amplification : float, default=NOISE_AMPLIFICATION
-        Ratio of the noise standard error of a partial correlation in the graph to its value
-        for independent variables.
+        What the rest of the graph adds to the noise standard error of an edge.
 
     Returns
     -------
     float
-        The threshold ``t`` solving ``t = c se_0 + z_power se(t)`` with
-        ``se(t)^2 = (1 - t^2)^2 / n + (A sigma / v_c)^2`` (``v_c`` the per-coordinate
-        variance after clipping, ``A`` the amplification), or ``inf`` when even a partial
-        correlation of 1 would not be detected.
+        The threshold ``t`` solving ``t = c(t) se_0(t) + z_power se(t)``, with the standard
+        errors of :func:`edge_inference` for an edge of strength ``t`` (the smallest root);
+        ``inf`` when no partial correlation up to 0.99 would be detected.
 
     Notes
     -----
     Assumptions (see ``docs/inference.md``): Gaussian-like columns mapped by median +- 5
-    MADs, rows shrunk onto the ball at the ``norm_quantile`` of their norms, a sparse graph;
-    the clipping bias is corrected, so the threshold is on the population scale.
+    MADs (per-coordinate variance :data:`RESCALED_VARIANCE`), rows shrunk onto the ball at
+    the ``norm_quantile`` of their norms (which scales the variances by the radial gain of
+    independent coordinates), a sparse graph; the clipping bias is corrected, so the
+    threshold is on the population scale.
 
     Privacy: public parameters only; nothing is read from data.
     """
@@ -1002,6 +1040,9 @@ def detectable_partial_correlation(
     amplification = _real(noise_amplification, "noise_amplification")
     if not (math.isfinite(amplification) and amplification > 0):
         raise ValueError(f"noise_amplification must be a finite number > 0; got {amplification!r}")
+    low, high = (_real(x, "edge_strengths") for x in edge_strengths)
+    if not (0 < low < high < 1):
+        raise ValueError(f"edge_strengths must satisfy 0 < low < high < 1; got {edge_strengths!r}")
     if row_norm_bound is None:
         bound = expected_row_norm_bound(p, norm_quantile=norm_quantile, record_variance=v)
     else:
@@ -1009,21 +1050,46 @@ def detectable_partial_correlation(
         if not (math.isfinite(bound) and bound > 0):
             raise ValueError(f"row_norm_bound must be a finite number > 0; got {bound!r}")
     m = p * (p - 1) / 2
-    discoveries = float(p) if expected_discoveries is None else _nonnegative(
-        expected_discoveries, "expected_discoveries")
-    discoveries = min(max(discoveries, 1.0), m)
+    edges = float(p) if expected_edges is None else _nonnegative(expected_edges, "expected_edges")
     level = fdr / (float(np.sum(1.0 / np.arange(1, int(m) + 1))) if fdr_method == "by" else 1.0)
-    cutoff = float(stats.norm.isf(level * discoveries / (2 * m)))
     clipped_variance = v * float(_radial_gains(np.full(p, v), bound * bound)[0])
-    noise_sd = amplification * sigma / clipped_variance
     z_power = float(stats.norm.ppf(power))
-    null_se = math.sqrt(1.0 / n + noise_sd**2)
+
+    def errors(t: float) -> tuple[float, float]:
+        return _edge_standard_errors(t, n, sigma, clipped_variance, amplification)
+
+    # The Benjamini-Hochberg cut-off c rejects |z| > c with c = Phi^{-1}(1 - fdr R / (2m)),
+    # R the expected number of selections: the expected detections of the edges (their
+    # strengths log-uniform over edge_strengths) inflated by the false ones (R / (1 - fdr)).
+    # R grows as c falls; iterate from the single-selection cut-off.
+    nodes, weights = np.polynomial.legendre.leggauss(48)
+    strengths = np.exp(math.log(low) + (nodes + 1) / 2 * math.log(high / low))
+    weights = weights / 2
+    standard = np.array([errors(float(t)) for t in strengths])
+    cutoff = float(stats.norm.isf(level / (2 * m)))
+    for _ in range(100):
+        detection = stats.norm.cdf((strengths - cutoff * standard[:, 0]) / standard[:, 1])
+        selections = min(max(edges * float(weights @ detection) / (1.0 - fdr), 1.0), m)
+        updated = float(stats.norm.isf(level * selections / (2 * m)))
+        if abs(updated - cutoff) < 1e-10:
+            break
+        cutoff = updated
 
     def gap(t: float) -> float:
-        return t - cutoff * null_se - z_power * math.sqrt((1 - t * t) ** 2 / n + noise_sd**2)
+        null_se, se = errors(t)
+        return t - cutoff * null_se - z_power * se
 
-    if gap(1.0) < 0:
+    # The noise standard error of a strong edge grows with its strength (as
+    # sqrt(1 + 4t^2 + t^4) / (1 - t^2) for an isolated edge), so the gap need not be
+    # monotone: the smallest root is bracketed on a grid first.
+    grid = np.geomspace(1e-4, 0.99, 200)
+    values = np.array([gap(float(t)) for t in grid])
+    positive = np.flatnonzero(values >= 0)
+    if positive.size == 0:
         return math.inf
+    first = int(positive[0])
+    if first == 0:
+        return float(grid[0])
     from scipy.optimize import brentq
 
-    return float(brentq(gap, 0.0, 1.0, xtol=1e-10))
+    return float(brentq(gap, float(grid[first - 1]), float(grid[first]), xtol=1e-10))
