@@ -263,14 +263,20 @@ def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
 
 
 def test_detectable_without_noise_solves_the_power_equation():
+    # No noise and no other edge expected (one selection: the cut-off is the Bonferroni-like
+    # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
+    # error of the test is sqrt((Theta_jj Theta_kk + Theta_jk^2) / (Theta_jj Theta_kk n))
+    # = sqrt((1 + t^2) / n) (Jankova & van de Geer), the estimate's is (1 - t^2) / sqrt(n).
     n, p = 2000, 10
-    t = detectable_partial_correlation(n, p, 0.0, expected_discoveries=p)
-    cutoff = stats.norm.isf(0.1 * p / (2 * 45))
-    # t = c / sqrt(n) + z_0.8 (1 - t^2) / sqrt(n), solved independently by fixed point.
+    t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
+    cutoff = stats.norm.isf(0.1 / (2 * 45))
     reference = 0.1
-    for _ in range(100):
-        reference = (cutoff + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
-    assert t == pytest.approx(reference, rel=1e-8)
+    for _ in range(200):
+        reference = (cutoff * math.sqrt(1 + reference**2)
+                     + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
+    assert t == pytest.approx(reference, rel=1e-7)
+    # More edges expected: more selections, a lower cut-off, a lower threshold.
+    assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t
 
 
 def test_detectable_grows_with_noise_and_shrinks_with_samples():
