@@ -59,6 +59,7 @@ from dpggm.solvers.inference import (
     detectable_partial_correlation,
     edge_inference,
     expected_row_norm_bound,
+    noise_calibrated_alpha,
 )
 
 GRAPHS = ("chain", "hub", "random")
@@ -217,7 +218,8 @@ def planned_sigma(n: int, p: int, release_rho: float, norm_quantile: float) -> f
 
 def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: int,
              norm_quantile: float, fdr: float, fdr_method: str, method: str,
-             clipping_correction: bool, seed: int = 0) -> dict:
+             clipping_correction: bool, pilot_alpha_factor: float | None = None,
+             seed: int = 0) -> dict:
     precision = study_precision(kind, p)
     truth_matrix = partial_correlations(precision)
     rows, cols = np.triu_indices(p, 1)
@@ -237,11 +239,16 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         fit_time.append(time.perf_counter() - start)
         release = release_from_private_graph(graph)
         start = time.perf_counter()
+        pilot: dict = {"precision": release.precision}
+        if pilot_alpha_factor is not None:
+            pilot = {"alpha": pilot_alpha_factor * noise_calibrated_alpha(
+                release.noisy_covariance, noise_std=math.sqrt(release.noise_variance),
+                n_samples=release.n_samples)}
         result = edge_inference(
             release.noisy_covariance, n_samples=release.n_samples,
-            noise_variance=release.noise_variance, precision=release.precision,
+            noise_variance=release.noise_variance,
             clipping=release.clipping if clipping_correction else None,
-            fdr=fdr, fdr_method=fdr_method, method=method,
+            fdr=fdr, fdr_method=fdr_method, method=method, **pilot,
         )
         inference_time.append(time.perf_counter() - start)
         selected = result.selected
@@ -373,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fdr-method", default="bh")
     parser.add_argument("--method", default="closed-form")
     parser.add_argument("--no-clipping-correction", action="store_true")
+    parser.add_argument("--pilot-alpha-factor", type=float,
+                        help="solve the pilot at this multiple of the noise-calibrated "
+                             "penalty instead of reusing PrivateGraph's precision")
     parser.add_argument("--json", help="write the cell results here")
     parser.add_argument("--chain-f1", action="store_true",
                         help="F1 on the 30-node raw chain, rho = 1, 10 seeds, and exit")
@@ -407,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                             kind, p, n, rho, distribution=distribution, fits=args.fits,
                             norm_quantile=args.norm_quantile, fdr=args.fdr,
                             fdr_method=args.fdr_method, method=args.method,
-                            clipping_correction=not args.no_clipping_correction)
+                            clipping_correction=not args.no_clipping_correction,
+                            pilot_alpha_factor=args.pilot_alpha_factor)
                         results.append(cell)
                         print(format_row(cell), flush=True)
     if args.json:
