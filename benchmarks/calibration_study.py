@@ -12,12 +12,13 @@ correlations of the generating model it measures:
 * the power (share of true edges selected) and the standard deviation of the null
   z-scores (1 when calibrated);
 * the smallest |partial correlation| detected with 80 % power, from a probit fit of the
-  detections of every edge in every fit against its |partial correlation| (the graphs'
-  edges are graded geometrically from 0.01 to 0.45 so the curve can be read), next to
-  ``detectable_partial_correlation`` from public parameters only.
+  detections of every edge in every fit against its |partial correlation| (the edges'
+  strengths are drawn afresh in every fit, log-uniformly over [0.01, 0.45], so the curve
+  is read over a continuum), next to ``detectable_partial_correlation`` from public
+  parameters only.
 
-Graphs (fixed per (kind, p), partial correlations of the edges spread geometrically over
-[0.01, 0.45] with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
+Graphs (edges fixed per (kind, p); strengths drawn log-uniformly over [0.01, 0.45] in
+every fit, with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
 joined to the other 9), ``random`` (2p edges drawn uniformly). Distributions: Gaussian and
 multivariate t with 5 degrees of freedom (same scatter matrix; its partial correlations are
 the estimand).
@@ -73,8 +74,10 @@ WEAKEST, STRONGEST = 0.01, 0.45
 # ---------------------------------------------------------------------------------------
 
 
-def study_precision(kind: str, p: int) -> np.ndarray:
-    """The precision matrix of a study graph (fixed for each kind and size)."""
+def study_precision(kind: str, p: int, draw: np.random.Generator | None = None) -> np.ndarray:
+    """The precision matrix of a study graph: the edges are fixed for each kind and size;
+    their strengths are spread geometrically over [WEAKEST, STRONGEST] (fixed), or, with
+    ``draw``, drawn log-uniformly from it, with random signs."""
     rng = np.random.default_rng([GRAPHS.index(kind), p])
     if kind == "chain":
         pairs = [(j, j + 1) for j in range(p - 1)]
@@ -89,8 +92,12 @@ def study_precision(kind: str, p: int) -> np.ndarray:
         pairs = [tuple(upper[k]) for k in chosen]
     else:
         raise ValueError(f"kind must be one of {GRAPHS}; got {kind!r}")
-    strengths = np.geomspace(WEAKEST, STRONGEST, len(pairs))[rng.permutation(len(pairs))]
-    signs = rng.choice([-1.0, 1.0], size=len(pairs))
+    if draw is None:
+        strengths = np.geomspace(WEAKEST, STRONGEST, len(pairs))[rng.permutation(len(pairs))]
+        signs = rng.choice([-1.0, 1.0], size=len(pairs))
+    else:
+        strengths = np.exp(draw.uniform(math.log(WEAKEST), math.log(STRONGEST), len(pairs)))
+        signs = draw.choice([-1.0, 1.0], size=len(pairs))
     off = np.zeros((p, p))
     for (j, k), strength, sign in zip(pairs, strengths, signs):
         off[j, k] = off[k, j] = sign * strength
@@ -220,16 +227,17 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
              norm_quantile: float, fdr: float, fdr_method: str, method: str,
              clipping_correction: bool, pilot_alpha_factor: float | None = None,
              seed: int = 0) -> dict:
-    precision = study_precision(kind, p)
-    truth_matrix = partial_correlations(precision)
+    pattern = study_precision(kind, p)
     rows, cols = np.triu_indices(p, 1)
-    truth = truth_matrix[rows, cols]
-    edge = precision[rows, cols] != 0
+    edge = pattern[rows, cols] != 0
     rng = np.random.default_rng([seed, GRAPHS.index(kind), p, n, int(rho * 1000),
                                  0 if distribution == "gaussian" else 1])
     fdp, power, cover, null_z, strengths, detected = [], [], [], [], [], []
     sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
     for _ in range(fits):
+        # Fresh edge strengths in every fit: the power curve is read over a continuum.
+        precision = study_precision(kind, p, rng)
+        truth = partial_correlations(precision)[rows, cols]
         frame = sample_raw(precision, n, rng, distribution)
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -269,7 +277,7 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
     predicted = detectable_partial_correlation(
         n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
         fdr=fdr, fdr_method=fdr_method)
-    amplification = noise_amplification(precision)
+    amplification = noise_amplification(pattern)
     predicted_informed = detectable_partial_correlation(
         n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
         fdr=fdr, fdr_method=fdr_method, noise_amplification=amplification,
@@ -285,6 +293,7 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         "detectable": predicted, "detectable_informed": predicted_informed,
         "noise_amplification": amplification,
         "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
+        "release_rho": release_rho,
         "clipped_share": float(np.mean(clipped_share)),
         "fit_seconds": float(np.mean(fit_time)),
         "inference_seconds": float(np.mean(inference_time)),
