@@ -395,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the cell results here")
     parser.add_argument("--chain-f1", action="store_true",
                         help="F1 on the 30-node raw chain, rho = 1, 10 seeds, and exit")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="print the tables of earlier runs, with detectable() as it is "
+                             "now, and exit")
     parser.add_argument("--timing", action="store_true",
                         help="inference time against the fit at p = 100, and exit")
     args = parser.parse_args(argv)
@@ -405,6 +408,19 @@ def main(argv: list[str] | None = None) -> int:
         frame = pd.DataFrame(rows)
         print(frame.to_string(index=False))
         print(frame.groupby("selection")[["edges", "f1"]].mean().to_string())
+        return 0
+    if args.table:
+        print(HEADER)
+        for path in args.table:
+            with open(path) as handle:
+                for cell in json.load(handle):
+                    cell["detectable"] = detectable_partial_correlation(
+                        cell["n"], cell["p"],
+                        planned_sigma(cell["n"], cell["p"], cell["release_rho"],
+                                      args.norm_quantile),
+                        norm_quantile=args.norm_quantile, fdr=args.fdr,
+                        fdr_method=args.fdr_method)
+                    print(format_row(cell))
         return 0
     if args.timing:
         for n in (2000, 20000):
