@@ -486,8 +486,9 @@ def _radial_gains(eigenvalues: np.ndarray, bound_squared: float) -> np.ndarray:
     ``E[z_j^2 f(Q)] = E[f(Q_j)]`` where ``Q_j`` has ``z_j^2`` replaced by a chi-square with 3
     degrees of freedom; ``Q_j`` is approximated by the gamma law with its mean and variance
     (Satterthwaite), for which ``E[min(1, B^2 / G)] = F_k(B^2) + B^2 / (theta (k - 1))
-    (1 - F_{k-1}(B^2))`` in closed form. Checked against 2e6 simulated rows: the spread of
-    the gains across eigenvalues agrees within 0.5 %.
+    (1 - F_{k-1}(B^2))`` in closed form. Against 2e6 simulated rows the gains agree within
+    0.5 % on the calibration graphs (p >= 10) and 1.5 % for ten eigenvalues spread over two
+    decades.
     """
     lam = np.maximum(eigenvalues, 0.0)
     mean = lam.sum() + 2.0 * lam
@@ -726,9 +727,11 @@ def edge_inference(
         Penalty of the pilot when ``precision`` is not given; ``"auto"`` is
         :func:`noise_calibrated_alpha`.
     clipping : ClippingModel, optional
-        How the records were bounded. With it the clipping bias is removed under a
-        Gaussian working model and the sampling variance uses the clipped records'
-        fourth moments; without it the records are taken as Gaussian and unclipped.
+        How the records were bounded. With a row-norm bound, the shrinkage of the partial
+        correlations that clipping causes is removed under a Gaussian working model (the
+        estimand is then the population's partial correlations); without it the estimand
+        is that of the clipped records. Recommended whenever rows were clipped onto a
+        ball (it changes a 0.45 partial correlation by 0.03 at p = 10 with a median bound).
     confidence_level : float in (0, 1), default=0.9
     fdr : float in (0, 1), default=0.1
         Target false-discovery rate of the selected edges.
@@ -740,12 +743,15 @@ def edge_inference(
         of the whole mechanism (``n_bootstrap`` replicates).
     n_bootstrap : int, default=200
     random_state : int, default=0
-        Seed of the simulations (working model, bootstrap). They draw from public
-        quantities only; the seed makes the post-processing reproducible.
+        Seed of the bootstrap's simulations. They draw synthetic records from a model
+        fitted to the release (public quantities only), so the seed has no bearing on
+        privacy; it makes the post-processing reproducible.
 
     Returns
     -------
     EdgeInference
+        Estimate, standard error, interval, p-value, q-value and selection for every pair
+        ``j < k`` (``to_frame()`` for a table), the de-biased precision and the pilot.
 
     Raises
     ------
@@ -760,7 +766,21 @@ def edge_inference(
 
     Notes
     -----
-    See the module docstring and ``docs/inference.md``.
+    The closed form costs a few ``p x p`` matrix products and one Newton refit of the
+    pilot (0.05 s at p = 100); the bootstrap 200 refits (about 5 s at p = 100). See the
+    module docstring and ``docs/inference.md`` for the derivations and the calibration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpggm.solvers import edge_inference
+    >>> theta = np.eye(4) + np.diag([-0.4] * 3, 1) + np.diag([-0.4] * 3, -1)
+    >>> result = edge_inference(np.linalg.inv(theta), n_samples=5000, noise_variance=1e-6)
+    >>> result.to_frame(["a", "b", "c", "d"])[["source", "target", "selected"]].head(3)
+      source target  selected
+    0      a      b      True
+    1      c      d      True
+    2      b      c      True
     """
     S = check_square_symmetric(noisy_covariance, name="noisy_covariance")
     p = S.shape[0]
