@@ -50,6 +50,25 @@ def test_budget_commands_import_no_heavy_library(tmp_path):
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+@pytest.mark.parametrize("args, message", [
+    (["graph", "nosuch.csv", "--rho", "1"], "no such file"),
+    (["graph", "nosuch/*.parquet", "--rho", "1", "--engine", "dask"], "no file matches"),
+    (["graph", ".", "--rho", "1"], "is a directory"),
+    (["graph", "d.csv"], "exactly one budget"),
+    (["graph", "nosuch.csv", "--rho", "1", "--engine", "spark"], "--engine must be"),
+])
+def test_graph_refuses_bad_input_before_importing_the_estimator(tmp_path, args, message):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n3,4\n")
+    code = (
+        f"import os\nos.chdir({str(tmp_path)!r})\nfrom dpggm.cli.main import app\n"
+        "from typer.testing import CliRunner\n"
+        f"r = CliRunner().invoke(app, {args!r})\n"
+        f"assert r.exit_code == 2 and {message!r} in r.output, r.output\n"
+    )
+    loaded = _modules_after(code)
+    assert not loaded & {*HEAVY, "dask", "pyarrow"}, sorted(loaded & {*HEAVY, "dask", "pyarrow"})
+
+
 def test_lazy_exports_resolve_to_the_real_objects():
     import dpggm
     from dpggm.estimators.precision import GraphicalLasso

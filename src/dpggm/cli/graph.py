@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpggm.cli import data_options as dopt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
@@ -128,7 +129,9 @@ def curator_diagnostics(estimator: Any) -> list[str]:
 
 @guard
 def graph(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV (with a header row) or Parquet file, one record per row (with --engine dask: "
+             "a glob or URL)")],
     rho: RhoOpt = None,
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -151,21 +154,23 @@ def graph(
     seed: Annotated[str | None, typer.Option(
         help="'secure' (a release) or an integer (an experiment, never booked)")] = "secure",
     as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
+    engine: dopt.EngineOpt = "memory",
+    scheduler: dopt.SchedulerOpt = None,
 ) -> None:
     """The private conditional-dependence graph of DATA, with pictures and a report."""
-    from dpggm.cli.output import StagedOutput, recover_pending
-    from dpggm.estimators.graph import PrivateGraph
-
+    # Every option and the input are checked before the estimator, the solvers and the
+    # plotting modules are imported: a mistyped path is answered at once.
+    reading = dopt.data_options(engine, scheduler)
+    _check_input(data, engine)
     budget = budget_from_options(epsilon, delta, rho, mu)
     if (ledger is None) != (dataset is None):
         raise UserError("--ledger and --dataset go together")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
     random_state = parse_seed(seed)
-    if data.is_dir():
-        raise UserError(f"{data} is a directory; give the CSV file of records")
-    if not data.exists():
-        raise UserError(f"no such file: {data}")
+    from dpggm.cli.output import StagedOutput, recover_pending
+    from dpggm.estimators.graph import PrivateGraph
+
     estimator = PrivateGraph(
         budget=budget, bounds=bound, center=parse_center(center), method=method,
         bound_fraction=_parse_fraction(bound_fraction, "--bound-fraction"),
@@ -182,7 +187,7 @@ def graph(
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
         with summarised_warnings():
-            estimator.fit(str(data))
+            dopt.fit_records(estimator, data, reading, progress=not as_json)
         stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
         if book is not None:
             spend = book.spend(
@@ -206,6 +211,27 @@ def graph(
     console.print(f"{n_edges} edges among {estimator.n_features_in_} variables; validity "
                   f"{estimator.privacy_.validity}", markup=False)
     console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+
+
+def _check_input(data: Path, engine: str) -> None:
+    """The records must exist: a file on this machine, or with ``--engine dask`` a file, a
+    glob matching at least one file, or a URL (checked by the cluster's reader)."""
+    if engine == "dask":
+        import glob
+        import re
+
+        text = str(data)
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text):
+            return
+        if glob.has_magic(text):
+            if not glob.glob(text):
+                raise UserError(f"no file matches {text!r}")
+            return
+    if data.is_dir():
+        raise UserError(f"{data} is a directory; give the CSV or Parquet file of records, or "
+                        f"with --engine dask a glob of its parts such as '{data}/*.parquet'")
+    if not data.exists():
+        raise UserError(f"no such file: {data}")
 
 
 def _parse_fraction(text: str, option: str) -> Any:
