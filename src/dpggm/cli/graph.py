@@ -156,12 +156,21 @@ def graph(
     as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
     engine: dopt.EngineOpt = "memory",
     scheduler: dopt.SchedulerOpt = None,
+    scratch: Annotated[Path | None, typer.Option(
+        help="directory for the temporary file of parsed records (8 bytes per value, "
+             "deleted at the end) when they exceed 64 MB; default: the system's temporary "
+             "directory (TMPDIR)")] = None,
 ) -> None:
     """The private conditional-dependence graph of DATA, with pictures and a report."""
     # Every option and the input are checked before the estimator, the solvers and the
     # plotting modules are imported: a mistyped path is answered at once.
     reading = dopt.data_options(engine, scheduler)
     _check_input(data, engine)
+    if scratch is not None:
+        if engine != "memory":
+            raise UserError("--scratch is for --engine memory (Dask workers keep nothing)")
+        if not scratch.is_dir():
+            raise UserError(f"--scratch must be an existing directory; got {scratch}")
     budget = budget_from_options(epsilon, delta, rho, mu)
     if (ledger is None) != (dataset is None):
         raise UserError("--ledger and --dataset go together")
@@ -187,7 +196,12 @@ def graph(
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
         with summarised_warnings():
-            dopt.fit_records(estimator, data, reading, progress=not as_json)
+            if scratch is not None:
+                from dataclasses import replace
+
+                estimator.fit(replace(dopt.table_file(data, reading), scratch=str(scratch)))
+            else:
+                dopt.fit_records(estimator, data, reading, progress=not as_json)
         stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
         if book is not None:
             spend = book.spend(

@@ -20,18 +20,22 @@ or is released as is.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import shutil
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
 from dpggm.estimators import _count_kernels as kernels
-from dpggm.mechanisms.bounds import RowNorm
 
 __all__ = [
     "ArrayRecords",
@@ -44,11 +48,16 @@ __all__ = [
     "ValueCounts",
     "grid_parameters",
     "open_records",
+    "prefetched",
 ]
 
 #: Rows per block: a block of ``BLOCK_ROWS x p`` float64 stays in cache between the steps
 #: of a pass for moderate ``p``.
 BLOCK_ROWS = 16384
+
+#: Parsed blocks waiting to be counted while the next one is parsed (each about
+#: ``TableFile.block_size`` bytes of values).
+PARSE_AHEAD = 1
 
 #: Parsed file blocks are kept in memory up to this many bytes, beyond it in a temporary
 #: file (so a file larger than memory is read with memory O(p^2 + one block)).
@@ -119,6 +128,11 @@ class ValueCounts(PassTask):
         edges = np.atleast_2d(np.asarray(self.edges, dtype=float))
         object.__setattr__(self, "edges", np.ascontiguousarray(edges))
         object.__setattr__(self, "_grid", grid_parameters(edges, self.kind))
+        if self.centres is not None:
+            object.__setattr__(self, "centres", np.ascontiguousarray(self.centres, dtype=float))
+        if self.tie_radius is not None:
+            object.__setattr__(self, "tie_radius",
+                               np.ascontiguousarray(self.tie_radius, dtype=float))
 
     def new(self, p: int) -> CountState:
         k = self.edges.shape[1]
@@ -128,9 +142,8 @@ class ValueCounts(PassTask):
     def add(self, state: CountState, block: np.ndarray) -> None:
         p = block.shape[1]
         deviation = self.centres is not None
-        centres = (np.asarray(self.centres, dtype=float) if deviation else np.zeros(p))
-        radius = (np.asarray(self.tie_radius, dtype=float) if self.tie_radius is not None
-                  else np.full(p, -1.0))
+        centres = self.centres if deviation else np.zeros(p)
+        radius = self.tie_radius if self.tie_radius is not None else np.full(p, -1.0)
         log_first, per_octave, half = self._grid
         kernels.bucket_counts(block, self.edges, self.kind, log_first, per_octave, half,
                               centres, deviation, state.counts, state.missing, radius,
@@ -149,6 +162,10 @@ class Ranges:
 
     lower: np.ndarray
     upper: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lower", np.ascontiguousarray(self.lower, dtype=float))
+        object.__setattr__(self, "upper", np.ascontiguousarray(self.upper, dtype=float))
 
     @property
     def centre(self) -> np.ndarray:
@@ -184,7 +201,8 @@ class NormCounts(PassTask):
         log_first, per_octave, _ = grid_parameters(edges, kernels.GEOMETRIC)
         r = self.ranges
         kernels.rescaled_norm_counts(block, r.lower, r.upper, r.centre, r.half, edges,
-                                     log_first, per_octave, state.counts)
+                                     log_first, per_octave, state.counts,
+                                     np.empty(block.shape[0]))
         state.rows += block.shape[0]
 
     def merge(self, a: NormState, b: NormState) -> NormState:
@@ -212,15 +230,49 @@ class MomentsState:
         return upper + np.triu(upper, 1).T, self.gram[:p, p].copy(), self.rows
 
 
+def norm_clip_factors(squared: np.ndarray, z: np.ndarray, bound: float) -> np.ndarray | None:
+    """The factors that shrink the rows ``z`` (squared norms ``squared``) onto the l2 ball
+    of radius ``bound``, by the rule of :meth:`dpggm.mechanisms.bounds.RowNorm.clip`; 1 for
+    the rows left alone, ``None`` when no row is over.
+
+    The rule: rows clearly inside are kept; rows within the rounding error of the bound
+    (``margin = 4 (p + 4) eps``) are settled exactly, in rationals; rows over it are
+    rescaled onto ``(1 - 2 margin) bound``, whose exact norm is then below the bound. The
+    squared norms may come from any summation order: their error is far inside the
+    margin, so the rows shrunk are the same.
+    """
+    p = z.shape[1]
+    margin = 4.0 * (p + 4) * np.finfo(float).eps
+    b2 = bound**2
+    over = squared > b2 * (1.0 + margin)
+    near = np.flatnonzero((squared > b2 * (1.0 - margin)) & ~over)
+    if near.size:
+        exact_b2 = Fraction(bound) ** 2
+        for i in near:
+            if sum((Fraction(float(v)) ** 2 for v in z[i]), Fraction(0)) > exact_b2:
+                over[i] = True
+    if not over.any():
+        return None
+    target = bound * (1.0 - 2.0 * margin)
+    factor = np.ones(squared.shape[0])
+    factor[over] = target / np.sqrt(squared[over])
+    return factor
+
+
 @dataclass(frozen=True)
 class Moments(PassTask):
     """Clipped sums of the records: rescaled by ``ranges`` (if any), clipped to
     ``norm_bound`` (if any) or to ``box`` (declared per-column bounds, if any), then
-    ``Z^T Z``, ``Z^T 1`` and the count in one BLAS ``dsyrk`` per block."""
+    ``Z^T Z``, ``Z^T 1`` and the count in one BLAS ``dsyrk`` per block of
+    :data:`BLOCK_ROWS` rows (which stays in cache between the steps)."""
 
     ranges: Ranges | None = None
     norm_bound: float | None = None
     declared: Any = None
+
+    def __post_init__(self) -> None:
+        if self.ranges is not None and self.declared is not None:
+            raise ValueError("Moments takes released ranges or declared bounds, not both")
 
     def new(self, p: int) -> MomentsState:
         return MomentsState(np.zeros((p + 1, p + 1), order="F"),
@@ -228,34 +280,63 @@ class Moments(PassTask):
 
     def add(self, state: MomentsState, block: np.ndarray) -> None:
         m, p = block.shape
-        work = np.empty((m, p + 1), order="F")
+        work = np.empty((min(m, BLOCK_ROWS), p + 1), order="F")
         work[:, p] = 1.0
-        z = work[:, :p]
-        if self.ranges is not None:
-            r = self.ranges
-            kernels.rescale_block(block, r.lower, r.upper, r.centre, r.half, z,
-                                  state.outside_by_column)
-            outside = np.any((block < r.lower) | (block > r.upper), axis=1)
-        else:
-            z[...] = block
-            outside = np.zeros(m, dtype=bool)
+        squared = np.empty(work.shape[0])
+        outside = np.empty(work.shape[0], dtype=np.bool_)
+        for start in range(0, m, BLOCK_ROWS):
+            part = block[start:start + BLOCK_ROWS]
+            rows = part.shape[0]
+            buffer = work[:rows]
+            if self.ranges is not None:
+                self._rescaled(state, part, buffer, squared[:rows], outside[:rows])
+            else:
+                self._declared(state, part, buffer)
+            state.gram = dsyrk(1.0, buffer, beta=1.0, c=state.gram, trans=1,
+                               overwrite_c=True)
+        state.rows += m
+
+    def _rescaled(self, state: MomentsState, part: np.ndarray, buffer: np.ndarray,
+                  squared: np.ndarray, outside: np.ndarray) -> None:
+        """Rescale by the ranges (and count what falls outside them), then shrink the
+        rows over the norm bound; in place in ``buffer``."""
+        p = part.shape[1]
+        r = self.ranges
+        kernels.rescale_rows(part, r.lower, r.upper, r.centre, r.half, buffer,
+                             state.outside_by_column, outside, squared)
+        changed = outside
+        if self.norm_bound is not None:
+            factor = norm_clip_factors(squared, buffer[:, :p], self.norm_bound)
+            if factor is not None:
+                kernels.scale_rows(buffer, factor, p)
+                over = factor != 1.0
+                state.over_norm += int(np.count_nonzero(over))
+                changed = outside | over
+        state.outside_rows += int(np.count_nonzero(outside))
+        state.changed_rows += int(np.count_nonzero(changed))
+
+    def _declared(self, state: MomentsState, part: np.ndarray, buffer: np.ndarray) -> None:
+        """Copy the records and clip them to the declared bounds (if any), then to the norm
+        bound (if any)."""
+        p = part.shape[1]
+        z = buffer[:, :p]
+        z[...] = part
+        changed = np.zeros(part.shape[0], dtype=bool)
         if self.declared is not None:
             before = z.copy(order="F")
             self.declared.clip(z, in_place=True)
             moved = z != before
             state.outside_by_column += moved.sum(axis=0)
-            outside |= moved.any(axis=1)
-        changed = outside.copy()
+            changed = moved.any(axis=1)
+            state.outside_rows += int(np.count_nonzero(changed))
         if self.norm_bound is not None:
-            norms_before = np.einsum("ij,ij->i", z, z)
-            RowNorm(self.norm_bound).clip(z, in_place=True)
-            over = np.einsum("ij,ij->i", z, z) != norms_before
-            state.over_norm += int(over.sum())
-            changed |= over
-        state.outside_rows += int(outside.sum())
-        state.changed_rows += int(changed.sum())
-        state.gram = dsyrk(1.0, work, beta=1.0, c=state.gram, trans=1, overwrite_c=True)
-        state.rows += m
+            factor = norm_clip_factors(np.einsum("ij,ij->i", z, z), z, self.norm_bound)
+            if factor is not None:
+                kernels.scale_rows(buffer, factor, p)
+                over = factor != 1.0
+                state.over_norm += int(np.count_nonzero(over))
+                changed |= over
+        state.changed_rows += int(np.count_nonzero(changed))
 
     def merge(self, a: MomentsState, b: MomentsState) -> MomentsState:
         return MomentsState(a.gram + b.gram, a.rows + b.rows,
@@ -280,7 +361,9 @@ class Shifted(PassTask):
                 f"center must be a finite public mean vector of length {block.shape[1]}; got "
                 f"length {self.shift.shape[0]}"
             )
-        self.task.add(state, np.asfortranarray(block - self.shift))
+        shifted = np.empty(block.shape, order="F")
+        np.subtract(block, self.shift, out=shifted)
+        self.task.add(state, shifted)
 
     def merge(self, a: Any, b: Any) -> Any:
         return self.task.merge(a, b)
@@ -320,12 +403,118 @@ class ArrayRecords:
         self.close()
 
 
+def release_free_memory() -> None:
+    """Hand the free memory of pyarrow's pool and of the C heap back to the system
+    (glibc's ``malloc_trim``; nothing on other C libraries): the blocks of a large file,
+    parsed by several threads, leave free but fragmented memory behind that would
+    otherwise stay counted against the process."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+def prefetched(items: Iterator[Any], *, depth: int = 2, name: str = "dpggm-read") -> Iterator[Any]:
+    """The items of ``items``, produced by a background thread at most ``depth`` ahead.
+
+    A block is parsed (pyarrow, which releases the GIL) while the previous one is counted
+    (numba kernels, which release it too). An error in the producer is raised here; when
+    the consumer stops early the producer is stopped and ``items`` closed.
+    """
+    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((False, item)):
+                    return
+            put((True, None))
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put((True, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=produce, name=name, daemon=True)
+    worker.start()
+    try:
+        while True:
+            done, item = handoff.get()
+            if done:
+                if item is not None:
+                    raise item
+                return
+            yield item
+            del item
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                handoff.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
+
+
+class _Recycler:
+    """Column-major matrices for the parser, drawn from buffers handed back once their
+    block is counted and written: parsing a large file then allocates a handful of
+    blocks, not one per block (repeated large allocations fragment the heap, which then
+    keeps the memory)."""
+
+    def __init__(self) -> None:
+        self._free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+        self._owner: dict[int, np.ndarray] = {}
+
+    def matrix(self, rows: int, width: int) -> np.ndarray:
+        size = rows * width
+        try:
+            flat = self._free.get_nowait()
+            if flat.size < size:
+                flat = np.empty(size + size // 8)
+        except queue.Empty:
+            flat = np.empty(size + size // 8)
+        block = flat[:size].reshape(width, rows).T
+        self._owner[id(block)] = flat
+        return block
+
+    def give_back(self, block: np.ndarray) -> None:
+        flat = self._owner.pop(id(block), None)
+        if flat is not None:
+            self._free.put(flat)
+
+
 class FileRecords:
     """A CSV or Parquet file: parsed once, on the first pass, into float64 blocks kept in
     memory (up to :data:`MEMORY_LIMIT` bytes) or in an owner-only temporary file deleted by
     :meth:`close`.
 
+    The first pass parses the next block in a background thread while it counts the
+    current one and appends it, as it is, to the temporary file (column-major bytes, no
+    copy). Later passes read the file block by block into one reused buffer. A file larger
+    than the memory limit goes to the temporary file from its first block, so memory stays
+    O(p^2 + one block) whatever the number of records.
+
     ``n_samples`` and ``columns`` are known after the first pass (:meth:`parse`).
+    ``scratch`` is the directory of the temporary file (default: the system's temporary
+    directory, ``TMPDIR``): it needs room for ``8 n p`` bytes.
 
     Privacy
     -------
@@ -334,15 +523,18 @@ class FileRecords:
     closed, also on errors.
     """
 
-    def __init__(self, source: Any, *, memory_limit: int = MEMORY_LIMIT,
+    def __init__(self, source: Any, *, memory_limit: int | None = None,
                  scratch: str | os.PathLike | None = None) -> None:
         self.source = source
-        self.memory_limit = int(memory_limit)
+        self.memory_limit = int(MEMORY_LIMIT if memory_limit is None else memory_limit)
+        if scratch is None:
+            scratch = getattr(source, "scratch", None)
         self.scratch = scratch
         self.columns: list[str] = []
         self.n_samples = 0
         self.n_features = 0
         self._kept: list[np.ndarray] = []
+        self._kept_bytes = 0
         self._spill_dir: str | None = None
         self._spill_rows: list[int] = []
         self._parsed = False
@@ -351,24 +543,42 @@ class FileRecords:
         assert self._spill_dir is not None
         return os.path.join(self._spill_dir, "records.f64")
 
-    def _keep(self, block: np.ndarray, handle: Any) -> Any:
+    def _file_bytes(self) -> int:
+        path = getattr(self.source, "path", self.source)
+        try:
+            return os.path.getsize(path)
+        except (OSError, TypeError):
+            return 0
+
+    def _open_spill(self) -> Any:
+        self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-", dir=self.scratch)
+        return open(self._spill_path(), "wb", buffering=0)
+
+    def _keep(self, block: np.ndarray, handle: Any, recycler: _Recycler) -> Any:
         """Keep one parsed block; move everything to the temporary file once the blocks
-        kept in memory pass the limit."""
-        if handle is None and sum(b.nbytes for b in self._kept) + block.nbytes <= self.memory_limit:
+        kept in memory pass the limit (and hand the written blocks' buffers back)."""
+        if handle is None and self._kept_bytes + block.nbytes <= self.memory_limit:
             self._kept.append(block)
+            self._kept_bytes += block.nbytes
             return None
         if handle is None:
-            self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-", dir=self.scratch)
-            handle = open(self._spill_path(), "wb")
+            handle = self._open_spill()
             for kept in self._kept:
                 self._write(handle, kept)
+                recycler.give_back(kept)
             self._kept = []
+            self._kept_bytes = 0
         self._write(handle, block)
+        recycler.give_back(block)
         return handle
 
     def _write(self, handle: Any, block: np.ndarray) -> None:
-        # Column-major bytes: a block reads back as a column-major m x p array.
-        handle.write(np.asfortranarray(block).T.tobytes(order="C"))
+        # Column-major bytes: a block reads back as a column-major m x p array. The
+        # transpose of a column-major block is C-contiguous: written without a copy.
+        data = memoryview(np.asfortranarray(block).T).cast("B")
+        written = 0
+        while written < len(data):
+            written += handle.write(data[written:])
         self._spill_rows.append(block.shape[0])
 
     def parse(self, task: PassTask | None = None) -> Any:
@@ -377,19 +587,23 @@ class FileRecords:
 
         state = None
         handle = None
+        recycler = _Recycler()
         try:
-            for values, columns, _ in iter_chunks(self.source):
-                block = np.asfortranarray(values, dtype=float)
-                if state is None:
-                    self.columns = list(columns)
-                    self.n_features = block.shape[1]
-                    state = task.new(self.n_features) if task is not None else None
-                for start in range(0, block.shape[0], BLOCK_ROWS):
-                    part = np.asfortranarray(block[start:start + BLOCK_ROWS])
+            if self._file_bytes() > self.memory_limit:
+                handle = self._open_spill()
+            chunks = prefetched(iter_chunks(self.source, matrix=recycler.matrix),
+                                depth=PARSE_AHEAD, name="dpggm-parse")
+            with contextlib.closing(chunks):
+                for block, columns, _ in chunks:
+                    if self.n_features == 0:
+                        self.columns = list(columns)
+                        self.n_features = block.shape[1]
+                        state = task.new(self.n_features) if task is not None else None
                     if task is not None:
-                        task.add(state, part)
-                    handle = self._keep(part, handle)
-                self.n_samples += block.shape[0]
+                        task.add(state, block)
+                    self.n_samples += block.shape[0]
+                    handle = self._keep(block, handle, recycler)
+                    del block
         except BaseException:
             if handle is not None:
                 handle.close()
@@ -401,15 +615,27 @@ class FileRecords:
         return None if task is None else task.finish(state)
 
     def blocks(self) -> Iterator[np.ndarray]:
+        """The parsed blocks (column-major ``m x p``). A block read from the temporary
+        file lives in a reused buffer: it is valid until the next block is requested."""
         if not self._parsed:
             raise RuntimeError("parse() must run first")
         if self._spill_dir is None:
             yield from self._kept
             return
         p = self.n_features
-        with open(self._spill_path(), "rb") as handle:
+        buffer = np.empty(max(self._spill_rows, default=0) * p)
+        with open(self._spill_path(), "rb", buffering=0) as handle:
+            if hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
             for rows in self._spill_rows:
-                flat = np.fromfile(handle, dtype=np.float64, count=rows * p)
+                flat = buffer[:rows * p]
+                view = memoryview(flat).cast("B")
+                done = 0
+                while done < len(view):
+                    count = handle.readinto(view[done:])
+                    if not count:
+                        raise OSError(f"the temporary file {self._spill_path()} was truncated")
+                    done += count
                 yield flat.reshape(p, rows).T
 
     def run(self, task: PassTask) -> Any:
@@ -421,10 +647,14 @@ class FileRecords:
         return task.finish(state)
 
     def close(self) -> None:
+        had_blocks = self._parsed or bool(self._kept)
         self._kept = []
+        self._kept_bytes = 0
         if self._spill_dir is not None:
             shutil.rmtree(self._spill_dir, ignore_errors=True)
             self._spill_dir = None
+        if had_blocks:
+            release_free_memory()
 
     def __enter__(self) -> FileRecords:
         return self
