@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -58,6 +58,11 @@ BLOCK_ROWS = 16384
 #: Parsed blocks waiting to be counted while the next one is parsed (each about
 #: ``TableFile.block_size`` bytes of values).
 PARSE_AHEAD = 1
+
+#: A pass over parsed blocks deals them into this many states, merged at the end...
+PASS_SPLIT = 2
+#: ... filled by this many threads.
+PASS_WORKERS = min(PASS_SPLIT, os.cpu_count() or 1)
 
 #: Parsed file blocks are kept in memory up to this many bytes, beyond it in a temporary
 #: file (so a file larger than memory is read with memory O(p^2 + one block)).
@@ -388,10 +393,13 @@ class ArrayRecords:
             yield np.asfortranarray(self.values[start:start + BLOCK_ROWS], dtype=float)
 
     def run(self, task: PassTask) -> Any:
-        state = task.new(self.n_features)
-        for block in self.blocks():
-            task.add(state, block)
-        return task.finish(state)
+        count = -(-self.n_samples // BLOCK_ROWS)
+
+        def read(index: int, worker: int) -> np.ndarray:
+            start = index * BLOCK_ROWS
+            return np.asfortranarray(self.values[start:start + BLOCK_ROWS], dtype=float)
+
+        return run_split(task, self.n_features, count, read)
 
     def close(self) -> None:
         return None
@@ -401,6 +409,45 @@ class ArrayRecords:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def run_split(task: PassTask, p: int, count: int,
+              read: Callable[[int, int], np.ndarray], *, workers: int | None = None) -> Any:
+    """``task`` over the blocks ``read(index, worker)`` for ``index < count``.
+
+    The blocks are dealt into :data:`PASS_SPLIT` states (block ``i`` to state
+    ``i mod PASS_SPLIT``), merged in order at the end, so the sums do not depend on the
+    number of threads or their timing; ``workers`` threads (default
+    :data:`PASS_WORKERS`) share the states out (the kernels release the GIL)."""
+    workers = max(1, min(PASS_WORKERS if workers is None else workers, PASS_SPLIT))
+    states = [task.new(p) for _ in range(PASS_SPLIT)]
+    failures: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for share in range(worker, PASS_SPLIT, workers):
+                for index in range(share, count, PASS_SPLIT):
+                    if failures:
+                        return
+                    task.add(states[share], read(index, worker))
+        except BaseException as exc:  # re-raised in the calling thread
+            failures.append(exc)
+
+    if workers == 1:
+        work(0)
+    else:
+        threads = [threading.Thread(target=work, args=(w,), name=f"dpggm-pass-{w}",
+                                    daemon=True) for w in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    state = states[0]
+    for other in states[1:]:
+        state = task.merge(state, other)
+    return task.finish(state)
 
 
 def release_free_memory() -> None:
@@ -501,6 +548,52 @@ class _Recycler:
             self._free.put(flat)
 
 
+class _SpillWriter:
+    """Appends blocks to the temporary file from a background thread (a throttled disk
+    then delays the parsing only when it falls ``depth`` blocks behind), and hands each
+    written block's buffer back to the recycler.
+
+    Column-major bytes: a block reads back as a column-major ``m x p`` array; the
+    transpose of a column-major block is C-contiguous, so it is written without a copy.
+    """
+
+    def __init__(self, path: str, recycler: _Recycler, *, depth: int = 2) -> None:
+        self._handle = open(path, "wb", buffering=0)
+        self._recycler = recycler
+        self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="dpggm-spill", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            if self._error is None:
+                try:
+                    data = memoryview(np.asfortranarray(block).T).cast("B")
+                    written = 0
+                    while written < len(data):
+                        written += self._handle.write(data[written:])
+                except BaseException as exc:  # raised in the reading thread
+                    self._error = exc
+            self._recycler.give_back(block)
+            del block
+
+    def put(self, block: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(block)
+
+    def close(self, *, raising: bool = True) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._handle.close()
+        if raising and self._error is not None:
+            raise self._error
+
+
 class FileRecords:
     """A CSV or Parquet file: parsed once, on the first pass, into float64 blocks kept in
     memory (up to :data:`MEMORY_LIMIT` bytes) or in an owner-only temporary file deleted by
@@ -550,47 +643,39 @@ class FileRecords:
         except (OSError, TypeError):
             return 0
 
-    def _open_spill(self) -> Any:
+    def _open_spill(self, recycler: _Recycler) -> _SpillWriter:
         self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-", dir=self.scratch)
-        return open(self._spill_path(), "wb", buffering=0)
+        return _SpillWriter(self._spill_path(), recycler)
 
-    def _keep(self, block: np.ndarray, handle: Any, recycler: _Recycler) -> Any:
+    def _keep(self, block: np.ndarray, writer: _SpillWriter | None,
+              recycler: _Recycler) -> _SpillWriter | None:
         """Keep one parsed block; move everything to the temporary file once the blocks
-        kept in memory pass the limit (and hand the written blocks' buffers back)."""
-        if handle is None and self._kept_bytes + block.nbytes <= self.memory_limit:
+        kept in memory pass the limit."""
+        if writer is None and self._kept_bytes + block.nbytes <= self.memory_limit:
             self._kept.append(block)
             self._kept_bytes += block.nbytes
             return None
-        if handle is None:
-            handle = self._open_spill()
+        if writer is None:
+            writer = self._open_spill(recycler)
             for kept in self._kept:
-                self._write(handle, kept)
-                recycler.give_back(kept)
+                writer.put(kept)
+                self._spill_rows.append(kept.shape[0])
             self._kept = []
             self._kept_bytes = 0
-        self._write(handle, block)
-        recycler.give_back(block)
-        return handle
-
-    def _write(self, handle: Any, block: np.ndarray) -> None:
-        # Column-major bytes: a block reads back as a column-major m x p array. The
-        # transpose of a column-major block is C-contiguous: written without a copy.
-        data = memoryview(np.asfortranarray(block).T).cast("B")
-        written = 0
-        while written < len(data):
-            written += handle.write(data[written:])
+        writer.put(block)
         self._spill_rows.append(block.shape[0])
+        return writer
 
     def parse(self, task: PassTask | None = None) -> Any:
         """The first pass: parse the file, keep its blocks, and run ``task`` on them."""
         from dpggm.estimators.data import iter_chunks
 
         state = None
-        handle = None
         recycler = _Recycler()
+        writer = None
         try:
             if self._file_bytes() > self.memory_limit:
-                handle = self._open_spill()
+                writer = self._open_spill(recycler)
             chunks = prefetched(iter_chunks(self.source, matrix=recycler.matrix),
                                 depth=PARSE_AHEAD, name="dpggm-parse")
             with contextlib.closing(chunks):
@@ -602,15 +687,15 @@ class FileRecords:
                     if task is not None:
                         task.add(state, block)
                     self.n_samples += block.shape[0]
-                    handle = self._keep(block, handle, recycler)
+                    writer = self._keep(block, writer, recycler)
                     del block
+            if writer is not None:
+                writer.close()
         except BaseException:
-            if handle is not None:
-                handle.close()
+            if writer is not None:
+                writer.close(raising=False)
             self.close()
             raise
-        if handle is not None:
-            handle.close()
         self._parsed = True
         return None if task is None else task.finish(state)
 
@@ -641,10 +726,35 @@ class FileRecords:
     def run(self, task: PassTask) -> Any:
         if not self._parsed:
             return self.parse(task)
-        state = task.new(self.n_features)
-        for block in self.blocks():
-            task.add(state, block)
-        return task.finish(state)
+        p = self.n_features
+        if self._spill_dir is None:
+            return run_split(task, p, len(self._kept),
+                             lambda index, worker: self._kept[index])
+        offsets = np.concatenate([[0], np.cumsum(self._spill_rows)]) * (8 * p)
+        buffers: dict[int, np.ndarray] = {}
+        with open(self._spill_path(), "rb", buffering=0) as handle:
+            if hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            descriptor = handle.fileno()
+            largest = max(self._spill_rows, default=0) * p
+
+            def read(index: int, worker: int) -> np.ndarray:
+                # Each worker reads into its own buffer, at the block's offset.
+                buffer = buffers.get(worker)
+                if buffer is None:
+                    buffer = buffers[worker] = np.empty(largest)
+                rows = self._spill_rows[index]
+                flat = buffer[:rows * p]
+                view = memoryview(flat).cast("B")
+                done = 0
+                while done < len(view):
+                    count = os.preadv(descriptor, [view[done:]], int(offsets[index]) + done)
+                    if not count:
+                        raise OSError(f"the temporary file {self._spill_path()} was truncated")
+                    done += count
+                return flat.reshape(p, rows).T
+
+            return run_split(task, p, len(self._spill_rows), read)
 
     def close(self) -> None:
         had_blocks = self._parsed or bool(self._kept)
