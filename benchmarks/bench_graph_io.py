@@ -194,6 +194,8 @@ def main() -> None:
     parser.add_argument("--scratch", default=None,
                         help="directory of dpggm's temporary file of parsed records")
     parser.add_argument("--keep", action="store_true", help="keep the large CSV")
+    parser.add_argument("--figures", default="1,2,3",
+                        help="which figures to measure, e.g. 2 or 1,3 (default: all)")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": SRC}
     with tempfile.TemporaryDirectory(prefix="bench-graph-io-") as tmp:
@@ -202,14 +204,17 @@ def main() -> None:
         if csv is None:
             csv = work / "raw.csv"
             write_raw_csv(csv, args.rows)
+        figures = {int(f) for f in args.figures.split(",")}
         # One untimed run compiles (and caches) the kernels and warms the page cache.
         peak_of(graph_command(csv, work / "out", args.scratch), env)
         print(f"dpggm graph I/O benchmark ({load()} at the start)")
-        figure_one(csv, work, args.repeats, env, args.scratch)
-        if args.large_gb > 0:
+        if 1 in figures:
+            figure_one(csv, work, args.repeats, env, args.scratch)
+        if 2 in figures and args.large_gb > 0:
             large = args.large or csv.with_name(f"large-{args.large_gb:g}gb.csv")
             figure_two(csv, large, args.large_gb, work, env, args.scratch, args.keep)
-        figure_three(max(args.repeats, 5), env, work)
+        if 3 in figures:
+            figure_three(max(args.repeats, 5), env, work)
 
 
 if __name__ == "__main__":
