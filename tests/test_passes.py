@@ -222,40 +222,6 @@ def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
     assert b"".join(blocks) == body + b"\n"
 
 
-def test_prefetched_raises_the_producers_error_and_stops_it_when_closed():
-    import contextlib
-    import threading
-
-    from dpggm.estimators._passes import prefetched
-
-    def failing():
-        yield 1
-        raise ValueError("bad block")
-
-    seen = []
-    with pytest.raises(ValueError, match="bad block"):
-        for item in prefetched(failing()):
-            seen.append(item)
-    assert seen == [1]
-
-    produced = []
-    closed = threading.Event()
-
-    def endless():
-        try:
-            k = 0
-            while True:
-                produced.append(k)
-                yield k
-                k += 1
-        finally:
-            closed.set()
-
-    with contextlib.closing(prefetched(endless(), depth=1)) as items:
-        assert next(items) == 0
-    assert closed.wait(5) and len(produced) <= 4
-
-
 def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
     from dpggm.estimators import _passes
 

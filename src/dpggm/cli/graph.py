@@ -12,6 +12,8 @@ only (never written into ``--out``): the curator reads them, nobody else.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -177,44 +179,48 @@ def graph(
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
     random_state = parse_seed(seed)
-    from dpggm.cli.output import StagedOutput, recover_pending
-    from dpggm.estimators.graph import PrivateGraph
+    center_value = parse_center(center)
+    fraction = _parse_fraction(bound_fraction, "--bound-fraction")
+    with _reading_ahead(data, reading, scratch) as source:
+        # The file is being parsed (in the background) while the estimator, the solvers
+        # and the plotting modules are imported.
+        from dpggm.cli.output import StagedOutput, recover_pending
+        from dpggm.estimators.graph import PrivateGraph
 
-    estimator = PrivateGraph(
-        budget=budget, bounds=bound, center=parse_center(center), method=method,
-        bound_fraction=_parse_fraction(bound_fraction, "--bound-fraction"),
-        center_fraction=center_fraction,
-        random_state=random_state,
-    )
-    recover_pending(Path(out).parent if str(out.parent) else Path("."),
-                    report=lambda line: err_console.print(line, markup=False, highlight=False))
-    book = None
-    if ledger is not None:
-        book = _precheck_ledger(ledger, dataset, budget=budget, random_state=random_state)
-    pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
-               if ledger is not None else {})
-    staged = StagedOutput(out, overwrite=overwrite, pending=pending)
-    try:
-        with summarised_warnings():
-            if scratch is not None:
-                from dataclasses import replace
-
-                estimator.fit(replace(dopt.table_file(data, reading), scratch=str(scratch)))
-            else:
-                dopt.fit_records(estimator, data, reading, progress=not as_json)
-        stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
-        if book is not None:
-            spend = book.spend(
-                dataset, estimator.privacy_, mechanism="dpggm graph",
-                details={"data": str(data), "out": str(out), "output_id": staged.output_id},
-            )
-            staged.json("ledger.json", {"ledger": pending["ledger"], "dataset": dataset,
-                                        "spend": spend.sequence,
-                                        "output_id": staged.output_id})
-    except BaseException:
-        staged.discard()
-        raise
-    staged.commit()
+        estimator = PrivateGraph(
+            budget=budget, bounds=bound, center=center_value, method=method,
+            bound_fraction=fraction, center_fraction=center_fraction,
+            random_state=random_state,
+        )
+        recover_pending(Path(out).parent if str(out.parent) else Path("."),
+                        report=lambda line: err_console.print(line, markup=False,
+                                                              highlight=False))
+        book = None
+        if ledger is not None:
+            book = _precheck_ledger(ledger, dataset, budget=budget, random_state=random_state)
+        pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
+                   if ledger is not None else {})
+        staged = StagedOutput(out, overwrite=overwrite, pending=pending)
+        try:
+            with summarised_warnings():
+                if source is not None:
+                    estimator.fit(source)
+                else:
+                    dopt.fit_records(estimator, data, reading, progress=not as_json)
+            stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
+            if book is not None:
+                spend = book.spend(
+                    dataset, estimator.privacy_, mechanism="dpggm graph",
+                    details={"data": str(data), "out": str(out),
+                             "output_id": staged.output_id},
+                )
+                staged.json("ledger.json", {"ledger": pending["ledger"], "dataset": dataset,
+                                            "spend": spend.sequence,
+                                            "output_id": staged.output_id})
+        except BaseException:
+            staged.discard()
+            raise
+        staged.commit()
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
     if as_json:
@@ -225,6 +231,25 @@ def graph(
     console.print(f"{n_edges} edges among {estimator.n_features_in_} variables; validity "
                   f"{estimator.privacy_.validity}", markup=False)
     console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+
+
+@contextlib.contextmanager
+def _reading_ahead(data: Path, reading: Any, scratch: Path | None) -> Iterator[Any]:
+    """With ``--engine memory``: the file to fit (a ``TableFile``), whose parsing starts
+    now, in the background (the records are closed, and their temporary file deleted, on
+    the way out); with Dask: None (the cluster reads the data)."""
+    if reading.engine != "memory":
+        yield None
+        return
+    from dataclasses import replace
+
+    from dpggm.estimators._passes import reading_ahead
+
+    source = dopt.table_file(data, reading)
+    if scratch is not None:
+        source = replace(source, scratch=str(scratch))
+    with reading_ahead(source):
+        yield source
 
 
 def _check_input(data: Path, engine: str) -> None:

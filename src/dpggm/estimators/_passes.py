@@ -33,9 +33,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy.linalg.blas import dsyrk
-
-from dpggm.estimators import _count_kernels as kernels
 
 __all__ = [
     "ArrayRecords",
@@ -48,16 +45,13 @@ __all__ = [
     "ValueCounts",
     "grid_parameters",
     "open_records",
-    "prefetched",
+    "reading_ahead",
+    "run_split",
 ]
 
 #: Rows per block: a block of ``BLOCK_ROWS x p`` float64 stays in cache between the steps
 #: of a pass for moderate ``p``.
 BLOCK_ROWS = 16384
-
-#: Parsed blocks waiting to be counted while the next one is parsed (each about
-#: ``TableFile.block_size`` bytes of values).
-PARSE_AHEAD = 1
 
 #: A pass over parsed blocks deals them into this many states, merged at the end...
 PASS_SPLIT = 2
@@ -69,11 +63,19 @@ PASS_WORKERS = min(PASS_SPLIT, os.cpu_count() or 1)
 MEMORY_LIMIT = 64 << 20
 
 
+def _kernels() -> Any:
+    """The compiled kernels, imported on first use: reading a file starts before numba
+    and SciPy are loaded (the command line overlaps the parsing with those imports)."""
+    from dpggm.estimators import _count_kernels
+
+    return _count_kernels
+
+
 def grid_parameters(edges: np.ndarray, kind: int) -> tuple[float, float, int]:
     """``(log2 of the first positive edge, points per octave, number of positive edges)``
     of a geometric grid (ignored for linear grids)."""
     edges = np.asarray(edges, dtype=float)
-    if kind == kernels.LINEAR:
+    if kind == _kernels().LINEAR:
         return 0.0, 1.0, 0
     positive = edges[edges > 0] if edges.ndim == 1 else edges[0][edges[0] > 0]
     if positive.size < 2:
@@ -150,7 +152,7 @@ class ValueCounts(PassTask):
         centres = self.centres if deviation else np.zeros(p)
         radius = self.tie_radius if self.tie_radius is not None else np.full(p, -1.0)
         log_first, per_octave, half = self._grid
-        kernels.bucket_counts(block, self.edges, self.kind, log_first, per_octave, half,
+        _kernels().bucket_counts(block, self.edges, self.kind, log_first, per_octave, half,
                               centres, deviation, state.counts, state.missing, radius,
                               state.tied)
         state.rows += block.shape[0]
@@ -203,6 +205,7 @@ class NormCounts(PassTask):
 
     def add(self, state: NormState, block: np.ndarray) -> None:
         edges = np.atleast_2d(np.asarray(self.edges, dtype=float))
+        kernels = _kernels()
         log_first, per_octave, _ = grid_parameters(edges, kernels.GEOMETRIC)
         r = self.ranges
         kernels.rescaled_norm_counts(block, r.lower, r.upper, r.centre, r.half, edges,
@@ -284,6 +287,8 @@ class Moments(PassTask):
                             outside_by_column=np.zeros(p, dtype=np.int64))
 
     def add(self, state: MomentsState, block: np.ndarray) -> None:
+        from scipy.linalg import blas
+
         m, p = block.shape
         work = np.empty((min(m, BLOCK_ROWS), p + 1), order="F")
         work[:, p] = 1.0
@@ -297,7 +302,7 @@ class Moments(PassTask):
                 self._rescaled(state, part, buffer, squared[:rows], outside[:rows])
             else:
                 self._declared(state, part, buffer)
-            state.gram = dsyrk(1.0, buffer, beta=1.0, c=state.gram, trans=1,
+            state.gram = blas.dsyrk(1.0, buffer, beta=1.0, c=state.gram, trans=1,
                                overwrite_c=True)
         state.rows += m
 
@@ -307,6 +312,7 @@ class Moments(PassTask):
         rows over the norm bound; in place in ``buffer``."""
         p = part.shape[1]
         r = self.ranges
+        kernels = _kernels()
         kernels.rescale_rows(part, r.lower, r.upper, r.centre, r.half, buffer,
                              state.outside_by_column, outside, squared)
         changed = outside
@@ -337,7 +343,7 @@ class Moments(PassTask):
         if self.norm_bound is not None:
             factor = norm_clip_factors(np.einsum("ij,ij->i", z, z), z, self.norm_bound)
             if factor is not None:
-                kernels.scale_rows(buffer, factor, p)
+                _kernels().scale_rows(buffer, factor, p)
                 over = factor != 1.0
                 state.over_norm += int(np.count_nonzero(over))
                 changed |= over
@@ -388,10 +394,6 @@ class ArrayRecords:
         self.columns = list(columns)
         self.n_samples, self.n_features = values.shape
 
-    def blocks(self) -> Iterator[np.ndarray]:
-        for start in range(0, self.n_samples, BLOCK_ROWS):
-            yield np.asfortranarray(self.values[start:start + BLOCK_ROWS], dtype=float)
-
     def run(self, task: PassTask) -> Any:
         count = -(-self.n_samples // BLOCK_ROWS)
 
@@ -399,7 +401,7 @@ class ArrayRecords:
             start = index * BLOCK_ROWS
             return np.asfortranarray(self.values[start:start + BLOCK_ROWS], dtype=float)
 
-        return run_split(task, self.n_features, count, read)
+        return run_split(task, self.n_features, lambda index: index < count, read)
 
     def close(self) -> None:
         return None
@@ -411,9 +413,10 @@ class ArrayRecords:
         self.close()
 
 
-def run_split(task: PassTask, p: int, count: int,
+def run_split(task: PassTask, p: int, exists: Callable[[int], bool],
               read: Callable[[int, int], np.ndarray], *, workers: int | None = None) -> Any:
-    """``task`` over the blocks ``read(index, worker)`` for ``index < count``.
+    """``task`` over the blocks ``read(index, worker)``, for the indices ``0, 1, ...`` while
+    ``exists(index)`` (which may wait for a block still being parsed).
 
     The blocks are dealt into :data:`PASS_SPLIT` states (block ``i`` to state
     ``i mod PASS_SPLIT``), merged in order at the end, so the sums do not depend on the
@@ -426,10 +429,10 @@ def run_split(task: PassTask, p: int, count: int,
     def work(worker: int) -> None:
         try:
             for share in range(worker, PASS_SPLIT, workers):
-                for index in range(share, count, PASS_SPLIT):
-                    if failures:
-                        return
+                index = share
+                while not failures and exists(index):
                     task.add(states[share], read(index, worker))
+                    index += PASS_SPLIT
         except BaseException as exc:  # re-raised in the calling thread
             failures.append(exc)
 
@@ -467,64 +470,11 @@ def release_free_memory() -> None:
     trim(0)
 
 
-def prefetched(items: Iterator[Any], *, depth: int = 2, name: str = "dpggm-read") -> Iterator[Any]:
-    """The items of ``items``, produced by a background thread at most ``depth`` ahead.
-
-    A block is parsed (pyarrow, which releases the GIL) while the previous one is counted
-    (numba kernels, which release it too). An error in the producer is raised here; when
-    the consumer stops early the producer is stopped and ``items`` closed.
-    """
-    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(entry: tuple[bool, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put((False, item)):
-                    return
-            put((True, None))
-        except BaseException as exc:  # handed to the consumer, which raises it
-            put((True, exc))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    worker = threading.Thread(target=produce, name=name, daemon=True)
-    worker.start()
-    try:
-        while True:
-            done, item = handoff.get()
-            if done:
-                if item is not None:
-                    raise item
-                return
-            yield item
-            del item
-    finally:
-        stop.set()
-        while worker.is_alive():
-            try:
-                handoff.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        worker.join()
-
-
 class _Recycler:
     """Column-major matrices for the parser, drawn from buffers handed back once their
-    block is counted and written: parsing a large file then allocates a handful of
-    blocks, not one per block (repeated large allocations fragment the heap, which then
-    keeps the memory)."""
+    block is written: parsing a large file then allocates a handful of blocks, not one
+    per block (repeated large allocations fragment the heap, which then keeps the
+    memory)."""
 
     def __init__(self) -> None:
         self._free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
@@ -550,16 +500,19 @@ class _Recycler:
 
 class _SpillWriter:
     """Appends blocks to the temporary file from a background thread (a throttled disk
-    then delays the parsing only when it falls ``depth`` blocks behind), and hands each
-    written block's buffer back to the recycler.
+    then delays the parsing only when it falls ``depth`` blocks behind), reports each
+    block once it is written (``written(rows)``) and hands its buffer back to the
+    recycler.
 
     Column-major bytes: a block reads back as a column-major ``m x p`` array; the
     transpose of a column-major block is C-contiguous, so it is written without a copy.
     """
 
-    def __init__(self, path: str, recycler: _Recycler, *, depth: int = 2) -> None:
+    def __init__(self, path: str, recycler: _Recycler, written: Callable[[int], None], *,
+                 depth: int = 2) -> None:
         self._handle = open(path, "wb", buffering=0)
         self._recycler = recycler
+        self._written = written
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="dpggm-spill", daemon=True)
@@ -573,10 +526,11 @@ class _SpillWriter:
             if self._error is None:
                 try:
                     data = memoryview(np.asfortranarray(block).T).cast("B")
-                    written = 0
-                    while written < len(data):
-                        written += self._handle.write(data[written:])
-                except BaseException as exc:  # raised in the reading thread
+                    done = 0
+                    while done < len(data):
+                        done += self._handle.write(data[done:])
+                    self._written(block.shape[0])
+                except BaseException as exc:  # raised in the parsing thread
                     self._error = exc
             self._recycler.give_back(block)
             del block
@@ -594,19 +548,27 @@ class _SpillWriter:
             raise self._error
 
 
+class _Closed(RuntimeError):
+    pass
+
+
 class FileRecords:
-    """A CSV or Parquet file: parsed once, on the first pass, into float64 blocks kept in
-    memory (up to :data:`MEMORY_LIMIT` bytes) or in an owner-only temporary file deleted by
-    :meth:`close`.
+    """A CSV or Parquet file, parsed once, in a background thread, into float64 blocks:
+    the first ones kept in memory (up to :data:`MEMORY_LIMIT` bytes), the rest appended to
+    an owner-only temporary file deleted by :meth:`close`.
 
-    The first pass parses the next block in a background thread while it counts the
-    current one and appends it, as it is, to the temporary file (column-major bytes, no
-    copy). Later passes read the file block by block into one reused buffer. A file larger
-    than the memory limit goes to the temporary file from its first block, so memory stays
-    O(p^2 + one block) whatever the number of records.
+    Every pass (:meth:`run`) reads the blocks by index, on :data:`PASS_WORKERS` threads,
+    as soon as they are parsed: the first pass counts block ``k`` while the parser parses
+    block ``k + 1`` (pyarrow and the numba kernels release the GIL), and :meth:`start`
+    lets the parsing begin before anything else (the command line starts it before it
+    imports the estimator). A file larger than the memory limit goes to the temporary
+    file from its first block, so memory stays O(p^2 + a few blocks) whatever the number
+    of records; the blocks are written by a background thread without copies and read
+    back, each thread into its own buffer, by positional reads.
 
-    ``n_samples`` and ``columns`` are known after the first pass (:meth:`parse`).
-    ``scratch`` is the directory of the temporary file (default: the system's temporary
+    ``n_samples`` and ``columns`` are complete after the first pass. ``scratch`` is the
+    directory of the temporary file (default: ``source.scratch`` if the source is a
+    :class:`~dpggm.estimators.data.TableFile` that names one, else the system's temporary
     directory, ``TMPDIR``): it needs room for ``8 n p`` bytes.
 
     Privacy
@@ -629,8 +591,23 @@ class FileRecords:
         self._kept: list[np.ndarray] = []
         self._kept_bytes = 0
         self._spill_dir: str | None = None
-        self._spill_rows: list[int] = []
+        self._spill_offsets: list[int] = [0]  # rows before each spilled block
+        self._condition = threading.Condition()
+        self._available = 0  # blocks that can be read, in order
         self._parsed = False
+        self._failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._parser: threading.Thread | None = None
+
+    # -- parsing (background thread) -------------------------------------------------
+
+    def start(self) -> FileRecords:
+        """Start parsing the file in a background thread (once)."""
+        if self._parser is None:
+            self._parser = threading.Thread(target=self._parse, name="dpggm-parse",
+                                            daemon=True)
+            self._parser.start()
+        return self
 
     def _spill_path(self) -> str:
         assert self._spill_dir is not None
@@ -643,121 +620,140 @@ class FileRecords:
         except (OSError, TypeError):
             return 0
 
-    def _open_spill(self, recycler: _Recycler) -> _SpillWriter:
-        self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-", dir=self.scratch)
-        return _SpillWriter(self._spill_path(), recycler)
+    def _arrived(self, rows: int) -> None:
+        """One more block can be read (in order)."""
+        with self._condition:
+            self._available += 1
+            self.n_samples += rows
+            self._condition.notify_all()
 
-    def _keep(self, block: np.ndarray, writer: _SpillWriter | None,
-              recycler: _Recycler) -> _SpillWriter | None:
-        """Keep one parsed block; move everything to the temporary file once the blocks
-        kept in memory pass the limit."""
-        if writer is None and self._kept_bytes + block.nbytes <= self.memory_limit:
-            self._kept.append(block)
-            self._kept_bytes += block.nbytes
-            return None
-        if writer is None:
-            writer = self._open_spill(recycler)
-            for kept in self._kept:
-                writer.put(kept)
-                self._spill_rows.append(kept.shape[0])
-            self._kept = []
-            self._kept_bytes = 0
-        writer.put(block)
-        self._spill_rows.append(block.shape[0])
-        return writer
-
-    def parse(self, task: PassTask | None = None) -> Any:
-        """The first pass: parse the file, keep its blocks, and run ``task`` on them."""
+    def _parse(self) -> None:
         from dpggm.estimators.data import iter_chunks
 
-        state = None
         recycler = _Recycler()
-        writer = None
+        writer: _SpillWriter | None = None
         try:
-            if self._file_bytes() > self.memory_limit:
-                writer = self._open_spill(recycler)
-            chunks = prefetched(iter_chunks(self.source, matrix=recycler.matrix),
-                                depth=PARSE_AHEAD, name="dpggm-parse")
+            spill_all = self._file_bytes() > self.memory_limit
+            chunks = iter_chunks(self.source, matrix=recycler.matrix)
             with contextlib.closing(chunks):
                 for block, columns, _ in chunks:
+                    if self._stop.is_set():
+                        break
                     if self.n_features == 0:
-                        self.columns = list(columns)
-                        self.n_features = block.shape[1]
-                        state = task.new(self.n_features) if task is not None else None
-                    if task is not None:
-                        task.add(state, block)
-                    self.n_samples += block.shape[0]
-                    writer = self._keep(block, writer, recycler)
+                        with self._condition:
+                            self.columns = list(columns)
+                            self.n_features = block.shape[1]
+                            self._condition.notify_all()
+                    if writer is None and not spill_all and (
+                            self._kept_bytes + block.nbytes <= self.memory_limit):
+                        self._kept.append(block)
+                        self._kept_bytes += block.nbytes
+                        self._arrived(block.shape[0])
+                    else:
+                        if writer is None:
+                            self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-",
+                                                               dir=self.scratch)
+                            writer = _SpillWriter(self._spill_path(), recycler, self._arrived)
+                        self._spill_offsets.append(self._spill_offsets[-1] + block.shape[0])
+                        writer.put(block)
                     del block
             if writer is not None:
                 writer.close()
-        except BaseException:
+            if self._stop.is_set():
+                raise _Closed("the records were closed")
+            with self._condition:
+                self._parsed = True
+                self._condition.notify_all()
+        except BaseException as exc:  # raised in the threads that read the blocks
             if writer is not None:
                 writer.close(raising=False)
-            self.close()
-            raise
-        self._parsed = True
-        return None if task is None else task.finish(state)
+            # The parsed records are incomplete and of no further use: deleted at once.
+            if self._spill_dir is not None:
+                shutil.rmtree(self._spill_dir, ignore_errors=True)
+            with self._condition:
+                self._failure = exc
+                self._condition.notify_all()
 
-    def blocks(self) -> Iterator[np.ndarray]:
-        """The parsed blocks (column-major ``m x p``). A block read from the temporary
-        file lives in a reused buffer: it is valid until the next block is requested."""
-        if not self._parsed:
-            raise RuntimeError("parse() must run first")
-        if self._spill_dir is None:
-            yield from self._kept
-            return
-        p = self.n_features
-        buffer = np.empty(max(self._spill_rows, default=0) * p)
-        with open(self._spill_path(), "rb", buffering=0) as handle:
-            if hasattr(os, "posix_fadvise"):
-                os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
-            for rows in self._spill_rows:
-                flat = buffer[:rows * p]
-                view = memoryview(flat).cast("B")
-                done = 0
-                while done < len(view):
-                    count = handle.readinto(view[done:])
-                    if not count:
-                        raise OSError(f"the temporary file {self._spill_path()} was truncated")
-                    done += count
-                yield flat.reshape(p, rows).T
+    # -- reading -----------------------------------------------------------------------
+
+    def _wait(self, ready: Callable[[], bool]) -> None:
+        with self._condition:
+            while not ready():
+                if self._failure is not None:
+                    raise self._failure
+                self._condition.wait()
+            if self._failure is not None:
+                raise self._failure
+
+    def _exists(self, index: int) -> bool:
+        """Whether block ``index`` exists, waiting for the parser if need be."""
+        with self._condition:
+            while True:
+                if self._failure is not None:
+                    raise self._failure
+                if index < self._available:
+                    return True
+                if self._parsed:
+                    return False
+                self._condition.wait()
 
     def run(self, task: PassTask) -> Any:
-        if not self._parsed:
-            return self.parse(task)
+        """``task`` over every block (the first run follows the parsing)."""
+        self.start()
+        self._wait(lambda: self.n_features > 0 or self._parsed)
         p = self.n_features
-        if self._spill_dir is None:
-            return run_split(task, p, len(self._kept),
-                             lambda index, worker: self._kept[index])
-        offsets = np.concatenate([[0], np.cumsum(self._spill_rows)]) * (8 * p)
+        descriptors: dict[str, int] = {}
         buffers: dict[int, np.ndarray] = {}
-        with open(self._spill_path(), "rb", buffering=0) as handle:
-            if hasattr(os, "posix_fadvise"):
-                os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
-            descriptor = handle.fileno()
-            largest = max(self._spill_rows, default=0) * p
+        opening = threading.Lock()
 
-            def read(index: int, worker: int) -> np.ndarray:
-                # Each worker reads into its own buffer, at the block's offset.
-                buffer = buffers.get(worker)
-                if buffer is None:
-                    buffer = buffers[worker] = np.empty(largest)
-                rows = self._spill_rows[index]
-                flat = buffer[:rows * p]
-                view = memoryview(flat).cast("B")
-                done = 0
-                while done < len(view):
-                    count = os.preadv(descriptor, [view[done:]], int(offsets[index]) + done)
-                    if not count:
-                        raise OSError(f"the temporary file {self._spill_path()} was truncated")
-                    done += count
-                return flat.reshape(p, rows).T
+        def read(index: int, worker: int) -> np.ndarray:
+            if index < len(self._kept):
+                return self._kept[index]
+            spilled = index - len(self._kept)
+            first, last = self._spill_offsets[spilled], self._spill_offsets[spilled + 1]
+            rows = last - first
+            with opening:
+                if "spill" not in descriptors:
+                    descriptors["spill"] = os.open(self._spill_path(), os.O_RDONLY)
+                    if hasattr(os, "posix_fadvise"):
+                        os.posix_fadvise(descriptors["spill"], 0, 0,
+                                         os.POSIX_FADV_SEQUENTIAL)
+            # Each worker reads into its own buffer, at the block's offset.
+            buffer = buffers.get(worker)
+            if buffer is None or buffer.size < rows * p:
+                buffer = buffers[worker] = np.empty(rows * p + rows * p // 8)
+            flat = buffer[:rows * p]
+            view = memoryview(flat).cast("B")
+            done = 0
+            while done < len(view):
+                count = os.preadv(descriptors["spill"], [view[done:]], first * 8 * p + done)
+                if not count:
+                    raise OSError(f"the temporary file {self._spill_path()} was truncated")
+                done += count
+            return flat.reshape(p, rows).T
 
-            return run_split(task, p, len(self._spill_rows), read)
+        try:
+            return run_split(task, p, self._exists, read)
+        except BaseException:
+            # A reader may have tripped over the parser's failure before seeing it.
+            failure = self._failure
+            if failure is not None and not isinstance(failure, _Closed):
+                raise failure from None
+            raise
+        finally:
+            for descriptor in descriptors.values():
+                os.close(descriptor)
 
     def close(self) -> None:
-        had_blocks = self._parsed or bool(self._kept)
+        """Stop the parser, delete the temporary file and release the blocks' memory."""
+        self._stop.set()
+        if self._parser is not None:
+            self._parser.join()
+        with self._condition:
+            if self._failure is None and not self._parsed:
+                self._failure = _Closed("the records were closed")
+            self._condition.notify_all()
+        had_blocks = bool(self._kept) or self._spill_dir is not None
         self._kept = []
         self._kept_bytes = 0
         if self._spill_dir is not None:
@@ -773,11 +769,33 @@ class FileRecords:
         self.close()
 
 
+#: Records whose parsing started ahead of the fit that reads them (see
+#: :func:`reading_ahead`), by the identity of their source.
+_STARTED: dict[int, FileRecords] = {}
+
+
+@contextlib.contextmanager
+def reading_ahead(source: Any) -> Iterator[FileRecords]:
+    """Start parsing the file ``source`` (a path or a
+    :class:`~dpggm.estimators.data.TableFile`) in the background; an estimator fitted on
+    this same object within the block reads these records instead of parsing the file
+    again. The command line starts it before it imports the estimator, so the parsing
+    overlaps the imports."""
+    records = FileRecords(source).start()
+    _STARTED[id(source)] = records
+    try:
+        yield records
+    finally:
+        if _STARTED.get(id(source)) is records:
+            del _STARTED[id(source)]
+        records.close()
+
+
 def open_records(X: Any, *, name: str = "X") -> Any:
     """The records of ``X`` as a pass source: :class:`FileRecords` for a path or
-    :class:`~dpggm.estimators.data.TableFile`, the Dask source for a Dask collection,
-    :class:`ArrayRecords` otherwise (validated by
-    :func:`~dpggm.estimators.data.as_matrix`)."""
+    :class:`~dpggm.estimators.data.TableFile` (those started by :func:`reading_ahead` if
+    any), the Dask source for a Dask collection, :class:`ArrayRecords` otherwise
+    (validated by :func:`~dpggm.estimators.data.as_matrix`)."""
     from dpggm.estimators.data import _is_path, as_matrix, is_dask_collection
 
     if is_dask_collection(X):
@@ -785,6 +803,9 @@ def open_records(X: Any, *, name: str = "X") -> Any:
 
         return DaskRecords(X, name=name)
     if _is_path(X):
+        started = _STARTED.pop(id(X), None)
+        if started is not None and started.source is X:
+            return started
         return FileRecords(X)
     values, columns = as_matrix(X, name=name)
     return ArrayRecords(values, columns)
