@@ -2,14 +2,15 @@
 records by released ranges and the row-norm clipping of the clipped sums.
 
 A count "below an edge" is exact: every value is placed in its bucket by comparing it with
-the grid's own float edges (``b = #{edges <= v}``), after a guess from the grid's formula,
-so the counts equal ``np.searchsorted(sorted_values, edges, side="left")`` on the same
-values, whatever the block boundaries. The guess is off by at most one bucket on the
-grids of the passes; it is settled by two comparisons without branches (a mispredicted
-branch per value cost more than the rest of the work), then checked by the exact walk
-:func:`_fix`, which moves it only for edges that are not the grid the formula describes
-(so any sorted edges still count exactly, only slower). Missing values (NaN) are counted
-apart and placed in no bucket.
+the grid's own float edges (``b = #{edges <= v}``), so the counts equal
+``np.searchsorted(sorted_values, edges, side="left")`` on the same values, whatever the
+block boundaries. A column is counted in two loops: the first guesses every value's
+bucket from the grid's formula and settles it by two comparisons, without branches (a
+mispredicted branch per value cost more than the rest of the work); the second checks
+each guess by two comparisons and counts it, and only a wrong guess -- edges that are not
+the grid the formula describes -- is corrected by the exact walk :func:`_fix` (so any
+sorted edges count exactly, only slower). Missing values (NaN) are counted apart and
+placed in no bucket.
 
 The logarithm of the geometric guesses is read off the bits of the double (exponent, and
 a 1024-entry table of the leading mantissa bits; error below 0.0008 in log2).
@@ -63,14 +64,13 @@ def _float_bits(typingctx, value):
 
 #: log2 of the midpoints of the 1024 equal sub-intervals of the mantissa range [1, 2).
 _LOG2_MANTISSA = np.log2(1.0 + (np.arange(1024) + 0.5) / 1024.0)
-_SMALLEST_NORMAL_BITS = 0x0010000000000000
-_INFINITY_BITS = 0x7FF0000000000000
 _ABSOLUTE = 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True, inline="always")
 def _fast_log2(bits):
-    """log2 of a positive, normal, finite double from its bits (error below 0.0008)."""
+    """log2 of a positive, normal, finite double from its bits (error below 0.0008); for
+    zero, subnormal, infinite or NaN bits some number, which the callers clamp."""
     return ((bits >> 52) - 1023) + _LOG2_MANTISSA[(bits >> 42) & 1023]
 
 
@@ -91,46 +91,55 @@ def _fix(b, v, edges, k):
 @njit(cache=True, inline="always")
 def _settle(g, v, edges, k):
     """``#{edges <= v}`` when it is ``g - 1``, ``g`` or ``g + 1`` (two comparisons, no
-    branch), then checked exactly by :func:`_fix`."""
-    if g < 1:
-        g = 1
-    if g > k - 1:
-        g = k - 1
-    b = g - 1 + (edges[g - 1] <= v) + (edges[g] <= v)
-    return _fix(b, v, edges, k)
+    branch)."""
+    g = min(max(g, 1), k - 1)
+    return g - 1 + (edges[g - 1] <= v) + (edges[g] <= v)
 
 
 @njit(cache=True, inline="always")
-def _geometric_bucket(v, edges, k, log_first, per_octave):
-    """``#{edges <= v}`` on a positive geometric grid whose edge ``i`` is
-    ``2**(log_first + i / per_octave)``."""
-    bits = _float_bits(v)
-    if bits >= _SMALLEST_NORMAL_BITS and bits < _INFINITY_BITS:  # positive, normal, finite
-        t = (_fast_log2(bits) - log_first) * per_octave
-        if t < -1.0:
-            t = -1.0
-        elif t > k:
-            t = k
-        return _settle(int(t + 1.0), v, edges, k)
-    return _fix(0, v, edges, k)
+def _geometric_guess(v, edges, k, log_first, per_octave):
+    """About ``#{edges <= v}`` on a positive geometric grid whose edge ``i`` is
+    ``2**(log_first + i / per_octave)``: exact for a positive normal ``v``, anything for
+    the rest, which :func:`_count` then settles."""
+    bits = _float_bits(v) & _ABSOLUTE
+    t = (_fast_log2(bits) - log_first) * per_octave
+    t = min(max(t, -1.0), float(k))
+    return _settle(int(t + 1.0), v, edges, k)
 
 
 @njit(cache=True, inline="always")
-def _symmetric_bucket(v, edges, k, log_first, per_octave, half):
-    """``#{edges <= v}`` on ``[-P[::-1], 0, P]``, ``P`` geometric with ``half`` edges."""
-    magnitude = _float_bits(v) & _ABSOLUTE
-    if magnitude >= _SMALLEST_NORMAL_BITS and magnitude < _INFINITY_BITS:
-        t = (_fast_log2(magnitude) - log_first) * per_octave
-        if t < -1.0:
-            t = -1.0
-        elif t > half:
-            t = half
-        # floor(t) for t >= -1; P[i] <= |v| < P[i + 1] at i = floor(t), give or take one.
-        below = int(t + 1.0) - 1
-        if v > 0:
-            return _settle(half + 2 + below, v, edges, k)
-        return _settle(half - 1 - below, v, edges, k)
-    return _fix(half + 1, v, edges, k)
+def _symmetric_guess(v, edges, k, log_first, per_octave, half):
+    """About ``#{edges <= v}`` on ``[-P[::-1], 0, P]``, ``P`` geometric with ``half``
+    edges: exact for normal values and zeros."""
+    bits = _float_bits(v) & _ABSOLUTE
+    t = (_fast_log2(bits) - log_first) * per_octave
+    t = min(max(t, -1.0), float(half))
+    # floor(t) for t >= -1; P[i] <= |v| < P[i + 1] at i = floor(t), give or take one.
+    below = int(t + 1.0) - 1
+    return _settle(half + 2 + below if v > 0 else half - 1 - below, v, edges, k)
+
+
+@njit(cache=True, inline="always")
+def _linear_guess(v, edges, k, first, scale):
+    """About ``#{edges <= v}`` on equally spaced edges from ``first``."""
+    t = (v - first) * scale
+    t = min(max(t, -1.0), float(k))
+    return _settle(int(t + 1.0), v, edges, k)
+
+
+@njit(cache=True, inline="always")
+def _count(b, v, edges, k, counts):
+    """Count ``v`` in its bucket ``#{edges <= v}``, given the guess ``b``: two comparisons
+    check the guess, the exact walk :func:`_fix` corrects it (when the edges are not the
+    grid the formula describes). A NaN fails the comparisons and is not counted
+    (returns False)."""
+    if (b == 0 or edges[b - 1] <= v) and (b == k or v < edges[b]):
+        counts[b] += 1
+        return True
+    if v != v:
+        return False
+    counts[_fix(b, v, edges, k)] += 1
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -143,60 +152,68 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
     ``deviation`` the value counted is ``|x - centres[j]|``, and those below
     ``tie_radius[j]`` are also added to ``tied[j]``. NaN is added to ``missing[j]`` and to
     no bucket.
+
+    Per column, in two loops: the guesses (without branches, so the processor's pipeline
+    stays full), then the checks and the counts; a refinement grid (``LINEAR``) in one
+    loop that counts the values outside it in registers.
     """
     m, p = block.shape
     k = edges.shape[1]
     shared = edges.shape[0] == 1
+    guesses = np.empty(m, dtype=np.int64)
     for j in range(p):
         row = edges[0] if shared else edges[j]
+        centre = centres[j]
         column = counts[j]
-        lost = 0
         if kind == LINEAR:
+            # A refinement grid spans one cell of the median grid and its neighbours:
+            # most values fall below or above it, and are counted in registers (counting
+            # them in memory would chain every increment of the same bucket).
             first = row[0]
             last = row[k - 1]
-            scale = (k - 1) / (last - first) if last > first else 0.0
+            span = last - first
+            scale = (k - 1) / span if span > 0 else 0.0
             low = 0
             high = 0
+            lost = 0
             for i in range(m):
                 v = block[i, j]
                 if v < first:
                     low += 1
                 elif v >= last:
                     high += 1
-                elif v == v:
-                    column[_settle(int((v - first) * scale) + 1, v, row, k)] += 1
-                else:
+                elif not _count(_linear_guess(v, row, k, first, scale), v, row, k, column):
                     lost += 1
             column[0] += low
             column[k] += high
-        elif deviation:
-            centre = centres[j]
+            missing[j] += lost
+            continue
+        if deviation:
+            for i in range(m):
+                guesses[i] = _geometric_guess(abs(block[i, j] - centre), row, k, log_first,
+                                              per_octave)
+        elif kind == GEOMETRIC:
+            for i in range(m):
+                guesses[i] = _geometric_guess(block[i, j], row, k, log_first, per_octave)
+        else:
+            for i in range(m):
+                guesses[i] = _symmetric_guess(block[i, j], row, k, log_first, per_octave,
+                                              half)
+        lost = 0
+        if deviation:
             radius = tie_radius[j]
             close = 0
             for i in range(m):
-                x = block[i, j]
-                if x != x:
+                v = abs(block[i, j] - centre)
+                if _count(guesses[i], v, row, k, column):
+                    close += v < radius
+                else:
                     lost += 1
-                    continue
-                v = abs(x - centre)
-                if v < radius:
-                    close += 1
-                column[_geometric_bucket(v, row, k, log_first, per_octave)] += 1
             tied[j] += close
-        elif kind == GEOMETRIC:
-            for i in range(m):
-                v = block[i, j]
-                if v != v:
-                    lost += 1
-                    continue
-                column[_geometric_bucket(v, row, k, log_first, per_octave)] += 1
         else:
             for i in range(m):
-                v = block[i, j]
-                if v != v:
+                if not _count(guesses[i], block[i, j], row, k, column):
                     lost += 1
-                    continue
-                column[_symmetric_bucket(v, row, k, log_first, per_octave, half)] += 1
         missing[j] += lost
 
 
@@ -237,7 +254,8 @@ def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, pe
                 z = _rescaled(x, lo, hi, c, h)
                 squared[i] += z * z
     for i in range(m):
-        counts[_geometric_bucket(math.sqrt(squared[i]), row, k, log_first, per_octave)] += 1
+        v = math.sqrt(squared[i])
+        _count(_geometric_guess(v, row, k, log_first, per_octave), v, row, k, counts)
 
 
 @njit(cache=True, nogil=True)
