@@ -64,15 +64,20 @@ print(rows)
 """
 
 
+#: CPU seconds (user + system) of the last child run by :func:`peak_of`.
+LAST_CPU = [0.0]
+
+
 def peak_of(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """``(wall seconds, peak resident MB, stdout)`` of a child process (its own peak,
-    from ``os.wait4``)."""
+    from ``os.wait4``); its CPU time goes to :data:`LAST_CPU`."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
+        LAST_CPU[0] = usage.ru_utime + usage.ru_stime
         out.seek(0)
         err.seek(0)
         if child.returncode != 0:
@@ -118,12 +123,14 @@ def graph_command(csv: Path, out: Path, scratch: str | None) -> list[str]:
 
 def figure_one(csv: Path, work: Path, repeats: int, env: dict[str, str],
                scratch: str | None) -> None:
-    floors, runs, peaks = [], [], []
+    floors, runs, peaks, floor_cpu, run_cpu = [], [], [], [], []
     for _ in range(repeats):
         wall, _, _ = peak_of([sys.executable, "-c", FLOOR, str(csv)], env)
         floors.append(wall)
+        floor_cpu.append(LAST_CPU[0])
         wall, peak, _ = peak_of(graph_command(csv, work / "out", scratch), env)
         runs.append(wall)
+        run_cpu.append(LAST_CPU[0])
         peaks.append(peak)
     floor, run = statistics.median(floors), statistics.median(runs)
     print(f"1. {csv.name} ({csv.stat().st_size / 1e6:.0f} MB), {repeats} alternating runs, "
@@ -135,6 +142,10 @@ def figure_one(csv: Path, work: Path, repeats: int, env: dict[str, str],
     ratios = [r / f for r, f in zip(runs, floors)]
     print(f"   ratio {run / floor:.2f} x floor (median of pairs {statistics.median(ratios):.2f}; "
           "target <= 2)")
+    print(f"   CPU time (user + system): floor {statistics.median(floor_cpu):.2f} s, dpggm "
+          f"{statistics.median(run_cpu):.2f} s = "
+          f"{statistics.median(run_cpu) / statistics.median(floor_cpu):.2f} x (the wall-time "
+          "ratio tends to it when the cores are busy)")
     print(f"   peak resident memory {max(peaks):.0f} MB (runs {' '.join(f'{m:.0f}' for m in peaks)};"
           " target <= 400)")
 
