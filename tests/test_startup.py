@@ -91,3 +91,24 @@ def test_version_option():
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"dpggm {dpggm.__version__}"
+
+
+def test_the_process_entry_point_flushes_its_output_and_keeps_exit_codes(tmp_path):
+    """``python -m dpggm`` leaves without the interpreter's tear-down: the output must be
+    complete and the exit status that of the command."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dpggm", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    import dpggm
+
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"dpggm {dpggm.__version__}"
+    missing = run("graph", "nosuch.csv", "--rho", "1")
+    assert missing.returncode == 2 and "no such file: nosuch.csv" in missing.stderr
+    unknown = run("no-such-command")
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    helped = run("--help")
+    assert helped.returncode == 0 and "graph" in helped.stdout and "budget" in helped.stdout

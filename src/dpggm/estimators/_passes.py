@@ -7,12 +7,17 @@ for ``p`` columns, adds blocks of records to it, and merges two states by additi
 same task runs over
 
 * an array in memory (:class:`ArrayRecords`), block by block;
-* a CSV or Parquet file (:class:`FileRecords`): the first pass parses the file once (the
-  costly part) and keeps the parsed blocks -- in memory when they are small, otherwise in
-  an owner-only temporary file that is deleted when the records are closed -- so that
-  later passes read binary blocks;
+* a CSV or Parquet file (:class:`FileRecords`): parsed once (the costly part), in a
+  background thread, into blocks kept in memory when they are small, otherwise in an
+  owner-only temporary file deleted when the records are closed; every pass reads the
+  blocks as they arrive (the first one follows the parsing), later passes read binary
+  blocks;
 * a Dask collection (:mod:`dpggm.estimators._dask`), partition by partition on the
   workers, with a tree reduction.
+
+A pass over blocks in memory or in the temporary file deals them into :data:`PASS_SPLIT`
+states filled by up to as many threads (:func:`run_split`) and merged in order, so its
+sums do not depend on the threads.
 
 Every state holds exact counts and sums of the curator's records; nothing here adds noise
 or is released as is.
@@ -59,7 +64,7 @@ PASS_SPLIT = 2
 PASS_WORKERS = min(PASS_SPLIT, os.cpu_count() or 1)
 
 #: Parsed file blocks are kept in memory up to this many bytes, beyond it in a temporary
-#: file (so a file larger than memory is read with memory O(p^2 + one block)).
+#: file (so a file larger than memory is read with memory O(p^2 + a few blocks)).
 MEMORY_LIMIT = 64 << 20
 
 
