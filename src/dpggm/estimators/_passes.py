@@ -48,15 +48,24 @@ __all__ = [
     "PassTask",
     "Shifted",
     "ValueCounts",
+    "block_rows",
     "grid_parameters",
     "open_records",
     "reading_ahead",
     "run_split",
 ]
 
-#: Rows per block: a block of ``BLOCK_ROWS x p`` float64 stays in cache between the steps
-#: of a pass for moderate ``p``.
+#: Rows per block, at most: a block of ``BLOCK_ROWS x p`` float64 stays in cache between
+#: the steps of a pass for moderate ``p``...
 BLOCK_ROWS = 16384
+#: ... and at most about this many bytes for large ``p`` (see :func:`block_rows`).
+BLOCK_BYTES = 4 << 20
+
+
+def block_rows(p: int) -> int:
+    """Rows per block of ``p`` columns: :data:`BLOCK_ROWS`, fewer for wide records so that a
+    block holds about :data:`BLOCK_BYTES` (at least 256 rows)."""
+    return int(max(256, min(BLOCK_ROWS, BLOCK_BYTES // (8 * max(p, 1)))))
 
 #: A pass over parsed blocks deals them into this many states, merged at the end...
 PASS_SPLIT = 2
@@ -277,7 +286,7 @@ class Moments(PassTask):
     """Clipped sums of the records: rescaled by ``ranges`` (if any), clipped to
     ``norm_bound`` (if any) or to ``box`` (declared per-column bounds, if any), then
     ``Z^T Z``, ``Z^T 1`` and the count in one BLAS ``dsyrk`` per block of
-    :data:`BLOCK_ROWS` rows (which stays in cache between the steps)."""
+    :func:`block_rows` rows (which stays in cache between the steps)."""
 
     ranges: Ranges | None = None
     norm_bound: float | None = None
@@ -295,12 +304,13 @@ class Moments(PassTask):
         from scipy.linalg import blas
 
         m, p = block.shape
-        work = np.empty((min(m, BLOCK_ROWS), p + 1), order="F")
+        step = block_rows(p + 1)
+        work = np.empty((min(m, step), p + 1), order="F")
         work[:, p] = 1.0
         squared = np.empty(work.shape[0])
         outside = np.empty(work.shape[0], dtype=np.bool_)
-        for start in range(0, m, BLOCK_ROWS):
-            part = block[start:start + BLOCK_ROWS]
+        for start in range(0, m, step):
+            part = block[start:start + step]
             rows = part.shape[0]
             buffer = work[:rows]
             if self.ranges is not None:
@@ -400,11 +410,12 @@ class ArrayRecords:
         self.n_samples, self.n_features = values.shape
 
     def run(self, task: PassTask) -> Any:
-        count = -(-self.n_samples // BLOCK_ROWS)
+        rows = block_rows(self.n_features)
+        count = -(-self.n_samples // rows)
 
         def read(index: int, worker: int) -> np.ndarray:
-            start = index * BLOCK_ROWS
-            return np.asfortranarray(self.values[start:start + BLOCK_ROWS], dtype=float)
+            start = index * rows
+            return np.asfortranarray(self.values[start:start + rows], dtype=float)
 
         return run_split(task, self.n_features, lambda index: index < count, read)
 
