@@ -481,7 +481,7 @@ def release_free_memory() -> None:
         import ctypes
 
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return
     trim(0)
 
@@ -580,7 +580,7 @@ class FileRecords:
     imports the estimator). A file larger than the memory limit goes to the temporary
     file from its first block, so memory stays O(p^2 + a few blocks) whatever the number
     of records; the blocks are written by a background thread without copies and read
-    back, each thread into its own buffer, by positional reads.
+    back by each thread with its own handle into its own buffer.
 
     ``n_samples`` and ``columns`` are complete after the first pass. ``scratch`` is the
     directory of the temporary file (default: ``source.scratch`` if the source is a
@@ -718,9 +718,8 @@ class FileRecords:
         self.start()
         self._wait(lambda: self.n_features > 0 or self._parsed)
         p = self.n_features
-        descriptors: dict[str, int] = {}
+        handles: dict[int, Any] = {}
         buffers: dict[int, np.ndarray] = {}
-        opening = threading.Lock()
 
         def read(index: int, worker: int) -> np.ndarray:
             if index < len(self._kept):
@@ -728,21 +727,21 @@ class FileRecords:
             spilled = index - len(self._kept)
             first, last = self._spill_offsets[spilled], self._spill_offsets[spilled + 1]
             rows = last - first
-            with opening:
-                if "spill" not in descriptors:
-                    descriptors["spill"] = os.open(self._spill_path(), os.O_RDONLY)
-                    if hasattr(os, "posix_fadvise"):
-                        os.posix_fadvise(descriptors["spill"], 0, 0,
-                                         os.POSIX_FADV_SEQUENTIAL)
-            # Each worker reads into its own buffer, at the block's offset.
+            # Each worker reads with its own handle into its own buffer.
+            handle = handles.get(worker)
+            if handle is None:
+                handle = handles[worker] = open(self._spill_path(), "rb", buffering=0)
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
             buffer = buffers.get(worker)
             if buffer is None or buffer.size < rows * p:
                 buffer = buffers[worker] = np.empty(rows * p + rows * p // 8)
             flat = buffer[:rows * p]
             view = memoryview(flat).cast("B")
+            handle.seek(first * 8 * p)
             done = 0
             while done < len(view):
-                count = os.preadv(descriptors["spill"], [view[done:]], first * 8 * p + done)
+                count = handle.readinto(view[done:])
                 if not count:
                     raise OSError(f"the temporary file {self._spill_path()} was truncated")
                 done += count
@@ -757,8 +756,8 @@ class FileRecords:
                 raise failure from None
             raise
         finally:
-            for descriptor in descriptors.values():
-                os.close(descriptor)
+            for handle in handles.values():
+                handle.close()
 
     def close(self) -> None:
         """Stop the parser, delete the temporary file and release the blocks' memory."""
