@@ -186,20 +186,10 @@ def _parquet_stats(
 ) -> PartitionStats:
     """Clipped sums of one Parquet piece, decoded by pyarrow batch by batch straight into
     the block buffer (no pandas DataFrame: its conversion costs more than the product)."""
-    import pyarrow.parquet as pq
-
     accumulator = _Accumulator(len(names), bounds, center)
-    local = type(filesystem).__name__ == "LocalFileSystem"
-    # A local file is memory-mapped: pyarrow decodes its pages without first copying
-    # them into a read buffer.
-    with (contextlib.nullcontext(path) if local else filesystem.open(path, "rb")) as source, \
-            pq.ParquetFile(source, memory_map=local) as reader:
-        for batch in reader.iter_batches(batch_size=_BATCH_ROWS, row_groups=row_groups,
-                                         columns=names, use_threads=False):
-            columns = [batch.column(j).to_numpy(zero_copy_only=False)
-                       for j in range(len(names))]
-            if not accumulator.add_columns(columns):
-                break
+    for columns in _parquet_batches(path, row_groups, filesystem, names, _BATCH_ROWS):
+        if not accumulator.add_columns(columns):
+            break
     return accumulator.result(index)
 
 
@@ -456,16 +446,18 @@ def _partition_pass(block: Any, index: int, task: Any, p: int) -> PassResult:
 
 
 def _parquet_batches(path: str, row_groups: list[int] | None, filesystem: Any,
-                     names: list[str]) -> Any:
-    """The columns of one Parquet piece, batch by batch, decoded by pyarrow (no pandas)."""
+                     names: list[str], batch_rows: int) -> Any:
+    """The columns of one Parquet piece, ``batch_rows`` rows at a time, decoded by pyarrow
+    (no pandas DataFrame: its conversion costs more than the work on the records)."""
     import pyarrow.parquet as pq
 
     local = type(filesystem).__name__ == "LocalFileSystem"
+    # A local file is memory-mapped: pyarrow decodes its pages without first copying
+    # them into a read buffer.
     with (contextlib.nullcontext(path) if local else filesystem.open(path, "rb")) as source, \
             pq.ParquetFile(source, memory_map=local) as reader:
-        for batch in reader.iter_batches(batch_size=_pass_rows(len(names)),
-                                         row_groups=row_groups, columns=names,
-                                         use_threads=False):
+        for batch in reader.iter_batches(batch_size=batch_rows, row_groups=row_groups,
+                                         columns=names, use_threads=False):
             yield [batch.column(j).to_numpy(zero_copy_only=False) for j in range(len(names))]
 
 
@@ -473,7 +465,8 @@ def _parquet_pass(path: str, row_groups: list[int] | None, index: int, filesyste
                   names: list[str], task: Any) -> PassResult:
     """``task`` over one Parquet piece, read straight into blocks."""
     return _run_columns(task, index, len(names),
-                        _parquet_batches(path, row_groups, filesystem, names))
+                        _parquet_batches(path, row_groups, filesystem, names,
+                                         _pass_rows(len(names))))
 
 
 def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
