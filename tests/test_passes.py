@@ -284,3 +284,26 @@ def test_private_graph_on_a_parquet_file_equals_in_memory(tmp_path):
     np.testing.assert_allclose(memory.noisy_covariance_, streamed.noisy_covariance_,
                                rtol=0, atol=1e-12)
     np.testing.assert_array_equal(memory.adjacency_, streamed.adjacency_)
+
+
+def test_blocks_beyond_the_memory_limit_go_to_the_temporary_file(tmp_path):
+    """A small file whose parsed values outgrow the limit: the first blocks stay in memory,
+    the rest go to the temporary file, and every pass reads both, in order."""
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 10, size=(40000, 3)).astype(float)
+    path = tmp_path / "digits.csv"
+    np.savetxt(path, values, fmt="%d", delimiter=",", header="a,b,c", comments="")
+    limit = path.stat().st_size + 1  # the file fits, its parsed values (4x larger) do not
+    task = ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC)
+    with FileRecords(TableFile(path, block_size=8192), memory_limit=limit) as records:
+        first = records.run(task)
+        assert records._kept and records._spill_dir is not None
+        again = records.run(task)
+        sums = records.run(Moments())
+    expected = ArrayRecords(values, ["a", "b", "c"]).run(task)
+    np.testing.assert_array_equal(first.counts, expected.counts)
+    np.testing.assert_array_equal(again.counts, expected.counts)
+    gram, total, n = sums.second_moment_sums()
+    np.testing.assert_allclose(gram, values.T @ values, rtol=1e-12)
+    np.testing.assert_allclose(total, values.sum(axis=0), rtol=1e-12)
+    assert n == 40000
