@@ -307,3 +307,18 @@ def test_blocks_beyond_the_memory_limit_go_to_the_temporary_file(tmp_path):
     np.testing.assert_allclose(gram, values.T @ values, rtol=1e-12)
     np.testing.assert_allclose(total, values.sum(axis=0), rtol=1e-12)
     assert n == 40000
+
+
+def test_an_error_while_parsing_reaches_the_fit_and_leaves_nothing_behind(tmp_path):
+    """The parser runs in a background thread: its error (here a non-numeric value far
+    into the file, after blocks went to the temporary file) is raised by the fit, before
+    any noise is drawn, and the temporary file is gone."""
+    frame, _ = make_raw_chain(n_samples=20000, n_features=4, random_state=0)
+    text = frame.to_csv(index=False).splitlines()
+    text[15000] = text[15000].replace(text[15000].split(",")[2], "abc", 1)
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(text) + "\n")
+    source = TableFile(path, block_size=4096, scratch=str(tmp_path))
+    with pytest.raises(ValueError, match=r"non-numeric value 'abc' in column 'x2' on line 15001"):
+        PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(source)
+    assert not list(tmp_path.glob("dpggm-records-*"))
