@@ -884,7 +884,6 @@ def edge_inference(
             alpha_used = noise_calibrated_alpha(S, noise_std=noise_std, n_samples=n)
         else:
             alpha_used = _nonnegative(alpha, "alpha")
-    rng = np.random.default_rng(int(random_state))
 
     with single_threaded_blas(p):
         floor = max(noise_std, 1e-12 * float(np.max(np.abs(np.diag(S)))))
@@ -927,6 +926,9 @@ def edge_inference(
         share = (noise / np.maximum(sampling + noise, 1e-300))[rows, cols]
         diagnostics: dict[str, Any] = {"pilot": pilot_note, "alpha": alpha_used}
         if method == "bootstrap":
+            # The replicates simulate public quantities only (post-processing), so a seeded
+            # stream is what makes the interval reproducible; no release noise comes from it.
+            rng = np.random.default_rng(int(random_state))
             boot_se, bias = _bootstrap(
                 theta=theta, working=working, pre_clip=pre_clip, correction=correction,
                 clipping=clipping, n=n, variance=variance, replicates=replicates, rng=rng,
