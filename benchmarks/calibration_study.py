@@ -34,7 +34,7 @@ Usage (on a shared machine run it niced; a full run takes about an hour per dist
     nice -n 10 python3 benchmarks/calibration_study.py --chain-f1          # 30-node raw chain
     nice -n 10 python3 benchmarks/calibration_study.py --timing            # speed at p = 100
 
-Options ``--norm-quantile``, ``--fdr-method``, ``--method`` and ``--no-clipping-correction``
+Options ``--norm-quantile``, ``--fdr-method``, ``--method`` and ``--clipping-correction``
 compare the alternatives.
 """
 
@@ -147,22 +147,15 @@ class Release:
 
 
 def release_from_private_graph(graph: PrivateGraph) -> Release:
-    """Read the release and its public description off a fitted ``PrivateGraph``."""
-    inner = graph.graph_estimator_
+    """Read the release and its public description off a fitted ``PrivateGraph``
+    (``graph.release_``: what its own inference reads)."""
+    released = graph.release_
     step = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "graph")
-    if "sigma" in step:
-        variance = float(step["sigma"]) ** 2
-    else:  # Laplace noise of scale b
-        variance = 2.0 * float(step["scale"]) ** 2
-    mean = None
-    if graph.mean_ is not None and graph.ranges_ is not None:
-        mean = (graph.mean_ - graph.ranges_.center) / graph.ranges_.half_width
-    bound = graph.norm_bound_.bound if graph.norm_bound_ is not None else None
     budget = step["budget"]
     return Release(
-        noisy_covariance=inner.noisy_covariance_, noise_variance=variance,
-        n_samples=int(graph.n_samples_), precision=inner.precision_,
-        clipping=ClippingModel(row_norm_bound=bound, box=1.0, mean=mean),
+        noisy_covariance=released.covariance, noise_variance=released.noise_variance,
+        n_samples=released.n_samples, precision=released.precision,
+        clipping=released.clipping,
         release_budget=float(getattr(budget, "rho", float("nan"))),
     )
 
@@ -388,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fdr", type=float, default=0.1)
     parser.add_argument("--fdr-method", default="bh")
     parser.add_argument("--method", default="closed-form")
-    parser.add_argument("--no-clipping-correction", action="store_true")
+    parser.add_argument("--clipping-correction", action="store_true",
+                        help="remove the row-norm clipping's bias (PrivateGraph's default: not)")
     parser.add_argument("--pilot-alpha-factor", type=float,
                         help="solve the pilot at this multiple of the noise-calibrated "
                              "penalty instead of reusing PrivateGraph's precision")
@@ -442,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                             kind, p, n, rho, distribution=distribution, fits=args.fits,
                             norm_quantile=args.norm_quantile, fdr=args.fdr,
                             fdr_method=args.fdr_method, method=args.method,
-                            clipping_correction=not args.no_clipping_correction,
+                            clipping_correction=args.clipping_correction,
                             pilot_alpha_factor=args.pilot_alpha_factor)
                         results.append(cell)
                         print(format_row(cell), flush=True)

@@ -240,10 +240,13 @@ def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, pe
     l2 norms on the positive geometric ``edges`` (one row) to ``counts`` (``K + 1``).
 
     ``squared`` is scratch space of at least ``m`` floats. A missing value (NaN) is
-    rescaled to 0 (the centre of its range)."""
+    rescaled to 0 (the centre of its range), and a row with ``k`` of its ``p`` values
+    present is counted by its norm over ``sqrt(k / p)``: the norm it would have if its
+    missing values were like the others (see :func:`row_shares`)."""
     m, p = block.shape
     row = edges[0]
     k = row.shape[0]
+    present = np.zeros(m, dtype=np.int64)
     for i in range(m):
         squared[i] = 0.0
     for j in range(p):
@@ -253,21 +256,29 @@ def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, pe
             if x == x:
                 z = _rescaled(x, lo, hi, c, h)
                 squared[i] += z * z
+                present[i] += 1
     for i in range(m):
-        v = math.sqrt(squared[i])
+        if present[i] == p:
+            v = math.sqrt(squared[i])
+        elif present[i] == 0:
+            v = 0.0
+        else:
+            v = math.sqrt(squared[i] * p / present[i])
         _count(_geometric_guess(v, row, k, log_first, per_octave), v, row, k, counts)
 
 
 @njit(cache=True, nogil=True)
-def rescale_rows(block, lower, upper, centre, half, out, outside, row_outside, squared):
+def rescale_rows(block, lower, upper, centre, half, out, outside, row_outside, squared,
+                 present):
     """``out[:, j] = z_j`` for the rows of ``block`` (missing values become 0);
     ``outside[j] +=`` the values of column ``j`` outside its range, ``row_outside[i]`` =
     whether row ``i`` has one (curator-only counts), ``squared[i]`` = the row's squared
-    norm after rescaling."""
+    norm after rescaling, ``present[i]`` = how many of its values are present."""
     m, p = block.shape
     for i in range(m):
         squared[i] = 0.0
         row_outside[i] = False
+        present[i] = 0
     for j in range(p):
         lo, hi, c, h = lower[j], upper[j], centre[j], half[j]
         beyond = 0
@@ -276,6 +287,7 @@ def rescale_rows(block, lower, upper, centre, half, out, outside, row_outside, s
             if x != x:
                 out[i, j] = 0.0
                 continue
+            present[i] += 1
             if x < lo or x > hi:
                 beyond += 1
                 row_outside[i] = True

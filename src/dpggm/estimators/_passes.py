@@ -254,32 +254,45 @@ class MomentsState:
         return upper + np.triu(upper, 1).T, self.gram[:p, p].copy(), self.rows
 
 
-def norm_clip_factors(squared: np.ndarray, z: np.ndarray, bound: float) -> np.ndarray | None:
+def norm_clip_factors(squared: np.ndarray, z: np.ndarray, bound: float,
+                      present: np.ndarray | None = None) -> np.ndarray | None:
     """The factors that shrink the rows ``z`` (squared norms ``squared``) onto the l2 ball
     of radius ``bound``, by the rule of :meth:`dpggm.mechanisms.bounds.RowNorm.clip`; 1 for
     the rows left alone, ``None`` when no row is over.
 
+    With ``present`` (values present per row, of ``p``), row ``i`` is shrunk onto the ball
+    of radius ``bound * sqrt(present[i] / p)``: a row whose missing values were imputed at
+    the centre (0) is short by construction, and clipping it to the full bound would
+    shrink it less than the complete rows, which biases the moments of columns with
+    missing values. Every radius is at most ``bound``: the sensitivity is unchanged.
+
     The rule: rows clearly inside are kept; rows within the rounding error of the bound
     (``margin = 4 (p + 4) eps``) are settled exactly, in rationals; rows over it are
-    rescaled onto ``(1 - 2 margin) bound``, whose exact norm is then below the bound. The
-    squared norms may come from any summation order: their error is far inside the
+    rescaled onto ``(1 - 2 margin)`` times their radius, whose exact norm is then below
+    it. The squared norms may come from any summation order: their error is far inside the
     margin, so the rows shrunk are the same.
     """
     p = z.shape[1]
     margin = 4.0 * (p + 4) * np.finfo(float).eps
-    b2 = bound**2
+    if present is None or bool(np.all(present == p)):
+        share = None
+        b2 = np.full(squared.shape[0], bound**2)
+    else:
+        share = np.asarray(present, dtype=float) / p
+        b2 = bound**2 * share
     over = squared > b2 * (1.0 + margin)
     near = np.flatnonzero((squared > b2 * (1.0 - margin)) & ~over)
     if near.size:
-        exact_b2 = Fraction(bound) ** 2
         for i in near:
+            exact_b2 = Fraction(bound) ** 2 * (1 if share is None
+                                                else Fraction(int(present[i]), p))
             if sum((Fraction(float(v)) ** 2 for v in z[i]), Fraction(0)) > exact_b2:
                 over[i] = True
     if not over.any():
         return None
-    target = bound * (1.0 - 2.0 * margin)
+    radius = bound if share is None else bound * np.sqrt(share[over])
     factor = np.ones(squared.shape[0])
-    factor[over] = target / np.sqrt(squared[over])
+    factor[over] = radius * (1.0 - 2.0 * margin) / np.sqrt(squared[over])
     return factor
 
 
@@ -313,12 +326,14 @@ class Moments(PassTask):
         work[:, p] = 1.0
         squared = np.empty(work.shape[0])
         outside = np.empty(work.shape[0], dtype=np.bool_)
+        present = np.empty(work.shape[0], dtype=np.int64)
         for start in range(0, m, step):
             part = block[start:start + step]
             rows = part.shape[0]
             buffer = work[:rows]
             if self.ranges is not None:
-                self._rescaled(state, part, buffer, squared[:rows], outside[:rows])
+                self._rescaled(state, part, buffer, squared[:rows], outside[:rows],
+                               present[:rows])
             else:
                 self._declared(state, part, buffer)
             state.gram = blas.dsyrk(1.0, buffer, beta=1.0, c=state.gram, trans=1,
@@ -326,17 +341,18 @@ class Moments(PassTask):
         state.rows += m
 
     def _rescaled(self, state: MomentsState, part: np.ndarray, buffer: np.ndarray,
-                  squared: np.ndarray, outside: np.ndarray) -> None:
+                  squared: np.ndarray, outside: np.ndarray, present: np.ndarray) -> None:
         """Rescale by the ranges (and count what falls outside them), then shrink the
-        rows over the norm bound; in place in ``buffer``."""
+        rows over the norm bound (scaled by the share of their values present); in place
+        in ``buffer``."""
         p = part.shape[1]
         r = self.ranges
         kernels = _kernels()
         kernels.rescale_rows(part, r.lower, r.upper, r.centre, r.half, buffer,
-                             state.outside_by_column, outside, squared)
+                             state.outside_by_column, outside, squared, present)
         changed = outside
         if self.norm_bound is not None:
-            factor = norm_clip_factors(squared, buffer[:, :p], self.norm_bound)
+            factor = norm_clip_factors(squared, buffer[:, :p], self.norm_bound, present)
             if factor is not None:
                 kernels.scale_rows(buffer, factor, p)
                 over = factor != 1.0
