@@ -181,7 +181,14 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     frame, truth = raw_chain
     graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
     assert support_f1(graph.adjacency_, truth) >= 0.8
-    assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation"]
+    # The edge-list format keeps its first four columns and gains the inference's.
+    assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation",
+                                          "ci_low", "ci_high", "p_value", "q_value"]
+    assert (graph.edges_["q_value"] <= 0.1).all()
+    assert list(graph.inference_.columns) == ["source", "target", "partial_correlation",
+                                              "ci_low", "ci_high", "p_value", "q_value",
+                                              "selected"]
+    assert len(graph.inference_) == 45 and graph.inference_["selected"].sum() == len(graph.edges_)
     assert list(graph.feature_names_in_) == list(frame.columns)
     assert graph.n_features_in_ == 10
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
@@ -292,7 +299,8 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     assert sum(Fraction(s["budget"]["rho"]) for s in steps) == 1
     assert "5" not in privacy["random_state"] and "seed" not in json.dumps(record["parameters"])
     edges = pd.read_csv(out / "edges.csv")
-    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation",
+                                   "ci_low", "ci_high", "p_value", "q_value"]
     assert support_f1(_edges_adjacency(edges, list(frame.columns)), truth) >= 0.8
     assert (out / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "report.html").read_text()

@@ -20,6 +20,7 @@ from dpggm.estimators._passes import (
     Ranges,
     ValueCounts,
 )
+from dpggm.estimators.data import TableFile
 from dpggm.mechanisms.private_bounds import RangeStages, candidate_grid, norm_edges
 
 
@@ -171,3 +172,153 @@ def test_plan_states_what_the_fit_records():
     assert plan.spends_exactly and fitted.privacy_.notes["spent_exactly_total"]
     # The record carries the plan, so a reader sees both.
     assert fitted.privacy_.notes["plan"] == plan.to_dict()
+
+
+def test_counts_stay_exact_on_edges_the_grid_formula_does_not_describe():
+    """A sorted grid that is not geometric: the guesses are wrong, the counts still exact."""
+    rng = np.random.default_rng(5)
+    edges = np.sort(np.concatenate([rng.uniform(0.1, 5, 40), np.exp2(rng.uniform(-8, 8, 40))]))
+    X = np.column_stack([rng.exponential(2, 4000), rng.uniform(0, 300, 4000)])
+    for kind in (kernels.GEOMETRIC, kernels.LINEAR):
+        below = ArrayRecords(X, ["a", "b"]).run(ValueCounts(edges, kind)).below()
+        for j in range(2):
+            np.testing.assert_array_equal(below[j], _reference_below(X[:, j], edges))
+
+
+def test_norm_clip_follows_the_row_norm_rule():
+    """The fused clip of the clipped sums shrinks exactly the rows RowNorm.clip shrinks
+    (rows within rounding of the bound are settled in rationals), onto the same point."""
+    from dpggm.estimators._passes import norm_clip_factors
+    from dpggm.mechanisms.bounds import RowNorm
+
+    rng = np.random.default_rng(6)
+    bound = 1.3
+    z = rng.normal(size=(3000, 7))
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    scale = bound * (1 + rng.choice([-1, 1], 3000) * rng.choice([0.0, 1e-17, 1e-16, 1e-15,
+                                                                   1e-3, 0.5], 3000))
+    z *= scale[:, None]
+    z[:5] = 0.0
+    squared = np.zeros(len(z))
+    for j in range(z.shape[1]):  # the kernels' order: column by column
+        squared += z[:, j] * z[:, j]
+    expected, changed = RowNorm(bound).clip(z)
+    factor = norm_clip_factors(squared, z, bound)
+    assert factor is not None and int(np.sum(factor != 1.0)) == changed > 0
+    np.testing.assert_allclose(z * factor[:, None], expected, rtol=2e-15, atol=0)
+    assert np.all(np.linalg.norm(z * factor[:, None], axis=1) <= bound)
+
+
+def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
+    from dpggm.estimators.data import _byte_blocks
+
+    rng = np.random.default_rng(7)
+    lines = [b"x" * int(n) for n in rng.integers(0, 3000, 400)]
+    body = b"\n".join(lines)  # no final line break; some lines longer than a block
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"header\n" + body)
+    blocks = [bytes(b) for b in _byte_blocks(path, block_size=1024, skip=7)]
+    assert all(b.endswith(b"\n") for b in blocks)
+    assert b"".join(blocks) == body + b"\n"
+
+
+def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
+    from dpggm.estimators import _passes
+
+    frame, _ = make_raw_chain(n_samples=20000, n_features=5, random_state=3)
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    r = Ranges(frame.quantile(0.1).to_numpy(), frame.quantile(0.9).to_numpy())
+    results = []
+    for workers in (1, 2):
+        monkeypatch.setattr(_passes, "PASS_WORKERS", workers)
+        with FileRecords(TableFile(path, block_size=4096), memory_limit=8192) as records:
+            records.run(ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC))
+            results.append(records.run(Moments(ranges=r, norm_bound=1.0)))
+    np.testing.assert_array_equal(results[0].gram, results[1].gram)
+    assert results[0].changed_rows == results[1].changed_rows
+
+
+def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
+                                                                     monkeypatch):
+    from dpggm.estimators import _passes
+
+    frame, _ = make_raw_chain(n_samples=5000, n_features=4, random_state=0)
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+
+    class Full:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            pass
+
+    real_open = open
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if str(file).endswith("records.f64") and "w" in mode:
+            return Full()
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_passes, "open", fake_open, raising=False)
+    records = FileRecords(TableFile(path, block_size=4096, scratch=str(tmp_path)),
+                          memory_limit=1024)
+    with pytest.raises(OSError, match="No space left"):
+        records.run(ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC))
+    assert not list(tmp_path.glob("dpggm-records-*"))
+
+
+def test_private_graph_on_a_parquet_file_equals_in_memory(tmp_path):
+    frame, _ = make_raw_chain(n_samples=6000, n_features=6, random_state=2)
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path, index=False)
+    memory = PrivateGraph(budget=ZCDP(1.0), random_state=3).fit(frame)
+    streamed = PrivateGraph(budget=ZCDP(1.0), random_state=3).fit(
+        TableFile(path, block_size=8192))
+    np.testing.assert_array_equal(memory.ranges_.lower, streamed.ranges_.lower)
+    assert memory.norm_bound_.bound == streamed.norm_bound_.bound
+    np.testing.assert_allclose(memory.noisy_covariance_, streamed.noisy_covariance_,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(memory.adjacency_, streamed.adjacency_)
+
+
+def test_blocks_beyond_the_memory_limit_go_to_the_temporary_file(tmp_path):
+    """A small file whose parsed values outgrow the limit: the first blocks stay in memory,
+    the rest go to the temporary file, and every pass reads both, in order."""
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 10, size=(40000, 3)).astype(float)
+    path = tmp_path / "digits.csv"
+    np.savetxt(path, values, fmt="%d", delimiter=",", header="a,b,c", comments="")
+    limit = path.stat().st_size + 1  # the file fits, its parsed values (4x larger) do not
+    task = ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC)
+    with FileRecords(TableFile(path, block_size=8192), memory_limit=limit) as records:
+        first = records.run(task)
+        assert records._kept and records._spill_dir is not None
+        again = records.run(task)
+        sums = records.run(Moments())
+    expected = ArrayRecords(values, ["a", "b", "c"]).run(task)
+    np.testing.assert_array_equal(first.counts, expected.counts)
+    np.testing.assert_array_equal(again.counts, expected.counts)
+    gram, total, n = sums.second_moment_sums()
+    np.testing.assert_allclose(gram, values.T @ values, rtol=1e-12)
+    np.testing.assert_allclose(total, values.sum(axis=0), rtol=1e-12)
+    assert n == 40000
+
+
+def test_an_error_while_parsing_reaches_the_fit_and_leaves_nothing_behind(tmp_path):
+    """The parser runs in a background thread: its error (here a non-numeric value far
+    into the file, after blocks went to the temporary file) is raised by the fit, before
+    any noise is drawn, and the temporary file is gone."""
+    frame, _ = make_raw_chain(n_samples=20000, n_features=4, random_state=0)
+    text = frame.to_csv(index=False).splitlines()
+    text[15000] = text[15000].replace(text[15000].split(",")[2], "abc", 1)
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(text) + "\n")
+    source = TableFile(path, block_size=4096, scratch=str(tmp_path))
+    with pytest.raises(ValueError, match=r"non-numeric value 'abc' in column 'x2' on line 15001"):
+        PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(source)
+    assert not list(tmp_path.glob("dpggm-records-*"))

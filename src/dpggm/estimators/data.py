@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ __all__ = [
 #: Rows per chunk when slicing arrays or reading Parquet row groups.
 DEFAULT_CHUNK_ROWS = 200_000
 #: Bytes per block when streaming a CSV file.
-DEFAULT_BLOCK_BYTES = 8 << 20
+DEFAULT_BLOCK_BYTES = 4 << 20
 
 DataLike = "np.ndarray | pd.DataFrame | str | os.PathLike | TableFile"
 
@@ -94,7 +94,13 @@ class TableFile:
     format : {"csv", "parquet"}, optional
         Default: from the suffix (``.parquet``, ``.pq``, ``.parq`` are Parquet).
     block_size : int
-        Bytes per block when streaming a CSV file (memory is bounded by one block).
+        Bytes per block when streaming a CSV file, and about the bytes of the parsed
+        values per block of a Parquet file (memory is bounded by one block).
+    scratch : str or path-like, optional
+        Directory of the temporary file that keeps the parsed records between the passes of
+        an estimator that reads them several times (``PrivateGraph``), when they exceed
+        its memory limit; it needs room for 8 bytes per value. Default: the system's
+        temporary directory (``TMPDIR``).
 
     Privacy
     -------
@@ -111,6 +117,7 @@ class TableFile:
     encoding: str = "utf-8"
     format: str | None = None
     block_size: int = DEFAULT_BLOCK_BYTES
+    scratch: str | os.PathLike | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
@@ -195,6 +202,11 @@ def _check_array(
         )
     if values.shape[1] == 0:
         raise ValueError(f"{where} has no columns")
+    # Column sums propagate NaN and inf: a cheap test that reads the block once, with the
+    # exact search only when it fails (an overflowing sum of finite values merely
+    # triggers the search).
+    if values.dtype.kind == "f" and np.isfinite(values.sum(axis=0)).all():
+        return values
     finite = np.isfinite(values)
     if allow_missing:
         finite |= np.isnan(values)
@@ -414,9 +426,14 @@ def _open_checked(source: TableFile) -> Path:
     return path
 
 
-def _batch_to_matrix(batch: Any, *, rows: int, width: int) -> np.ndarray:
+def _new_matrix(rows: int, width: int) -> np.ndarray:
+    return np.empty((rows, width), order="F")
+
+
+def _batch_to_matrix(batch: Any, *, rows: int, width: int,
+                     matrix: Callable[[int, int], np.ndarray] = _new_matrix) -> np.ndarray:
     # Fortran order: each column is copied once, and X^T X needs no transposed copy.
-    out = np.empty((rows, width), order="F")
+    out = matrix(rows, width)
     for j in range(width):
         out[:, j] = batch.column(j).to_numpy(zero_copy_only=False)
     return out
@@ -480,29 +497,47 @@ def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError
     return ValueError(f"{where} could not be read: {message.splitlines()[0]}")
 
 
-def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[bytes | memoryview]:
+def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[memoryview]:
     """The file from byte ``skip`` on, in blocks of about ``block_size`` bytes that end at a
-    line break (a record is never split between blocks)."""
-    with open(path, "rb") as handle:
+    line break (a record is never split between blocks).
+
+    The blocks are read into one reused buffer: a block is valid until the next one is
+    requested (the parser is done with it by then), so reading allocates nothing per block.
+    """
+    # The parser may hold on to a view of a block after it is done with it, so the buffer
+    # is never resized in place (a larger one replaces it) and views are never released
+    # explicitly; overwriting the bytes is safe once the parser has returned.
+    buffer = bytearray(block_size)
+    carry = 0  # bytes of an unfinished line at the start of the buffer
+    with open(path, "rb", buffering=0) as handle:
         handle.seek(skip)
-        carry = b""
         while True:
-            buffer = handle.read(block_size)
-            if not buffer:
-                if carry.strip():
-                    yield carry if carry.endswith(b"\n") else carry + b"\n"
+            end = carry
+            view = memoryview(buffer)
+            while end < len(buffer):
+                count = handle.readinto(view[end:])
+                if not count:
+                    break
+                end += count
+            if end == carry:  # end of file
+                rest = bytes(buffer[:carry])
+                if rest.strip():
+                    yield memoryview(rest if rest.endswith(b"\n") else rest + b"\n")
                 return
-            data = carry + buffer if carry else buffer
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than a block: keep reading
-                carry = data
+            cut = buffer.rfind(b"\n", 0, end) + 1
+            if cut == 0:  # one line longer than the buffer: a larger buffer
+                buffer = buffer + bytearray(len(buffer))
+                carry = end
                 continue
-            yield memoryview(data)[:cut]
-            carry = data[cut:]
+            yield view[:cut]
+            buffer[:end - cut] = buffer[cut:end]
+            carry = end - cut
 
 
-def _iter_csv(source: TableFile,
-              missing: str = "refuse") -> Iterator[tuple[np.ndarray, list[str], int]]:
+def _iter_csv(
+    source: TableFile, matrix: Callable[[int, int], np.ndarray] = _new_matrix,
+    missing: str = "refuse",
+) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Stream a CSV file: each block of whole lines is parsed by ``pyarrow.csv.read_csv``
     (multi-threaded within the block), so memory is bounded by one block and its matrix.
 
@@ -545,7 +580,7 @@ def _iter_csv(source: TableFile,
         rows = table.num_rows
         if rows == 0:
             continue
-        values = _batch_to_matrix(table, rows=rows, width=len(selected))
+        values = _batch_to_matrix(table, rows=rows, width=len(selected), matrix=matrix)
         del table
         _check_array(values, columns=columns, where=where,
                      row_offset=layout.data_line + first, unit="line",
@@ -561,7 +596,8 @@ def _iter_csv(source: TableFile,
 
 
 def _iter_parquet(
-    source: TableFile, chunk_rows: int, policy: str = "refuse"
+    source: TableFile, chunk_rows: int, matrix: Callable[[int, int], np.ndarray] = _new_matrix,
+    policy: str = "refuse",
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -591,12 +627,15 @@ def _iter_parquet(
         raise ValueError(
             f"{where} has non-numeric column(s) {shown}; encode or drop them before estimating"
         )
+    # Rows per batch: at most chunk_rows, and about block_size bytes of float64 values, so
+    # that a wide file is read in blocks of bounded memory too.
+    rows_per_batch = min(int(chunk_rows), max(1024, source.block_size // (8 * max(len(names), 1))))
     first = 0
     task, total = f"reading {Path(path).name}", handle.metadata.num_rows
-    for batch in handle.iter_batches(batch_size=chunk_rows, columns=names):
+    for batch in handle.iter_batches(batch_size=rows_per_batch, columns=names):
         if batch.num_rows == 0:
             continue
-        values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names))
+        values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names), matrix=matrix)
         _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record",
                      allow_missing=policy != "refuse")
         _progress.report(task, first + batch.num_rows, total)
@@ -614,14 +653,16 @@ def _arrow_numeric(kind: Any) -> bool:
 
 
 def iter_chunks(
-    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, missing: str = "refuse"
+    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    matrix: Callable[[int, int], np.ndarray] = _new_matrix, missing: str = "refuse",
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Yield ``(values, columns, first_row)`` chunks of a validated input.
 
     Arrays and DataFrames are sliced into ``chunk_rows`` rows; Parquet files are read
     ``chunk_rows`` rows at a time; CSV files are streamed in blocks of
     ``TableFile.block_size`` bytes (pyarrow). ``first_row`` is the 0-based index of the
-    chunk's first record.
+    chunk's first record. A file's chunks are column-major matrices obtained from
+    ``matrix(rows, width)`` (a reader that recycles its buffers passes its own).
     """
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
         chunk_rows < 1
@@ -631,9 +672,9 @@ def iter_chunks(
     if is_path(X):
         source = _as_table(X)
         if source.kind == "parquet":
-            yield from _iter_parquet(source, int(chunk_rows), missing)
+            yield from _iter_parquet(source, int(chunk_rows), matrix, missing)
         else:
-            yield from _iter_csv(source, missing)
+            yield from _iter_csv(source, matrix, missing)
         return
     values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):

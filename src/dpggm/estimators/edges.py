@@ -4,10 +4,19 @@ released estimates only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["edge_table", "edges_csv_text", "edges_from_precision", "partial_correlation"]
+__all__ = [
+    "EDGE_INFERENCE_COLUMNS",
+    "INFERENCE_COLUMNS",
+    "edge_table",
+    "edges_csv_text",
+    "edges_from_precision",
+    "partial_correlation",
+]
 
 
 def partial_correlation(precision: np.ndarray) -> np.ndarray:
@@ -19,10 +28,21 @@ def partial_correlation(precision: np.ndarray) -> np.ndarray:
     return out
 
 
+#: The columns of ``PrivateGraph.inference_``, one row per pair.
+INFERENCE_COLUMNS = ("source", "target", "partial_correlation", "ci_low", "ci_high", "p_value",
+                     "q_value", "selected")
+
+#: The columns an edge list gains from edge inference.
+EDGE_INFERENCE_COLUMNS = ("ci_low", "ci_high", "p_value", "q_value")
+
+
 def edge_table(adjacency: np.ndarray, names: list[str], *, weight: np.ndarray | None,
-               partial: np.ndarray | None) -> pd.DataFrame:
+               partial: np.ndarray | None, inference: Any = None) -> pd.DataFrame:
     """The one edge-list format: ``source, target, weight, partial_correlation``, one row
-    per edge ``i < j`` of ``adjacency``, strongest ``|partial_correlation|`` first.
+    per edge ``i < j`` of ``adjacency`` -- and, given an
+    :class:`~dpggm.solvers.inference.EdgeInference`, its ``ci_low, ci_high, p_value,
+    q_value`` -- strongest evidence first (smallest p-value, else largest
+    ``|partial_correlation|``).
 
     ``weight`` is the precision entry (empty when there is none, e.g. a graph without a
     precision matrix); ``partial_correlation`` likewise.
@@ -35,7 +55,13 @@ def edge_table(adjacency: np.ndarray, names: list[str], *, weight: np.ndarray | 
         "weight": weight[i, j] if weight is not None else np.full(len(i), np.nan),
         "partial_correlation": partial[i, j] if partial is not None else np.full(len(i), np.nan),
     })
-    order = np.argsort(-np.abs(frame["partial_correlation"].fillna(0).to_numpy()), kind="stable")
+    strength = -np.abs(frame["partial_correlation"].fillna(0).to_numpy())
+    if inference is not None:
+        for column in EDGE_INFERENCE_COLUMNS:
+            frame[column] = inference.matrix(column)[i, j]
+        order = np.lexsort((strength, frame["p_value"].to_numpy()))
+    else:
+        order = np.argsort(strength, kind="stable")
     return frame.iloc[order].reset_index(drop=True)
 
 

@@ -65,8 +65,9 @@ def _scientific(text: str) -> str:
 def format_number(value: Any, *, up: bool = False) -> str:
     """A number for people.
 
-    Integers as they are; a float that at most eight significant digits state exactly
-    (``0.0234375``, ``1e-06``) exactly; any other to four significant digits, rounded up
+    Integers as they are; a float that at most eight digits state exactly, leading zeros
+    included (``0.0234375``, ``1234567``, ``1e-06``), exactly; any other to four
+    significant digits, rounded up
     when ``up`` (privacy figures: the statement may only get weaker) and to the nearest
     otherwise. Small and large magnitudes as ``9.375 × 10⁻⁷``.
     """
@@ -90,7 +91,10 @@ def format_number(value: Any, *, up: bool = False) -> str:
             if abs(number) < 1e-3:
                 # 0.0009765625 (a grid step of 2^-10) reads better as 9.765625 x 10^-4.
                 text = f"{number:.{digits - 1}e}"
-            return _scientific(_plain(text))
+            plain = _plain(text)
+            if sum(c.isdigit() for c in plain.split("e")[0]) <= 8:
+                return _scientific(plain)
+            break
     if up:
         exact = Decimal(number)
         step = Decimal(1).scaleb(exact.adjusted() - 3)
