@@ -12,7 +12,10 @@ PACKAGE = SRC / "dpggm"
 LONGEST = 120
 #: Private names of other libraries the package has to use (no public equivalent): the
 #: tags of scikit-learn older than 1.6, and the partition layout of a Dask collection.
-THIRD_PARTY_PRIVATE = {"_get_tags", "_dataset_info", "_partitions"}
+# Underscored names of other libraries used on purpose: scikit-learn's tags, Dask's
+# partition metadata; os._exit is documented, and atexit._run_exitfuncs lets the command
+# line's fast exit (which skips the interpreter's tear-down) still run the exit handlers.
+THIRD_PARTY_PRIVATE = {"_get_tags", "_dataset_info", "_partitions", "_exit", "_run_exitfuncs"}
 
 
 def _modules() -> dict[str, Path]:
