@@ -221,6 +221,14 @@ def graph(
         help="what a missing value (an empty field) becomes: impute (the centre of its "
              "column's private range; the guarantee is unchanged), refuse, or drop (refused "
              "under replace-one neighbours: it would make the row count private)")] = "impute",
+    select: Annotated[str, typer.Option(
+        help="how edges are chosen from the release: fdr (false-discovery control with "
+             "per-edge intervals and q-values) or threshold (the graphical lasso's non-zero "
+             "entries above a fixed partial correlation; no error control)")] = "fdr",
+    fdr: Annotated[float, typer.Option(
+        help="target false-discovery rate of --select fdr, in (0, 1)")] = 0.1,
+    confidence_level: Annotated[float, typer.Option(
+        help="level of the per-edge intervals, in (0, 1)")] = 0.9,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -263,6 +271,11 @@ def graph(
                         "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
+    if select not in ("fdr", "threshold"):
+        raise UserError(f"--select must be fdr or threshold; got {select!r}")
+    for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
+        if not (0.0 < value < 1.0):
+            raise UserError(f"{option} must be in (0, 1); got {value!r}")
     if missing not in ("impute", "refuse", "drop"):
         raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
     if missing == "drop":
@@ -280,6 +293,7 @@ def graph(
         return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
+            select=select, fdr=fdr, confidence_level=confidence_level,
             random_state=random_state,
         )
 
