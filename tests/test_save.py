@@ -110,3 +110,20 @@ def test_output_perturbation_writes_no_outcome_of_its_non_private_solve(tmp_path
     est.save(tmp_path / "o")
     record = json.loads((tmp_path / "o" / "result.json").read_text())
     assert "n_iter" not in record and "converged" not in record
+
+
+def test_post_processing_save_refuses_a_ledger_and_books_nothing(tmp_path, X):
+    from dpggm.mechanisms.publish import publish
+
+    release = publish(X, bounds="l2:1", mu=1.0)
+    assert release.privacy_.budget == ZCDP(0.5)
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.declare("d", ZCDP(2.0))
+    est = NoisyGraphicalLasso(release=release, alpha=0.05).fit(release.data)
+    # The release's 0.5 was booked when it was published; saving must not book it again.
+    with pytest.raises(ValueError, match="spends nothing"):
+        est.save(tmp_path / "o", ledger=ledger, dataset="d")
+    assert ledger.history("d") == [] and not (tmp_path / "o").exists()
+    assert _no_debris(tmp_path)
+    delivered = est.save(tmp_path / "o")
+    assert delivered["ledger"] is None and (tmp_path / "o" / "edges.csv").exists()

@@ -461,6 +461,25 @@ class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
     """Template 2 (see the module documentation): an estimator fitted to a published
     release. It spends nothing; :meth:`plan` is empty and says so."""
 
+    def save(self, out: Any, *, ledger: Any = None, dataset: str | None = None,
+             **options: Any) -> dict[str, Any]:
+        """Write the files of this fit into the directory ``out``, whole or not at all
+        (:meth:`Deliverable.save`), never charging a ledger.
+
+        Raises
+        ------
+        ValueError
+            ``ledger`` or ``dataset`` given: post-processing spends nothing, and the
+            release it reads was booked when it was published (charging here would book
+            that release a second time).
+        """
+        if ledger is not None or dataset is not None:
+            raise ValueError(
+                f"{type(self).__name__}.save takes no ledger (got ledger={ledger!r}, "
+                f"dataset={dataset!r}): post-processing of a published release spends "
+                "nothing, the release was booked when it was published")
+        return super().save(out, **options)
+
     def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
         """The empty plan: post-processing of a published release makes no measurement
         and spends nothing (its privacy is the release's)."""
