@@ -52,47 +52,25 @@ GIL_SWITCH_SECONDS = 0.0005
 
 def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     """The public record of a fitted ``PrivateGraph`` (no seed, nothing computed from the
-    private data beyond the release)."""
-    privacy = estimator.privacy_.to_dict()
-    params = {k: v for k, v in estimator.get_params().items()
-              if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
-    params["budget"] = estimator.budget.to_dict()
-    p = estimator.n_features_in_
-    n_edges = int(estimator.adjacency_.sum() // 2)
-    diagnostics: dict[str, Any] = {
-        "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
-    }
-    if estimator.bound_fraction_ is not None:
-        diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
-    if estimator.alpha_ is not None:
-        diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
-        diagnostics["solver converged"] = bool(estimator.solver_.converged)
-        diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
-    return {
-        "command": "graph",
-        "title": f"dpggm graph of {data_name}",
-        "method": estimator.method,
-        "n_samples": int(estimator.n_samples_),
-        "n_features": int(p),
-        "features": _names(estimator),
-        "n_edges": n_edges,
-        "privacy": privacy,
-        "parameters": params,
-        "diagnostics": diagnostics,
-    }
+    private data beyond the release): the library's record
+    (:func:`dpggm.estimators.graph.graph_result_record`, the one ``PrivateGraph.save``
+    writes) with the command and its title."""
+    from dpggm.estimators.graph import graph_result_record as library_record
+
+    return {"command": "graph", "title": f"dpggm graph of {data_name}",
+            **library_record(estimator)}
 
 
 def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
-    """Write every released file of a fitted ``PrivateGraph`` into ``staged``."""
-    from dpggm.estimators.graph import edges_csv_text
+    """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
+    ``PrivateGraph.save`` writes (the same function), then the pictures and the report."""
+    from dpggm.estimators.graph import stage_graph_release
     from dpggm.report import build_report, draw_graph, precision_heatmap
 
     record = graph_result_record(estimator, data_name=data_name)
     names = _names(estimator)
-    staged.json("result.json", record)
-    staged.text("edges.csv", edges_csv_text(estimator.edges_))
+    stage_graph_release(staged, estimator, record)
     if estimator.precision_ is not None:
-        staged.npy("precision.npy", estimator.precision_)
         staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
     staged.bytes("graph.png", draw_graph(estimator.edges_, names, title=record["title"]))
     staged.text("report.html", build_report(staged.staging, name=name))

@@ -209,12 +209,17 @@ def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
             staged.npy(name, getattr(estimator, attr))
     names = feature_names(estimator)
     precision = getattr(estimator, "precision_", None)
+    # The graph is the estimator's own (``adjacency_``: PACE-GGM's measured pattern, a
+    # G-Wishart posterior's edges above one half), never re-read off a precision matrix
+    # whose zero pattern need not be it.
+    adjacency = getattr(estimator, "adjacency_", None)
     if precision is not None:
         staged.text("edges.csv", edges_csv_text(edges_from_precision(
-            precision, names, adjacency=np.abs(precision) > 0)))
-    elif getattr(estimator, "adjacency_", None) is not None:
+            precision, names,
+            adjacency=np.abs(precision) > 0 if adjacency is None else adjacency)))
+    elif adjacency is not None:
         staged.text("edges.csv", edges_csv_text(edge_table(
-            estimator.adjacency_, names, weight=None, partial=None)))
+            adjacency, names, weight=None, partial=None)))
 
 
 class Deliverable:
@@ -237,7 +242,8 @@ class Deliverable:
         out : path
             The output directory (refused if it holds files, unless ``overwrite``).
         record : dict, optional
-            The ``result.json`` record (default :func:`result_record`).
+            The ``result.json`` record (default: the estimator's own, :func:`result_record`
+            unless the estimator states another).
         extra : callable, optional
             ``extra(staged)`` writes more files into the staging directory (pictures, say).
 
@@ -265,7 +271,8 @@ class Deliverable:
                                             "dataset": dataset}
         staged = StagedOutput(out, overwrite=overwrite, pending=pending)
         try:
-            stage_estimate(staged, self, record if record is not None else result_record(self))
+            self._stage_release(staged, record if record is not None
+                                else self._release_record())
             if extra is not None:
                 extra(staged)
         except BaseException:
@@ -275,6 +282,14 @@ class Deliverable:
                                  mechanism=mechanism or f"{type(self).__name__}.save",
                                  details={"out": str(out), **(details or {})})
         return {"written": staged.written, "ledger": charged}
+
+    def _release_record(self) -> dict[str, Any]:
+        """The default ``result.json`` record of :meth:`save`."""
+        return result_record(self)
+
+    def _stage_release(self, staged: Any, record: dict[str, Any]) -> None:
+        """Write the released files of :meth:`save` into ``staged``."""
+        stage_estimate(staged, self, record)
 
 
 class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):

@@ -72,7 +72,9 @@ __all__ = [
     "edge_table",
     "edges_csv_text",
     "edges_from_precision",
+    "graph_result_record",
     "partial_correlation",
+    "stage_graph_release",
 ]
 
 
@@ -541,6 +543,29 @@ class PrivateGraph(DPEstimator):
             clipping=_clipping_model(settings, release), present=release.present)
         return None
 
+    # -- the released files --------------------------------------------------------------
+
+    def save(self, out: Any, **options: Any) -> dict[str, Any]:
+        """Write the released files of this fit into the directory ``out``, whole or not
+        at all, charged to ``ledger`` (with ``dataset``) before they appear
+        (:meth:`~dpggm.estimators._base.Deliverable.save`, same options).
+
+        The files are those ``dpggm graph`` writes, from the same functions:
+        ``result.json`` (:func:`graph_result_record`: sizes, names, guarantee, parameters
+        without the seed, public diagnostics), ``edges.csv`` (exactly :attr:`edges_`: the
+        selected edges with their intervals and q-values, or the threshold's) and
+        ``precision.npy`` (when there is a precision matrix). The pictures
+        (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
+        line only (:mod:`dpggm.report` sits above the estimators).
+        """
+        return super().save(out, **options)
+
+    def _release_record(self) -> dict[str, Any]:
+        return graph_result_record(self)
+
+    def _stage_release(self, staged: Any, record: dict[str, Any]) -> None:
+        stage_graph_release(staged, self, record)
+
     # -- inference (post-processing of the release) -----------------------------------
 
     def infer(self, *, confidence_level: float | None = None, fdr: float | None = None,
@@ -713,6 +738,49 @@ class PrivateGraph(DPEstimator):
                                invalid_reason=invalid, caveats=release.caveats)
         return replace(record, equivalent=tuple(
             b for k, b in plan.forms(self.report_delta).items() if b != budget))
+
+
+def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
+    """The public record of a fitted :class:`PrivateGraph` (``result.json``): sizes, column
+    names, the number of edges, the guarantee, the parameters (never the seed) and public
+    diagnostics -- nothing computed from the private data beyond the release. ``dpggm
+    graph`` adds its command and title."""
+    from dpggm.estimators._contract import feature_names
+
+    params = {k: v for k, v in estimator.get_params().items()
+              if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
+    params["budget"] = estimator.budget.to_dict()
+    p = estimator.n_features_in_
+    n_edges = int(estimator.adjacency_.sum() // 2)
+    diagnostics: dict[str, Any] = {
+        "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
+    }
+    if estimator.bound_fraction_ is not None:
+        diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
+    if estimator.alpha_ is not None:
+        diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
+        diagnostics["solver converged"] = bool(estimator.solver_.converged)
+        diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
+    return {
+        "method": estimator.method,
+        "n_samples": int(estimator.n_samples_),
+        "n_features": int(p),
+        "features": feature_names(estimator),
+        "n_edges": n_edges,
+        "privacy": estimator.privacy_.to_dict(),
+        "parameters": params,
+        "diagnostics": diagnostics,
+    }
+
+
+def stage_graph_release(staged: Any, estimator: PrivateGraph, record: dict[str, Any]) -> None:
+    """Write the released files of a fitted :class:`PrivateGraph` that need no drawing into
+    ``staged`` (:class:`~dpggm.io.StagedOutput`): ``result.json`` (``record``),
+    ``edges.csv`` (exactly ``edges_``) and ``precision.npy`` (when there is one)."""
+    staged.json("result.json", record)
+    staged.text("edges.csv", edges_csv_text(estimator.edges_))
+    if estimator.precision_ is not None:
+        staged.npy("precision.npy", estimator.precision_)
 
 
 _MISSING_NOTES = {
