@@ -193,3 +193,56 @@ def test_pace_saves_its_measured_pattern(tmp_path):
     expected = {frozenset((names[a], names[b])) for a, b in zip(*np.nonzero(np.triu(
         est.adjacency_, 1)))}
     assert expected and _pairs(_saved_edges(tmp_path / "o")) == expected
+
+
+def _regression_data():
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.uniform(-0.4, 0.4, size=(600, 3)), columns=["a", "b", "c"])
+    y = X.to_numpy() @ np.array([0.5, -0.3, 0.2]) + 0.1
+    return X, y
+
+
+def _regression(name):
+    from dpggm import AdaSSP, PrivateCovariance, PrivateLinearRegression
+
+    # Unseeded: a seeded fit is an experiment, which no ledger books.
+    if name == "AdaSSP":
+        return AdaSSP(budget=ZCDP(1.0), bounds="l2:1", y_bound=1.0, fit_intercept=True,
+                      random_state="secure")
+    return PrivateLinearRegression(
+        covariance_estimator=PrivateCovariance(budget=ZCDP(1.0), bounds="l2:2",
+                                               center="none", random_state="secure"),
+        fit_intercept=True)
+
+
+@pytest.mark.parametrize("name", ["AdaSSP", "PrivateLinearRegression"])
+def test_a_saved_regression_writes_its_coefficients(tmp_path, name):
+    import pandas as pd
+
+    X, y = _regression_data()
+    est = _regression(name).fit(X, y)
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.declare("d", ZCDP(1.0))
+    est.save(tmp_path / "o", ledger=ledger, dataset="d")
+    assert len(ledger.history("d")) == 1
+    coef = pd.read_csv(tmp_path / "o" / "coef.csv")
+    assert list(coef.columns) == ["term", "coefficient"]
+    assert list(coef["term"]) == ["(Intercept)", "a", "b", "c"]
+    # Written with 17 significant digits: read back exactly.
+    assert coef["coefficient"].tolist() == [est.intercept_, *est.coef_.tolist()]
+
+
+def test_adassp_under_add_remove_saves_a_private_count_as_null(tmp_path):
+    from dpggm import AdaSSP
+
+    X, y = _regression_data()
+    est = AdaSSP(budget=ZCDP(1.0), bounds="l2:1", y_bound=1.0, neighbors="add-remove",
+                 random_state=0).fit(X, y)
+    assert not hasattr(est, "n_samples_")
+    est.save(tmp_path / "o")
+    record = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert record["n_samples"] is None and record["n_features"] == 3
+    assert record["features"] == ["a", "b", "c"]
+    assert (tmp_path / "o" / "coef.csv").exists()

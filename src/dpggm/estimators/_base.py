@@ -166,12 +166,17 @@ class Settings:
 
 def result_record(estimator: Any, *, method: str | None = None) -> dict[str, Any]:
     """The public record of a fitted estimator (``result.json``): sizes, column names, the
-    guarantee, the parameters (never the seed) and the solver's public outcome."""
+    guarantee, the parameters (never the seed) and the solver's public outcome.
+
+    ``n_samples`` is ``null`` when the fit released no count (under add/remove neighbours
+    the number of records is private, and an estimator that releases no noisy count sets
+    no ``n_samples_``), as in the plan's record."""
     from dpggm.estimators._contract import feature_names
 
+    n_samples = getattr(estimator, "n_samples_", None)
     record: dict[str, Any] = {
         "method": method or type(estimator).__name__,
-        "n_samples": int(estimator.n_samples_),
+        "n_samples": None if n_samples is None else int(n_samples),
         "n_features": int(estimator.n_features_in_),
         "features": feature_names(estimator),
         "privacy": estimator.privacy_.to_dict(),
