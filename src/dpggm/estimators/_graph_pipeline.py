@@ -475,6 +475,8 @@ class GraphRelease:
     tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    #: The fitted PACE-GGM run of the ``graph`` step (``method="pace"``).
+    graph_estimator: Any = None
 
 
 class _Runner:
@@ -492,14 +494,17 @@ class _Runner:
         shift = self.settings.public_centre
         return self.records.run(task if shift is None else Shifted(task, shift))
 
-    def _book(self, step: str, run: Any) -> Any:
+    def _book(self, step: str, run: Any, *, delivered: Any = None) -> Any:
+        """Check the planned step's budget, run it, book what it delivered (the planned
+        budget, or ``delivered(result)`` for a step that states its own guarantee)."""
         planned = self.steps[step]
         if self.accountant is not None:
             self.accountant.check(planned.budget)
         result, noise = run(planned)
+        budget = planned.budget if delivered is None else delivered(result)
         if self.accountant is not None:
-            self.accountant.spend(planned.budget, mechanism=planned.mechanism)
-        self.out.steps.append({"step": step, "budget": planned.budget,
+            self.accountant.spend(budget, mechanism=planned.mechanism)
+        self.out.steps.append({"step": step, "budget": budget,
                                "mechanism": planned.mechanism, **noise})
         return result
 
@@ -593,6 +598,38 @@ class _Runner:
                 self.out.second_moment = self._book("graph", lambda planned: self._matrix(
                     gram, n, bounds, planned))
         self._centre(gram, total, n)
+        if self.settings.method == "pace":
+            self._pace(n)
+
+    def _pace(self, n: int) -> None:
+        """PACE-GGM on the exact centred second moment of the boxed records, as the planned
+        ``graph`` step: checked before, booked at the budget the fit delivered (its
+        ``privacy_.budget``: its rounds spend exactly the step's budget under their
+        filter)."""
+        from dpggm.estimators.pace import PACECovariance
+        from dpggm.estimators.records import SecondMoment
+
+        columns = list(self.records.columns)
+
+        def fit(budget: Budget) -> Any:
+            inner = PACECovariance(budget=budget, bounds=self.out.inner_bounds,
+                                   random_state=self.ctx.source,
+                                   report_delta=self.ctx.report_delta)
+            # The exact second moment of records already clipped into inner_bounds.
+            return inner.fit(SecondMoment(second_moment=self.out.second_moment,
+                                          total=np.zeros(len(columns)), n=n, n_clipped=0,
+                                          columns=columns))
+
+        if self.settings.non_private:
+            self.out.graph_estimator = fit(NonPrivate())
+            return
+
+        def run(planned: PlannedMeasurement) -> tuple[Any, dict[str, Any]]:
+            inner = fit(planned.budget)
+            return inner, {k: v for k, v in inner.privacy_.noise.items() if k != "breakdown"}
+
+        self.out.graph_estimator = self._book(
+            "graph", run, delivered=lambda inner: inner.privacy_.budget)
 
     def _present(self, state: MomentsState, n: int) -> None:
         """The share of values present in each column, from released counts over the

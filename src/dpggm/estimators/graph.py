@@ -53,7 +53,6 @@ from dpggm.estimators.edges import (
     edges_from_precision,
     partial_correlation,
 )
-from dpggm.estimators.records import SecondMoment
 from dpggm.estimators.registry import GRAPH_METHODS
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import RowNorm
@@ -497,12 +496,12 @@ class PrivateGraph(DPEstimator):
         columns = list(data.records.columns)
         self.bound_fraction_ = (Fraction(plan.notes["bound_fraction"])
                                 if "bound_fraction" in plan.notes else None)
-        inner_privacy = self._solve(settings, plan, release, ctx, columns)
+        inner_privacy = self._solve(settings, plan, release)
         self._finish_graph(X, release, columns, plan.n_samples)
         self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
 
-    def _solve(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
-               ctx: ReleaseContext, columns: list[str]) -> PrivacyGuarantee | None:
+    def _solve(self, settings: GraphSettings, plan: ReleasePlan,
+               release: GraphRelease) -> PrivacyGuarantee | None:
         """The graph from the release (post-processing), or PACE-GGM's own measurements."""
         n = plan.n_samples
         self.graph_estimator_ = None
@@ -513,17 +512,8 @@ class PrivateGraph(DPEstimator):
         self.entry_noise_std_ = float(release.entry_noise_std)
         self.release_ = None
         if settings.method == "pace":
-            from dpggm.estimators.pace import PACECovariance
-
-            budget = (NonPrivate() if settings.non_private
-                      else {s.step: s for s in plan.steps}["graph"].budget)
-            inner = PACECovariance(budget=budget, bounds=release.inner_bounds,
-                                   random_state=ctx.source,
-                                   report_delta=self.report_delta)
-            # The exact second moment of records already clipped into inner_bounds.
-            inner.fit(SecondMoment(second_moment=release.second_moment,
-                                   total=np.zeros(len(columns)), n=n, n_clipped=0,
-                                   columns=list(columns)))
+            # Fitted as the plan's graph step, under the pipeline's accountant.
+            inner = release.graph_estimator
             self.graph_estimator_ = inner
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
             self._adjacency_z = np.asarray(inner.adjacency_, dtype=bool)
