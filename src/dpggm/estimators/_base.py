@@ -64,6 +64,7 @@ from dpggm.mechanisms.release import (
     FLOAT_NOISE_MECHANISMS,
     INVALID_MECHANISMS,
     WISHART_FLOAT_REASON,
+    check_second_moment_mechanism,
     release_planned_second_moment,
     second_moment_accounting,
     second_moment_plan,
@@ -502,9 +503,16 @@ class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
 
     def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
         """The empty plan: post-processing of a published release makes no measurement
-        and spends nothing (its privacy is the release's)."""
+        and spends nothing (its privacy is the release's).
+
+        Raises
+        ------
+        ValueError
+            Every refusal the fit would make before reading the data (a bad parameter or
+            combination of parameters, a noise description that disagrees with the
+            release)."""
         n, p = check_sizes(n_samples, n_features)
-        self._validate_params()
+        self.check_params()
         return ReleasePlan(type(self).__name__, n, p, NonPrivate(), NonPrivate(), (),
                            notes={"reason": "post-processing of a published release: no "
                                             "measurement, nothing spent"})
@@ -518,6 +526,12 @@ class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
         self.plan_ = self.plan(n_samples=data.n_samples, n_features=data.n_features)
         self._solve(X, settings, noise, data)
         return self
+
+    def check_params(self) -> None:
+        """Check every declared parameter, their combinations and the release's noise
+        description, as ``fit`` does before reading any data; raises a ``ValueError``
+        naming the parameter, the constraint and the value."""
+        self._noise(self._settings())
 
     def _settings(self) -> dict[str, Any]:
         return self._validate_params()
@@ -562,6 +576,11 @@ class PrivateEstimatorBase(DPEstimator):
     def _settings(self) -> Settings:
         settings = super()._settings()
         mechanism = settings["mechanism"]
+        # Before any data: a budget the mechanism cannot deliver, an invalid mechanism
+        # without allow_invalid, a relation it has no analysis for.
+        check_second_moment_mechanism(mechanism, budget=settings.requested,
+                                      neighbors=settings["neighbors"],
+                                      allow_invalid=settings["allow_invalid"])
         invalid = "; ".join(r for r in (
             INVALID_MECHANISMS.get(mechanism),
             WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,

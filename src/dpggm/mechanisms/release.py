@@ -103,6 +103,7 @@ __all__ = [
     "INVALID_MECHANISMS",
     "WISHART_FLOAT_REASON",
     "EntrywiseGaussian",
+    "check_second_moment_mechanism",
     "SecondMomentRelease",
     "release_count",
     "release_mean",
@@ -416,6 +417,35 @@ def second_moment_accounting(budget: Budget, mechanism: str, noise: str) -> Budg
     return budget
 
 
+def check_second_moment_mechanism(mechanism: str, *, budget: Budget, neighbors: str,
+                                  allow_invalid: bool) -> None:
+    """Refuse, from the parameters alone, a release of the second moment that cannot be
+    made: a budget of a notion ``mechanism`` cannot deliver, an invalid mechanism without
+    ``allow_invalid``, a relation the mechanism has no analysis for. A ``NonPrivate``
+    budget draws no noise and is never refused here.
+
+    Raises
+    ------
+    IncompatibleBudgetError, InvalidGuaranteeError, UnsupportedNeighborsError
+    """
+    if mechanism not in COVARIANCE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
+    if isinstance(budget, NonPrivate):
+        return
+    _check_budget(mechanism, budget)
+    if mechanism in INVALID_MECHANISMS and not allow_invalid:
+        raise InvalidGuaranteeError(
+            f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
+            "allow_invalid=True only to reproduce the paper; the result will be reported "
+            "as invalid."
+        )
+    if neighbors == "add-remove" and mechanism in ("wishart", "wishart-pure"):
+        raise UnsupportedNeighborsError(
+            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
+            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
+        )
+
+
 def second_moment_plan(
     *,
     n: int,
@@ -458,23 +488,11 @@ def second_moment_plan(
         return ReleasePlan(estimator, n, p, budget, budget, (), neighbors,
                            {"reason": "NonPrivate(): the exact statistic, no noise",
                             "mechanism": mechanism, "mean": mean_fraction is not None})
-    _check_budget(mechanism, budget)
-    invalid_reason = None
-    if mechanism in INVALID_MECHANISMS:
-        if not allow_invalid:
-            raise InvalidGuaranteeError(
-                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
-                "allow_invalid=True only to reproduce the paper; the result will be reported "
-                "as invalid."
-            )
-        invalid_reason = INVALID_MECHANISMS[mechanism]
+    check_second_moment_mechanism(mechanism, budget=budget, neighbors=neighbors,
+                                  allow_invalid=allow_invalid)
+    invalid_reason = INVALID_MECHANISMS.get(mechanism)
     if mechanism in FLOAT_NOISE_MECHANISMS:
         invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
-    if add_remove and mechanism in ("wishart", "wishart-pure"):
-        raise UnsupportedNeighborsError(
-            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
-            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
-        )
     # Before any draw: every noisy part must be drawable at this budget.
     check_budget_range(
         budget,
