@@ -259,6 +259,12 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
                                                                          "graph"]
 
 
+def test_pace_refuses_a_row_norm_bound_and_says_which():
+    with pytest.raises(ValueError, match=r"bounds: method 'pace' needs a box bound .*got the "
+                                         r"row-norm bound 'l2:2\.5'"):
+        PrivateGraph(budget=ZCDP(1.0), method="pace", bounds="l2:2.5").check_params()
+
+
 def test_private_graph_books_pace_as_its_planned_graph_step():
     frame, _ = make_raw_chain(n_samples=3000, n_features=5, random_state=1)
     graph = PrivateGraph(budget=ZCDP(1.0), method="pace", random_state=0).fit(frame)

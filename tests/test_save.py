@@ -246,3 +246,11 @@ def test_adassp_under_add_remove_saves_a_private_count_as_null(tmp_path):
     assert record["n_samples"] is None and record["n_features"] == 3
     assert record["features"] == ["a", "b", "c"]
     assert (tmp_path / "o" / "coef.csv").exists()
+
+
+def test_save_names_the_ledger_and_dataset_it_got(tmp_path, X):
+    est = GraphicalLasso(budget=ZCDP(1.0), bounds="l2:1").fit(X)
+    with pytest.raises(ValueError, match=r"ledger and dataset go together.*got "
+                                         r"ledger=None, dataset='d'"):
+        est.save(tmp_path / "o", dataset="d")
+    assert not (tmp_path / "o").exists()

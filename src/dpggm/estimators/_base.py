@@ -267,7 +267,9 @@ class Deliverable:
         if not hasattr(self, "privacy_"):
             raise ValueError(f"{type(self).__name__} is not fitted: call fit before save")
         if (ledger is None) != (dataset is None):
-            raise ValueError("ledger and dataset go together")
+            raise ValueError(
+                "ledger and dataset go together: give both (to charge the release) or "
+                f"neither; got ledger={ledger!r}, dataset={dataset!r}")
         book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
             ledger, create=False)
         out = Path(out)

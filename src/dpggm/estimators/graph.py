@@ -390,7 +390,9 @@ class PrivateGraph(DPEstimator):
         auto = isinstance(params["bounds"], str)
         declared = None if auto else params["bounds"]
         if self.method == "pace" and isinstance(declared, RowNorm):
-            raise ValueError("method 'pace' needs a box bound: pass bounds='auto' or 'box:B'")
+            raise ValueError(
+                "bounds: method 'pace' needs a box bound (bounds='auto' or 'box:B'); got "
+                f"the row-norm bound 'l2:{declared.bound!r}'")
         center = params["center"]
         if not isinstance(center, str):
             center = np.asarray(center, dtype=float)
