@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -155,7 +155,6 @@ class Settings:
     accounting: Budget
     invalid_reason: str | None = None
     data_dependent: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
         return self.params[name]

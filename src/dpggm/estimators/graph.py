@@ -451,7 +451,7 @@ class PrivateGraph(DPEstimator):
                 "PACE-GGM's adaptive measurements have no closed form")
         return value
 
-    def _detectable_after_fit(self, n: int, p: int) -> float | None:
+    def _detectable_after_fit(self) -> float | None:
         release = self.release_
         if release is None or self.norm_bound_ is None:
             return None
@@ -669,7 +669,7 @@ class PrivateGraph(DPEstimator):
                        else self.partial_correlation_)
             self.edges_ = edge_table(self.adjacency_, list(columns), weight=weight,
                                      partial=partial, inference=inference)
-        self.detectable_ = self._detectable_after_fit(n, p)
+        self.detectable_ = self._detectable_after_fit()
 
     def _selection_note(self, settings: GraphSettings) -> str:
         if settings.method == "pace":

@@ -105,12 +105,10 @@ __all__ = [
     "EntrywiseGaussian",
     "check_second_moment_mechanism",
     "SecondMomentRelease",
-    "release_count",
     "release_mean",
     "release_observed_counts",
     "release_planned_second_moment",
     "release_second_moment",
-    "release_value",
     "second_moment_accounting",
     "second_moment_plan",
 ]
@@ -201,42 +199,6 @@ class SecondMomentRelease:
     gram: np.ndarray | None
     entry_noise_std: float
     guarantee: Any
-
-
-def release_value(
-    value: float | np.ndarray,
-    *,
-    sensitivity: float,
-    budget: Budget,
-    rng: RandomSource | Any,
-    calibration: str = "analytic",
-    noise: str = "exact",
-) -> tuple[float | np.ndarray, float]:
-    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default),
-    every random word from ``rng`` (a :class:`~dpggm.mechanisms.random.RandomSource`, e.g.
-    ``ctx.source``, or anything it accepts).
-
-    Returns the noisy value and the noise scale ``sigma`` used.
-    """
-    array = np.asarray(value, dtype=float)
-    mechanism = GaussianMechanism(
-        sensitivity=float(sensitivity),
-        size=max(array.size, 1),
-        budget=budget,
-        calibration=calibration,
-        noise=noise,
-    )
-    noisy = mechanism.release(array.reshape(-1), rng).reshape(array.shape)
-    return (float(noisy) if noisy.ndim == 0 else noisy), mechanism.sigma
-
-
-def release_count(
-    n: int, *, budget: Budget, ctx: ReleaseContext
-) -> tuple[float, Budget, dict[str, Any]]:
-    """A noisy count of sensitivity 1 (add/remove) by :class:`NoisyCount`. Returns the
-    noisy count, the budget delivered and the public noise record."""
-    mechanism = NoisyCount(budget, noise=ctx.noise)
-    return mechanism.release(n, ctx.source), mechanism.delivered, mechanism.record("count_")
 
 
 def release_observed_counts(
