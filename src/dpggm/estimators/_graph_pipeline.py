@@ -79,7 +79,6 @@ from dpggm.mechanisms.sensitivity import (
 )
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
-    GDP,
     ZCDP,
     ApproxDP,
     Budget,
@@ -87,7 +86,9 @@ from dpggm.privacy.budgets import (
     PureDP,
     accounting_total,
     budget_from_cost,
+    dyadic_share,
     exact_cost,
+    parameter_of,
 )
 
 __all__ = [
@@ -191,15 +192,6 @@ def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | No
     return fraction
 
 
-def _share(total: Budget, fraction: Fraction) -> Budget:
-    """``fraction`` of ``total``, rounded down to a multiple of the total's last binary
-    digit: then the total minus any sum of such shares is an exact float, and the last
-    step can take exactly what remains (the steps add up to the total exactly)."""
-    cost = _notion_cost(total)
-    digit = Fraction(math.ulp(float(cost)))
-    return budget_from_cost(type(total), (math.floor(cost * fraction / digit) * digit,))
-
-
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
     """Public noise figures of a Gaussian (or, for pure DP, Laplace) step; none for a
     budget no exact draw can be calibrated to (check_plan_budget_range refuses it)."""
@@ -283,7 +275,7 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     notes: dict[str, Any] = {}
     if fraction is not None:
         range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
-        ranges_budget = _share(total, range_share)
+        ranges_budget = dyadic_share(total, range_share)
         try:
             eps = range_epsilons(ranges_budget, p)
         except ValueError:
@@ -297,14 +289,14 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
         used += range_share
         notes["bound_fraction"] = str(fraction)
         if settings.with_norm:
-            norm_budget = _share(total, fraction * NORM_SHARE)
+            norm_budget = dyadic_share(total, fraction * NORM_SHARE)
             steps.append(PlannedMeasurement(
                 "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
                 sensitivity_rule="rank score of the rescaled rows' norms",
                 noise={"epsilon": exponential_epsilon(norm_budget)}))
             used += fraction * NORM_SHARE
     if settings.missing == "impute" and settings.method != "pace":
-        budget = _share(total, MISSING_FRACTION)
+        budget = dyadic_share(total, MISSING_FRACTION)
         pure = isinstance(total, PureDP)
         sens = float(p) if pure else indicator_l2_sensitivity(p)
         steps.append(PlannedMeasurement(
@@ -313,7 +305,7 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
             noise=_additive(budget, p, sens)))
         used += MISSING_FRACTION
     if settings.private_centre:
-        shares["centring"] = _share(total, settings.center_fraction)
+        shares["centring"] = dyadic_share(total, settings.center_fraction)
         used += settings.center_fraction
         notes["center_fraction"] = str(settings.center_fraction)
     if used >= 1:
@@ -444,14 +436,13 @@ def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
 
 
 def _requested_form(requested: Budget) -> tuple[str, float, Any]:
-    """The requested budget's parameter, its value, and the map from the zCDP ``rho`` it is
-    run in back to that parameter (for messages)."""
+    """The requested budget's parameter, its value (:func:`~dpggm.privacy.budgets.
+    parameter_of`), and the map from the zCDP ``rho`` it is run in back to that parameter
+    (for messages)."""
+    name, value = parameter_of(requested)
     if isinstance(requested, ApproxDP):
-        return ("epsilon", requested.epsilon,
-                lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon)
-    if isinstance(requested, GDP):
-        return "mu", requested.mu, lambda rho: math.sqrt(2 * rho)
-    return "epsilon", requested.epsilon, lambda rho: math.sqrt(2 * rho)
+        return name, value, lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon
+    return name, value, lambda rho: math.sqrt(2 * rho)
 
 
 # ------------------------------------------------------------------------------ running

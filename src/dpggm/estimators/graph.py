@@ -59,7 +59,7 @@ from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import ReleasePlan
 from dpggm.mechanisms.private_bounds import RANGE_WIDTH
-from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP
+from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP, exact_cost
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
 __all__ = [
@@ -711,7 +711,7 @@ class PrivateGraph(DPEstimator):
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
         notes["plan"] = plan.to_dict(self.report_delta)
         notes["spent_exactly_total"] = tuple(accountant.exact_spent) == tuple(
-            _costs(plan.accounting))
+            exact_cost(plan.accounting, type(plan.accounting)))
         budget = plan.accounting
         if isinstance(settings.requested, ApproxDP):
             # The pipeline ran in the largest rho-zCDP that implies the (epsilon, delta) asked.
@@ -799,9 +799,3 @@ class _GraphRecords:
     @property
     def n_features(self) -> int:
         return self.records.n_features
-
-
-def _costs(budget: Any) -> tuple[Fraction, ...]:
-    from dpggm.privacy.budgets import exact_cost
-
-    return exact_cost(budget, type(budget))
