@@ -256,7 +256,7 @@ def main() -> None:
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from dpggm.estimators.data import clipped_second_moment
+    from dpggm.estimators.records import clipped_second_moment
     from dpggm.mechanisms.bounds import RowNorm
 
     reuse = args.data is not None and any(args.data.glob("*.parquet"))

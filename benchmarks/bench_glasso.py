@@ -127,7 +127,7 @@ def run_sklearn(S: np.ndarray, alpha: float, single_thread: bool = False, **opti
         except FloatingPointError as error:
             return None, f"failed: {error}"[:60]
     precision = 0.5 * (model.precision_ + model.precision_.T)
-    note = f"n_iter={model.n_iter_}" + (" (not converged)" if caught else "")
+    note = f"n_iter={model.solver_.iterations}" + (" (not converged)" if caught else "")
     return precision, note
 
 

@@ -106,7 +106,10 @@ def test_diagonal_sigma_per_entry_and_zero_off_diagonal(data):
     np.testing.assert_array_equal(
         np.diag(est.covariance_), np.maximum(np.diag(est.noisy_covariance_), 0)
     )
-    assert len(est.accountant_.spends) == p
+    # One planned step of p one-entry queries, booked once, spending exactly the total.
+    (step,) = est.privacy_.noise["breakdown"]
+    assert step["step"] == "diagonal" and est.plan_.step("diagonal").repetitions == p
+    assert len(est.accountant_.spends) == 1 and est.accountant_.spent == ZCDP(rho)
 
 
 def test_diagonal_noise_is_standardised_gaussian():
@@ -394,7 +397,8 @@ def test_seeded_runs_repeat_and_clone_keeps_parameters(data, cls):
 
 @pytest.mark.parametrize("cls", [SSPCovariance, DiagonalCovariance])
 def test_row_norm_bound_is_refused_where_a_box_is_required(data, cls):
-    with pytest.raises(TypeError, match=r"needs coordinate-wise bounds: bounds must be Box"):
+    # A wrong kind of bound is a bad value: a ValueError (the contract), not a TypeError.
+    with pytest.raises(ValueError, match=r"bounds must be Box\(b\).*needs coordinate-wise"):
         cls(budget=ZCDP(1.0), bounds=RowNorm(1.0)).fit(data)
 
 

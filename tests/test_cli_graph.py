@@ -142,3 +142,23 @@ def test_mistyped_path_is_answered_without_importing_the_estimators(tmp_path):
                           env={**os.environ, "PYTHONPATH": SRC})
     loaded = {name.split(".")[0] for name in json.loads(done.stdout.strip().splitlines()[-1])}
     assert not loaded & {"sklearn", "scipy", "pandas", "matplotlib", "numba"}
+
+
+def test_graph_selects_by_fdr_by_default_and_by_threshold_by_name(frame, tmp_path):
+    path = tmp_path / "raw.csv"
+    frame.to_csv(path, index=False)
+    fdr_record, _ = _graph(path, tmp_path / "fdr", "--fdr", "0.05", "--confidence-level", "0.8")
+    threshold_record, _ = _graph(path, tmp_path / "threshold", "--select", "threshold")
+    assert "q-value <= 0.05" in fdr_record["privacy"]["notes"]["selection"]
+    assert threshold_record["privacy"]["notes"]["selection"].startswith("threshold")
+    header = (tmp_path / "fdr" / "edges.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == "source,target,weight,partial_correlation,ci_low,ci_high,p_value,q_value"
+    plain = (tmp_path / "threshold" / "edges.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert plain.startswith("source,target,weight,partial_correlation")
+    for option, value in (("--fdr", "0"), ("--fdr", "1"), ("--confidence-level", "1.5"),
+                          ("--select", "top")):
+        result = runner.invoke(app, ["graph", str(path), "--rho", "1", "--out",
+                                     str(tmp_path / "bad"), option, value])
+        assert result.exit_code != 0
+        assert option in result.output and value in result.output
+        assert not (tmp_path / "bad").exists()

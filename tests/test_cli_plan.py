@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -53,8 +55,15 @@ def test_plan_equals_what_the_run_records(tmp_path, budget, bound):
 def test_plan_needs_no_data_and_refuses_bad_options():
     ok = runner.invoke(app, ["plan", "--rows", "20000", "--columns", "10", "--rho", "1"])
     assert ok.exit_code == 0 and "graph" in ok.output and "exactly: yes" in ok.output
+    # Every method of dpggm estimate is planned too (it needs a declared bound).
+    ridge = runner.invoke(app, ["plan", "--rows", "20000", "--columns", "10", "--rho", "1",
+                                "--method", "ridge", "--bound", "l2:1"])
+    assert ridge.exit_code == 0 and "RidgePrecision" in ridge.output, ridge.output
+    auto = runner.invoke(app, ["plan", "--rows", "20000", "--columns", "10", "--rho", "1",
+                               "--method", "ridge"])
+    assert auto.exit_code == 2 and "--bound" in auto.output
     bad = runner.invoke(app, ["plan", "--rows", "20000", "--columns", "10", "--rho", "1",
-                              "--method", "ridge"])
+                              "--method", "bogus"])
     assert bad.exit_code == 2 and "--method" in bad.output
     none = runner.invoke(app, ["plan", "--rows", "20", "--columns", "10"])
     assert none.exit_code == 2 and "exactly one budget" in none.output
@@ -86,3 +95,38 @@ def test_plan_states_the_detectable_partial_correlation():
     bad = runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30", "--rho", "1",
                               "--fdr", "1.5"])
     assert bad.exit_code == 2 and "--fdr must be in (0, 1)" in bad.output
+
+
+@pytest.mark.parametrize("method, budget, bound, extra", [
+    ("ssp", ["--rho", "0.5"], "l2:1", []),
+    ("laplace", ["--epsilon", "2"], "l2:1", []),
+    ("sulq", ["--epsilon", "0.8", "--delta", "1e-6"], "box:1", []),
+    ("glasso", ["--mu", "1.2"], "l2:1", ["--command", "estimate"]),
+    ("pace", ["--epsilon", "2"], "box:1", ["--command", "estimate"]),
+    ("diagonal", ["--rho", "0.4"], "box:1", ["--neighbors", "add-remove"]),
+    ("adaptive", ["--rho", "0.6"], "box:1", []),
+])
+def test_plan_of_an_estimate_run_equals_its_result_json(tmp_path, method, budget, bound, extra):
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.csv"
+    pd.DataFrame(rng.uniform(-0.5, 0.5, size=(1500, 4)), columns=list("abcd")).to_csv(
+        data, index=False)
+    planned = runner.invoke(app, ["plan", "--rows", "1500", "--columns", "4", *budget,
+                                  "--method", method, "--bound", bound, *extra, "--json"])
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.output)
+    neighbors = extra[1:2] if extra[:1] == ["--neighbors"] else []
+    out = tmp_path / "o"
+    run = runner.invoke(app, ["estimate", str(data), "--method", method, *budget, "--bound",
+                              bound, *(["--neighbors", *neighbors] if neighbors else []),
+                              "--out", str(out), "--quiet"])
+    assert run.exit_code == 0, run.output
+    recorded = json.loads((out / "result.json").read_text())["privacy"]
+    assert recorded["notes"]["plan"]["steps"] == plan["steps"]
+    assert recorded["notes"]["plan"]["forms"] == plan["forms"]
+    breakdown = recorded["noise"]["breakdown"]
+    assert [s["budget"] for s in breakdown] == [s["budget"] for s in plan["steps"]]
+    for step, planned_step in zip(breakdown, plan["steps"]):
+        for key, value in planned_step.get("noise", {}).items():
+            assert step[key] == value, (planned_step["step"], key)
+    assert recorded["budget"] in plan["forms"].values()

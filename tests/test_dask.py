@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpggm import ZCDP, Box, NonPrivate, PrivateCovariance, RowNorm
-from dpggm.estimators.data import clipped_second_moment
+from dpggm.estimators.records import clipped_second_moment
 
 COLUMNS = [f"v{j}" for j in range(5)]
 

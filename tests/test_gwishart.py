@@ -212,9 +212,9 @@ def test_recovers_published_chain(chain_release):
     truth, release = chain_release
     est = dpggm.GWishartGraph(release=release, random_state=0).fit(release.data)
     auc = edge_auc(est.edge_scores(), truth.adjacency)
-    print("edge AUC", auc, est.convergence_)
+    print("edge AUC", auc, est.solver_)
     assert auc >= 0.9
-    assert est.convergence_["converged"] is True
+    assert est.solver_.converged is True
     assert est.privacy_ is release.privacy_
     scores = est.edge_scores()
     assert np.allclose(scores, scores.T) and np.all(np.diagonal(scores) == 0)
@@ -238,7 +238,7 @@ def test_short_chains_warn(chain_release):
     _, release = chain_release
     with pytest.warns(ConvergenceWarning, match="chains disagree"):
         est = GWishartGraph(release=release, n_iter=60, random_state=0).fit(release.data)
-    assert est.convergence_["converged"] is False
+    assert est.solver_.converged is False
 
 
 def test_release_checks_are_noisy_glasso_s(chain_release):

@@ -245,6 +245,29 @@ def test_clipping_correction_recovers_the_population_partial_correlations():
     assert abs(bias(corrected)) < 0.1 * abs(bias(plain))
 
 
+def test_the_default_corrects_the_intervals_and_tests_the_release_as_clipped():
+    rng = np.random.default_rng(8)
+    p, n = 6, 5000
+    theta = _chain_precision(p, 0.3)
+    X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
+    model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
+                          box=None, recentre=False)
+    Z = model.clip(X)
+    S = Z.T @ Z / n + np.diag(np.full(p, 1e-4))
+    default = edge_inference(S, n_samples=n, noise_variance=1e-8, clipping=model)
+    everything = edge_inference(S, n_samples=n, noise_variance=1e-8, clipping=model,
+                                clipping_correction="all")
+    as_clipped = edge_inference(S, n_samples=n, noise_variance=1e-8)
+    for name in ("partial_correlation", "ci_low", "ci_high", "std_error"):
+        np.testing.assert_array_equal(getattr(default, name), getattr(everything, name))
+    for name in ("p_value", "q_value", "selected", "null_std_error"):
+        np.testing.assert_array_equal(getattr(default, name), getattr(as_clipped, name))
+    # The two halves differ: the correction moved the edges' estimates away from 0.
+    edges = np.abs(_partial(theta)[np.triu_indices(p, 1)]) > 0
+    assert np.all(np.abs(default.partial_correlation[edges])
+                  > np.abs(as_clipped.partial_correlation[edges]))
+
+
 def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
     rng = np.random.default_rng(8)
     p, n, sigma = 5, 2000, 2e-3
@@ -354,6 +377,8 @@ def test_frame_and_matrix_views():
         ({"clipping": ClippingModel(row_norm_bound=1.0, mean=np.zeros(3))},
          "mean must be a finite vector of length 4"),
         ({"random_state": "secure"}, "random_state must be an integer seed"),
+        ({"clipping_correction": "tests"}, "clipping_correction must be one of"),
+        ({"clipping_correction": True}, "clipping_correction must be one of"),
     ],
 )
 def test_bad_arguments_are_refused_with_their_name(kwargs, message):

@@ -86,7 +86,8 @@ def test_seed_reproducible(data):
 
 
 def test_row_norm_bound_refused(data):
-    with pytest.raises(TypeError, match="bounds must be Box"):
+    # A wrong kind of bound is a bad value: a ValueError (the contract), not a TypeError.
+    with pytest.raises(ValueError, match="bounds must be Box"):
         PACECovariance(budget=ZCDP(1.0), bounds=RowNorm(1.0)).fit(data)
 
 

@@ -80,7 +80,7 @@ def test_glasso_non_private_equals_solver(chain_data):
     est = GraphicalLasso(alpha=0.002, budget=NonPrivate(), bounds=RowNorm(10.0)).fit(X)
     ref = graphical_lasso(X.T @ X / len(X), 0.002)
     np.testing.assert_allclose(est.precision_, ref.estimate, rtol=1e-8, atol=1e-10)
-    assert est.alpha_ == 0.002 and est.converged_
+    assert est.alpha_ == 0.002 and est.solver_.converged
 
 
 def test_glasso_private_recovers_chain_at_large_budget(chain_data):

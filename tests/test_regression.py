@@ -53,7 +53,7 @@ def test_non_private_joint_moment_gives_ols(problem, fit_intercept):
     assert model.intercept_ == pytest.approx(reference.intercept_, abs=1e-10)
     np.testing.assert_allclose(model.predict(X[:5]), reference.predict(X[:5]), atol=1e-10)
     assert model.privacy_.validity == "none"
-    assert not model.solver_info_["repaired"]
+    assert not model.solver_.repaired
 
 
 def test_ridge_matches_sklearn_with_unpenalised_intercept(problem):
@@ -110,7 +110,7 @@ def test_singular_feature_block_gives_the_minimum_norm_solution():
     model = PrivateLinearRegression(
         covariance_estimator=SSPCovariance(budget=NonPrivate(), bounds=Box(1.0))
     ).fit(X, y)
-    assert model.solver_info_["repaired"]
+    assert model.solver_.repaired
     np.testing.assert_allclose(model.coef_, np.linalg.pinv(X) @ y, rtol=1e-6, atol=1e-9)
 
 
@@ -301,9 +301,10 @@ def test_adassp_bad_input(problem):
     X, y = problem
     with pytest.raises(IncompatibleBudgetError, match="cannot satisfy pure epsilon-DP"):
         AdaSSP(budget=PureDP(1.0), bounds=RowNorm(2.0), y_bound=1.0).fit(X, y)
-    with pytest.raises(ValueError, match=r"budget must have rho > 0 for AdaSSP"):
+    # The one budget-range refusal (names the parameter, the range and the value).
+    with pytest.raises(ValueError, match=r"budget: rho must be in .* for AdaSSP.*got rho=0.0"):
         AdaSSP(budget=ZCDP(0.0), bounds=RowNorm(2.0), y_bound=1.0).fit(X, y)
-    with pytest.raises(ValueError, match=r"budget must have epsilon > 0 and delta > 0"):
+    with pytest.raises(ValueError, match=r"budget must be .*ApproxDP with delta > 0"):
         AdaSSP(budget=ApproxDP(1.0, 0.0), bounds=RowNorm(2.0), y_bound=1.0).fit(X, y)
     with pytest.raises(ValueError, match="y_bound is required"):
         AdaSSP(budget=ZCDP(1.0), bounds=RowNorm(2.0)).fit(X, y)

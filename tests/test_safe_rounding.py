@@ -68,20 +68,22 @@ def box_data():
 def test_pace_selection_rounding_on_shares_where_the_root_rounds_up(box_data, monkeypatch):
     # Every selection's epsilon against the share booked for it, over budgets for which
     # the square root rounded to nearest overspends on some of the shares.
+    # (The selections are ExponentialMechanism objects; their releases are recorded.)
     used = []
-    original = pace_module.exponential_mechanism
+    original = pace_module.ExponentialMechanism.release
 
-    def recording(scores, *, sensitivity, epsilon, rng):
-        used.append(epsilon)
-        return original(scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng)
+    def recording(self, scores, source):
+        used.append(self.epsilon)
+        return original(self, scores, source)
 
-    monkeypatch.setattr(pace_module, "exponential_mechanism", recording)
+    monkeypatch.setattr(pace_module.ExponentialMechanism, "release", recording)
     overspent_by_root = 0
     for rho in np.linspace(0.05, 0.5, 12):
         used.clear()
         est = PACECovariance(budget=ZCDP(float(rho)), bounds=Box(1.0), random_state=1,
                              max_rounds=3).fit(box_data)
-        booked = [s.budget.rho for s in est.accountant_.spends if s.mechanism == "exponential"]
+        booked = [s.budget.rho for s in est.filter_.spends if s.mechanism == "exponential"]
+        assert len(used) == len(booked) > 0
         for epsilon, rho_sel in zip(used, booked):
             assert Fraction(epsilon) ** 2 / 8 <= Fraction(rho_sel)
             overspent_by_root += Fraction(math.sqrt(8 * rho_sel)) ** 2 / 8 > Fraction(rho_sel)

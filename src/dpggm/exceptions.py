@@ -40,12 +40,18 @@ class BudgetRangeError(ValueError):
         self.parameter, self.value, self.low, self.high = parameter, value, low, high
 
 
-class IncompatibleBudgetError(TypeError):
-    """A budget cannot be soundly expressed in the privacy notion that is required."""
+class IncompatibleBudgetError(TypeError, ValueError):
+    """A budget cannot be soundly expressed in the privacy notion that is required.
+
+    A ``TypeError`` (the budget is of the wrong kind) and a ``ValueError``, so that one
+    ``except ValueError`` catches every refused parameter, budget or bound (the error
+    contract of :mod:`dpggm.estimators`)."""
 
 
-class InvalidGuaranteeError(RuntimeError):
-    """A method whose published privacy guarantee is known to be invalid was not opted into."""
+class InvalidGuaranteeError(RuntimeError, ValueError):
+    """A method whose published privacy guarantee is known to be invalid was not opted into
+    (or such a release was offered to an accountant). A ``ValueError`` too: the parameter
+    that asked for it (``allow_invalid``, a mechanism) is at fault."""
 
 
 class NumericalError(ArithmeticError):

@@ -34,6 +34,7 @@ from dpggm.exceptions import (
 __all__ = [
     "DeltaOpt", "EpsilonOpt", "MuOpt", "QuietOpt", "RhoOpt", "UserError", "budget_from_options",
     "console", "err_console", "fail", "feature_names", "parse_center", "guard", "load_bounds",
+    "open_ledger",
     "parse_seed", "progress_display", "summarised_warnings",
 ]
 
@@ -234,6 +235,17 @@ def budget_from_options(
         option = {"rho": "--rho", "mu": "--mu", "delta": "--delta"}.get(
             str(exc).split(" ")[0], "--epsilon")
         fail(f"{option}: {exc}")
+
+
+def open_ledger(ledger: Path, dataset: str) -> Any:
+    """The ledger a run will be charged to: it must exist (only ``budget init`` creates
+    one, so a mistyped path never does)."""
+    if not Path(ledger).exists():
+        raise UserError(f"no ledger at {ledger}; create it with `dpggm budget init {ledger} "
+                        f"--dataset {dataset} ...` (a mistyped path never creates one)")
+    from dpggm.privacy.ledger import Ledger
+
+    return Ledger(ledger, create=False)
 
 
 def parse_seed(seed: str | None) -> Any:

@@ -60,8 +60,6 @@ def budget_init(
     from dpggm.privacy.ledger import Ledger
 
     total = budget_from_options(epsilon, delta, rho, mu)
-    if neighbors not in ("replace", "add-remove"):
-        raise UserError(f"--neighbors must be 'replace' or 'add-remove'; got {neighbors!r}")
     if ledger.is_dir():
         raise UserError(f"{ledger} is a directory; give a file name for the ledger")
     with Ledger(ledger) as book:

@@ -2,17 +2,18 @@
 
 Order of work (nothing is spent for nothing, nothing half-written is ever visible):
 
-1. check every option, the output location (a staging directory is created beside it)
-   and, with a ledger, that the release can be booked: the ledger file exists (only
-   ``budget init`` creates one), the relation matches, the run would be valid (no seed,
-   no ``--allow-invalid``, no data-tuned penalty) and the budget the method will
-   guarantee, in the ledger's notion, fits what remains;
+1. check every option and build the estimator (every parameter checked), the output
+   location (a staging directory is created beside it) and, with a ledger, that the
+   release can be booked -- the library's
+   :meth:`~dpggm.estimators._base.PlannedEstimator.check_ledger`: the run would be valid
+   (no seed, no ``--allow-invalid``, no data-tuned penalty), one of the budget forms the
+   release will hold converts into the ledger's notion, the relation matches and the
+   budget fits what remains -- all before the data file is opened;
 2. fit in memory;
 3. write every output into the staging directory;
 4. charge the ledger ``privacy_`` -- what the release guarantees -- atomically; a refusal
-   here (another process spent meanwhile, an unconvertible notion, an invalid release)
-   discards the staged output unseen;
-5. rename the staging directory into place.
+   here (another process spent meanwhile) discards the staged output unseen;
+5. rename the staging directory into place (:mod:`dpggm.io`, as ``estimator.save`` does).
 """
 
 from __future__ import annotations
@@ -36,31 +37,15 @@ from dpggm.cli._common import (
     err_console,
     guard,
     load_bounds,
+    open_ledger,
     parse_center,
     parse_seed,
     progress_display,
     summarised_warnings,
 )
-from dpggm.cli._common import (
-    feature_names as _names,
-)
 from dpggm.estimators.registry import METHODS
 
 __all__ = ["estimate", "result_record", "edge_list_csv"]
-
-# Methods whose release is stated in zCDP whatever notion the total was given in: a
-# PureDP or GDP request is converted (eps**2/2, mu**2/2) before any noise is drawn.
-ZCDP_METHODS = frozenset({"pace", "ssp-zcdp", "diagonal", "separate", "adaptive"})
-
-
-def _delivered_budget(method: str, budget: Any) -> Any:
-    """The budget the release of ``method`` will state, as far as it is known beforehand."""
-    from dpggm.privacy.budgets import GDP, PureDP
-
-    if method in ZCDP_METHODS and isinstance(budget, (PureDP, GDP)):
-        return budget.to_zcdp()
-    return budget
-
 
 def _parse_alpha(alpha: str | None) -> Any:
     if alpha is None or alpha in ("auto", "cv-nonprivate"):
@@ -70,34 +55,6 @@ def _parse_alpha(alpha: str | None) -> Any:
     except ValueError:
         raise UserError(
             f"--alpha must be a number, 'auto' or 'cv-nonprivate'; got {alpha!r}") from None
-
-
-def _precheck_ledger(ledger: Path, dataset: str, *, method: str, budget: Any, neighbors: str,
-                     random_state: Any, allow_invalid: bool, alpha: Any) -> Any:
-    from dpggm.privacy.budgets import NonPrivate
-    from dpggm.privacy.ledger import Ledger
-
-    if isinstance(budget, NonPrivate):
-        raise UserError("a non-private run cannot be recorded against a privacy ledger; "
-                        "drop --ledger or give a budget")
-    if random_state != "secure":
-        raise UserError(
-            "a seeded run is an experiment, not a release (whoever holds the seed can "
-            "regenerate the noise), so it is never booked against a ledger; drop --seed or "
-            "--ledger")
-    if allow_invalid:
-        raise UserError(
-            "--allow-invalid runs a method whose guarantee is known not to hold; such a run "
-            "is never booked against a ledger; drop --allow-invalid or --ledger")
-    if alpha == "cv-nonprivate":
-        raise UserError("--alpha cv-nonprivate tunes the penalty on the private data (no formal "
-                        "guarantee), so the run is not booked against a ledger; use --alpha auto")
-    if not ledger.exists():
-        raise UserError(f"no ledger at {ledger}; create it with `dpggm budget init {ledger} "
-                        f"--dataset {dataset} ...` (a mistyped path never creates one)")
-    book = Ledger(ledger, create=False)
-    book.check(dataset, _delivered_budget(method, budget), neighbors=neighbors)
-    return book
 
 
 # One piece (over 120 lines): a Typer command's signature is its option list; the work is
@@ -157,15 +114,14 @@ def estimate(
     """Estimate a private covariance or precision matrix from DATA."""
     reading = dopt.data_options(engine, scheduler, blocksize, columns, delimiter, decimal,
                                 no_header, index_col, encoding)
-    from dpggm.cli.output import StagedOutput, recover_pending
+    from dpggm.estimators._base import stage_estimate
     from dpggm.estimators.registry import make_estimator
+    from dpggm.io import StagedOutput, recover_pending
 
     budget = budget_from_options(epsilon, delta, rho, mu, non_private)
     bounds = load_bounds(bound, bound_file)
     if (ledger is None) != (dataset is None):
         raise UserError("--ledger and --dataset go together")
-    if neighbors not in ("replace", "add-remove"):
-        raise UserError(f"--neighbors must be 'replace' or 'add-remove'; got {neighbors!r}")
     if method not in METHODS:
         raise UserError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
     random_state = parse_seed(seed)
@@ -189,9 +145,8 @@ def estimate(
                     report=lambda line: err_console.print(line, markup=False, highlight=False))
     book = None
     if ledger is not None:
-        book = _precheck_ledger(ledger, dataset, method=method, budget=budget,
-                                neighbors=neighbors, random_state=random_state,
-                                allow_invalid=allow_invalid, alpha=options.get("alpha"))
+        book = open_ledger(ledger, dataset)
+        estimator.check_ledger(book, dataset)
     pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
                if ledger is not None else {})
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
@@ -203,26 +158,19 @@ def estimate(
             with dopt.open_data(data, reading, progress=dask_bar) as records:
                 estimator.fit(records)
         record = result_record(method, estimator)
-        _stage_outputs(staged, estimator, record)
-        if book is not None:
-            spend = book.spend(
-                dataset, estimator.privacy_, mechanism=f"dpggm estimate --method {method}",
-                details={"data": str(data), "out": str(out), "output_id": staged.output_id},
-            )
-            record["ledger"] = {"ledger": pending["ledger"], "dataset": dataset,
-                                "spend": spend.sequence, "output_id": staged.output_id}
-            staged.json("ledger.json", record["ledger"])
+        stage_estimate(staged, estimator, record)
     except BaseException:
         staged.discard()
         raise
     try:
-        staged.commit()
+        charged = staged.deliver(
+            ledger=book, dataset=dataset, guarantee=estimator.privacy_,
+            mechanism=f"dpggm estimate --method {method}",
+            details={"data": str(data), "out": str(out)})
     except OSError as exc:
-        spent = "" if book is None else (
-            f"; {estimator.privacy_.budget} was charged to {dataset!r} (spend "
-            f"#{record['ledger']['spend']}) and the complete output is kept in {staged.staging}: "
-            "the next `dpggm estimate` into the same directory finishes the delivery")
-        raise UserError(f"could not move the output into {out}: {exc}{spent}") from None
+        raise UserError(str(exc)) from None
+    if charged is not None:
+        record["ledger"] = charged
     if as_json:
         console.print_json(json.dumps(record))
     else:
@@ -243,43 +191,12 @@ def _center_option(value: str) -> Any:
     return center if isinstance(center, str) else [float(v) for v in center]
 
 
-def _stage_outputs(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
-
-    staged.json("result.json", record)
-    for attr, name in (("covariance_", "covariance.npy"),
-                       ("noisy_covariance_", "noisy_covariance.npy"),
-                       ("precision_", "precision.npy")):
-        if getattr(estimator, attr, None) is not None:
-            staged.npy(name, getattr(estimator, attr))
-    names = _names(estimator)
-    if getattr(estimator, "precision_", None) is not None:
-        staged.text("edges.csv", edge_list_csv(estimator.precision_, names))
-    elif getattr(estimator, "adjacency_", None) is not None:
-        from dpggm.estimators.graph import edge_table, edges_csv_text
-
-        staged.text("edges.csv", edges_csv_text(edge_table(
-            estimator.adjacency_, names, weight=None, partial=None)))
-
-
 def result_record(method: str, estimator: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "method": method,
-        "n_samples": int(estimator.n_samples_),
-        "n_features": int(estimator.n_features_in_),
-        "features": _names(estimator),
-        "privacy": estimator.privacy_.to_dict(),
-        "parameters": {k: (v.to_dict() if hasattr(v, "to_dict") else v)
-                       for k, v in estimator.get_params().items()
-                       if k != "random_state"
-                       and (isinstance(v, (int, float, str, bool, type(None)))
-                            or hasattr(v, "to_dict"))},
-    }
-    for attr in ("alpha_", "n_iter_", "converged_", "n_edges_", "n_rounds_",
-                 "n_measured_offdiag_"):
-        if hasattr(estimator, attr):
-            value = getattr(estimator, attr)
-            record[attr.rstrip("_")] = value.item() if hasattr(value, "item") else value
-    return record
+    """The ``result.json`` record of a fitted estimator run as ``method``
+    (:func:`dpggm.estimators._base.result_record`)."""
+    from dpggm.estimators._base import result_record as record_of
+
+    return record_of(estimator, method=method)
 
 
 def edge_list_csv(precision: Any, names: list[str], *, tol: float = 0.0) -> str:

@@ -35,6 +35,7 @@ from dpggm.cli._common import (
     console,
     err_console,
     guard,
+    open_ledger,
     parse_center,
     parse_seed,
     progress_display,
@@ -43,15 +44,13 @@ from dpggm.cli._common import (
 from dpggm.cli._common import (
     feature_names as _names,
 )
+from dpggm.estimators.registry import GRAPH_METHODS
 
 __all__ = ["curator_diagnostics", "graph", "graph_result_record", "inference_record",
            "stage_graph_outputs"]
 
 #: The interpreter's thread switch interval while a file is read (see _reading_ahead).
 GIL_SWITCH_SECONDS = 0.0005
-
-#: Kept in sync with dpggm.estimators.graph.GRAPH_METHODS (not imported: start-up speed).
-GRAPH_METHODS = ("glasso", "pace")
 
 
 #: The power at which ``PrivateGraph.detectable_`` states the weakest edge it detects.
@@ -258,6 +257,7 @@ def _detectable_words(estimator: Any) -> str:
     return detectable_in_words(estimator.detectable_, private=private, power=DETECTABLE_POWER)
 
 
+# over 120 lines: 47 of them are the signature that declares the command's options.
 @guard
 def graph(
     data: Annotated[Path, typer.Argument(
@@ -337,6 +337,7 @@ def graph(
                         "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
+    _check_selection(select, fdr, fdr_method, confidence_level)
     if missing not in ("impute", "refuse", "drop"):
         raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
     if missing == "drop":
@@ -344,28 +345,33 @@ def graph(
             "--missing drop is refused: dropping incomplete rows makes the number of records "
             "depend on the private data, which replace-one neighbours (the relation of dpggm "
             "graph) take as public; use --missing impute (the default) or refuse")
-    _check_selection(select, fdr, fdr_method, confidence_level)
     random_state = parse_seed(seed)
     center_value = parse_center(center)
     fraction = _parse_fraction(bound_fraction, "--bound-fraction")
-    # The ledger is asked before the data file is even opened.
-    book = None
-    if ledger is not None:
-        book = _precheck_ledger(ledger, dataset, budget=budget, method=method,
-                                random_state=random_state)
-    with progress_display(quiet=quiet), _reading_ahead(data, reading, scratch,
-                                                       missing) as source:
-        # The file is being parsed (in the background) while the estimator, the solvers
-        # and the plotting modules are imported.
-        from dpggm.cli.output import StagedOutput, recover_pending
+
+    def make_estimator() -> Any:
         from dpggm.estimators.graph import PrivateGraph
 
-        estimator = PrivateGraph(
+        return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
             select=select, fdr=fdr, fdr_method=fdr_method, confidence_level=confidence_level,
             random_state=random_state,
         )
+
+    # The ledger is asked before the data file is even opened (the estimator's own check:
+    # every budget form the release will hold, its validity, what remains).
+    book = None
+    if ledger is not None:
+        book = open_ledger(ledger, dataset)
+        make_estimator().check_ledger(book, dataset)
+    with progress_display(quiet=quiet), _reading_ahead(data, reading, scratch,
+                                                       missing) as source:
+        # The file is being parsed (in the background) while the estimator, the solvers
+        # and the plotting modules are imported.
+        from dpggm.io import StagedOutput, recover_pending
+
+        estimator = make_estimator()
         recover_pending(Path(out).parent if str(out.parent) else Path("."),
                         report=lambda line: err_console.print(line, markup=False,
                                                               highlight=False))
@@ -383,19 +389,15 @@ def graph(
                 _progress.report(fitting, 1, 1)
                 _progress.report("pictures and report", 0, None)
                 stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
-            if book is not None:
-                spend = book.spend(
-                    dataset, estimator.privacy_, mechanism="dpggm graph",
-                    details={"data": str(data), "out": str(out),
-                             "output_id": staged.output_id},
-                )
-                staged.json("ledger.json", {"ledger": pending["ledger"], "dataset": dataset,
-                                            "spend": spend.sequence,
-                                            "output_id": staged.output_id})
         except BaseException:
             staged.discard()
             raise
-        staged.commit()
+        try:
+            staged.deliver(ledger=book, dataset=dataset, guarantee=estimator.privacy_,
+                           mechanism="dpggm graph",
+                           details={"data": str(data), "out": str(out)})
+        except OSError as exc:
+            raise UserError(str(exc)) from None
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
     if getattr(estimator, "detectable_", None) is not None:
@@ -471,7 +473,7 @@ def _check_selection(select: str, fdr: float, fdr_method: str,
         raise UserError(f"--fdr-method must be bh or by; got {fdr_method!r}")
     for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
         if not (math.isfinite(value) and 0 < value < 1):
-            raise UserError(f"{option} must be in (0, 1); got {value:g}")
+            raise UserError(f"{option} must be in (0, 1); got {value!r}")
 
 
 def _parse_fraction(text: str, option: str) -> Any:
@@ -481,35 +483,3 @@ def _parse_fraction(text: str, option: str) -> Any:
         return float(text)
     except ValueError:
         raise UserError(f"{option} must be a number in (0, 1) or auto; got {text!r}") from None
-
-
-def _precheck_ledger(ledger: Path, dataset: str, *, budget: Any, method: str,
-                     random_state: Any) -> Any:
-    """Refuse, before the data are opened, a run the ledger could not book: every form
-    the release will hold (the requested budget where it follows, and the budget it is
-    run in) is tried against the dataset's notion and relation."""
-    from dpggm.estimators._graph_pipeline import accounting_budget
-    from dpggm.exceptions import IncompatibleBudgetError
-    from dpggm.mechanisms.plan import guarantee_forms
-    from dpggm.privacy.ledger import Ledger
-
-    if random_state != "secure":
-        raise UserError(
-            "a seeded run is an experiment, not a release (whoever holds the seed can "
-            "regenerate the noise), so it is never booked against a ledger; drop --seed or "
-            "--ledger")
-    if not ledger.exists():
-        raise UserError(f"no ledger at {ledger}; create it with `dpggm budget init {ledger} "
-                        f"--dataset {dataset} ...` (a mistyped path never creates one)")
-    book = Ledger(ledger, create=False)
-    forms = list(guarantee_forms(budget, accounting_budget(budget, method)).values())
-    first_error: Exception | None = None
-    for form in forms:
-        try:
-            book.check(dataset, form, neighbors="replace")
-            return book
-        except IncompatibleBudgetError as exc:
-            first_error = first_error or exc
-    raise IncompatibleBudgetError(
-        f"the ledger cannot book this release: it would hold {', '.join(map(str, forms))}, "
-        f"none of which its total's notion accepts ({first_error})")

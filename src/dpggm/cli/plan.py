@@ -1,11 +1,12 @@
 """``dpggm plan``: what a release will spend and how much noise it will add, before any data
 are read.
 
-It builds the estimator a run would build and asks it for its plan
-(:meth:`~dpggm.estimators.graph.PrivateGraph.plan`): every step's mechanism, budget,
+It builds the estimator a run would build -- ``dpggm graph``'s
+:class:`~dpggm.estimators.graph.PrivateGraph`, or the method of ``dpggm estimate`` from the
+registry -- and asks it for its plan (``estimator.plan``): every step's mechanism, budget,
 sensitivity and noise, and the total in every budget form -- from the numbers of rows and
-columns, the budget and the bound rule, all public. The same figures are recorded in
-``result.json`` (``privacy.notes.plan``) by the run itself.
+columns, the budget and the bound, all public. The same figures are recorded in
+``result.json`` (``privacy.notes.plan``, ``privacy.noise.breakdown``) by the run itself.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ __all__ = ["detectable_line", "detectable_record", "plan", "plan_table"]
 #: The power at which the detectable |partial correlation| is stated.
 DETECTABLE_POWER = 0.8
 
-GRAPH_METHODS = ("glasso", "pace")
-
 
 def _number(value: Any) -> str:
     if isinstance(value, float):
@@ -50,14 +49,17 @@ def plan_table(record: dict[str, Any]) -> Any:
     """A Rich table of a plan's steps (``ReleasePlan.to_dict()``)."""
     from rich.table import Table
 
-    table = Table(title=f"{record['estimator']}: n = {record['n_samples']}, "
+    rows = record["n_samples"] if record["n_samples"] is not None else "private"
+    table = Table(title=f"{record['estimator']}: n = {rows}, "
                         f"p = {record['n_features']}, {record['neighbors']} neighbours")
     for column in ("step", "mechanism", "runs", "budget", "sensitivity", "noise"):
         table.add_column(column)
     for step in record["steps"]:
         sensitivity = (_number(step["sensitivity"]) if "sensitivity" in step
                        else step.get("sensitivity_rule", ""))
-        noise = ", ".join(f"{k} {_number(v)}" for k, v in (step.get("noise") or {}).items())
+        # The sensitivity has its own column and the mechanism names the distribution.
+        noise = ", ".join(f"{k} {_number(v)}" for k, v in (step.get("noise") or {}).items()
+                          if k != "distribution" and not k.endswith("sensitivity"))
         table.add_row(step["step"], step["mechanism"], str(step["repetitions"]),
                       _budget_text(step["budget"]), sensitivity, noise)
     return table
@@ -96,35 +98,13 @@ def detectable_line(detectable: dict[str, Any], *, fdr: float) -> str:
             "edges cannot be told from noise at this budget and size")
 
 
-@guard
-def plan(
-    rows: Annotated[int, typer.Option("--rows", help="number of records n (public)")],
-    columns: Annotated[int, typer.Option("--columns", help="number of columns p")],
-    rho: RhoOpt = None,
-    epsilon: EpsilonOpt = None,
-    delta: DeltaOpt = None,
-    mu: MuOpt = None,
-    method: Annotated[str, typer.Option(help=f"one of: {', '.join(GRAPH_METHODS)}")] = "glasso",
-    bound: Annotated[str, typer.Option(
-        help="auto (private per-column ranges), l2:B or box:B")] = "auto",
-    center: Annotated[str, typer.Option(help="private or none")] = "private",
-    bound_fraction: Annotated[str, typer.Option(
-        help="share of the budget for --bound auto, or auto")] = "auto",
-    center_fraction: Annotated[float, typer.Option(
-        help="share of the budget for --center private")] = 0.0625,
-    missing: Annotated[str, typer.Option(help="impute or refuse")] = "impute",
-    fdr: Annotated[float, typer.Option(
-        help="target false-discovery rate of the edge selection (for the detectable "
-             "|partial correlation|), in (0, 1)")] = 0.1,
-    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
-) -> None:
-    """Every step a `dpggm graph` run would make on ROWS x COLUMNS records, and what it
-    would spend, before any data are read."""
-    budget = budget_from_options(epsilon, delta, rho, mu)
-    if method not in GRAPH_METHODS:
-        raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
+def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
+                     bound_fraction: str, center_fraction: float, missing: str,
+                     fdr: float) -> Any:
     if center not in ("private", "none"):
         raise UserError(f"--center must be private or none; got {center!r}")
+    if not (math.isfinite(fdr) and 0 < fdr < 1):
+        raise UserError(f"--fdr must be in (0, 1); got {fdr!r}")
     fraction: Any = bound_fraction
     if bound_fraction != "auto":
         try:
@@ -133,27 +113,113 @@ def plan(
             raise UserError(
                 f"--bound-fraction must be a number in (0, 1) or auto; got {bound_fraction!r}"
             ) from None
-    from dpggm.estimators._graph_pipeline import predicted_partial_correlation_noise
     from dpggm.estimators.graph import PrivateGraph
 
-    if not (math.isfinite(fdr) and 0 < fdr < 1):
-        raise UserError(f"--fdr must be in (0, 1); got {fdr:g}")
-    estimator = PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
-                             bound_fraction=fraction, center_fraction=center_fraction,
-                             missing=missing, fdr=fdr)
+    return PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
+                        bound_fraction=fraction, center_fraction=center_fraction,
+                        missing=missing, fdr=fdr)
+
+
+def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
+                        options: dict[str, Any]) -> Any:
+    if bound == "auto":
+        raise UserError("--bound: the methods of dpggm estimate take a declared bound, l2:B or "
+                        "box:B (private ranges, --bound auto, are dpggm graph's)")
+    from dpggm.estimators.registry import make_estimator
+
+    return make_estimator(method, budget=budget, bounds=bound, neighbors=neighbors,
+                          **{k: v for k, v in options.items() if v is not None})
+
+
+@guard
+def plan(
+    rows: Annotated[int, typer.Option("--rows", help="number of records n (public)")],
+    columns: Annotated[int, typer.Option("--columns", help="number of columns p")],
+    rho: RhoOpt = None,
+    epsilon: EpsilonOpt = None,
+    delta: DeltaOpt = None,
+    mu: MuOpt = None,
+    method: Annotated[str, typer.Option(
+        help="a method of dpggm graph (glasso, pace) or of dpggm estimate")] = "glasso",
+    command: Annotated[str | None, typer.Option(
+        help="graph or estimate: whose run to plan (default: graph for glasso and pace, "
+             "estimate for the other methods)")] = None,
+    bound: Annotated[str, typer.Option(
+        help="auto (private per-column ranges; dpggm graph), l2:B or box:B")] = "auto",
+    neighbors: Annotated[str, typer.Option(
+        help="replace or add-remove (dpggm estimate)")] = "replace",
+    center: Annotated[str | None, typer.Option(
+        help="private or none (default: private for graph, none for estimate)")] = None,
+    bound_fraction: Annotated[str, typer.Option(
+        help="share of the budget for --bound auto, or auto")] = "auto",
+    center_fraction: Annotated[float, typer.Option(
+        help="share of the budget for --center private (dpggm graph)")] = 0.0625,
+    missing: Annotated[str, typer.Option(help="impute or refuse (dpggm graph)")] = "impute",
+    fdr: Annotated[float, typer.Option(
+        help="target false-discovery rate of the edge selection, for the detectable "
+             "|partial correlation| (dpggm graph), in (0, 1)")] = 0.1,
+    diag_fraction: Annotated[float | None, typer.Option(
+        help="PACE: share of the budget for the diagonal")] = None,
+    select_fraction: Annotated[float | None, typer.Option(
+        help="PACE: share of each round for selection")] = None,
+    max_rounds: Annotated[int | None, typer.Option(help="PACE: the round budget divisor T")] = None,
+    allow_invalid: Annotated[bool, typer.Option(
+        "--allow-invalid", help="plan a method whose published guarantee is invalid")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+) -> None:
+    """Every step a `dpggm graph` or `dpggm estimate` run would make on ROWS x COLUMNS
+    records -- each step's mechanism, spend and noise, and the total in every budget form --
+    before any data are read. The run records the same figures in result.json."""
+    from dpggm.estimators.registry import GRAPH_METHODS, METHODS
+
+    budget = budget_from_options(epsilon, delta, rho, mu)
+    if command is None:
+        command = "graph" if method in GRAPH_METHODS else "estimate"
+    if command not in ("graph", "estimate"):
+        raise UserError(f"--command must be graph or estimate; got {command!r}")
+    names = GRAPH_METHODS if command == "graph" else tuple(METHODS)
+    if method not in names:
+        raise UserError(f"--method must be one of {', '.join(names)} for dpggm {command}; "
+                        f"got {method!r}")
+    if command == "graph":
+        estimator = _graph_estimator(budget, bound=bound, center=center or "private",
+                                     method=method, bound_fraction=bound_fraction,
+                                     center_fraction=center_fraction, missing=missing,
+                                     fdr=fdr)
+    else:
+        options = {"center": center, "diag_fraction": diag_fraction,
+                   "select_fraction": select_fraction, "max_rounds": max_rounds,
+                   "allow_invalid": True if allow_invalid else None}
+        accepted = METHODS[method][2]
+        given = {k for k, v in options.items() if v is not None}
+        if given - accepted:
+            raise UserError(f"--method {method} does not take "
+                            f"{', '.join('--' + k.replace('_', '-') for k in sorted(given - accepted))}")
+        estimator = _estimate_estimator(budget, method=method, bound=bound, neighbors=neighbors,
+                                        options=options)
     release_plan = estimator.plan(n_samples=rows, n_features=columns)
-    record = release_plan.to_dict(estimator.report_delta)
-    noise = predicted_partial_correlation_noise(release_plan)
-    record["predicted_partial_correlation_noise"] = noise
-    record["detectable"] = detectable_record(estimator, rows, columns)
+    record = release_plan.to_dict(estimator.get_params()["report_delta"])
+    record["command"] = command
+    noise = None
+    if command == "graph":
+        from dpggm.estimators._graph_pipeline import predicted_partial_correlation_noise
+
+        noise = predicted_partial_correlation_noise(release_plan)
+        record["predicted_partial_correlation_noise"] = noise
+        record["detectable"] = detectable_record(estimator, rows, columns)
     if as_json:
         console.print_json(json.dumps(record))
         return
     console.print(plan_table(record))
+    if not release_plan.steps:
+        console.print(f"no measurement: {release_plan.notes.get('reason', 'nothing spent')}",
+                      markup=False)
+        return
     forms = ", ".join(_budget_text(b) for b in record["forms"].values())
     console.print(f"total: {forms}; the steps add up to it exactly: "
                   f"{'yes' if record['spends_exactly_total'] else 'no'}", markup=False)
     if noise is not None:
         console.print(f"predicted privacy noise on one partial correlation (normal columns): "
                       f"standard deviation {noise:.3g}", markup=False)
-    console.print(detectable_line(record["detectable"], fdr=fdr), markup=False)
+    if "detectable" in record:
+        console.print(detectable_line(record["detectable"], fdr=fdr), markup=False)

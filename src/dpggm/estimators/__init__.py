@@ -1,11 +1,19 @@
 """scikit-learn style private estimators.
 
-They follow one contract (:mod:`dpggm.estimators._contract`): parameters are checked
-against declared constraints before any data are read or budget is spent (``ValueError``
-for a bad value, ``TypeError`` for a wrong type, naming the parameter); a fit sets
-``privacy_``, ``n_samples_``, ``n_features_in_``, ``covariance_`` and/or ``precision_``,
-``adjacency_`` for graph estimators, and ``feature_names_in_`` (an ndarray of str) only for
-a DataFrame or a CSV file with a header. Sparse and complex inputs are refused.
+They follow one contract (:mod:`dpggm.estimators._contract`): every constructor parameter
+is declared with its constraint and checked before any data are read or any random word is
+drawn; every bad value, budget or bound raises a ``ValueError`` (a subclass for a budget out
+of range, of the wrong notion, an invalid mechanism, a relation without an analysis; for a
+value of the wrong type a ``ParameterTypeError``, which is also a ``TypeError``) naming the
+parameter, the constraint and the value. They follow one of two fit templates
+(:mod:`dpggm.estimators._base`): the estimators that read private records plan their
+measurements from public facts (``plan(n_samples=, n_features=)``) and run exactly that
+plan; the estimators fitted to a published release spend nothing. A fit sets ``privacy_``,
+``plan_``, ``n_samples_``, ``n_features_in_``, ``covariance_`` and/or ``precision_``,
+``adjacency_`` for graph estimators, ``solver_`` for a solver's outcome, and
+``feature_names_in_`` (an ndarray of str) only for a DataFrame or a CSV file with a header.
+Sparse and complex inputs are refused; ``save(directory, ledger=...)`` writes a fit's
+released files whole or not at all (:mod:`dpggm.io`).
 
 Preprocessing voids the guarantee when it is fitted on the private data: a
 ``StandardScaler`` (or any fitted transformer) in a ``Pipeline`` before one of these

@@ -1,9 +1,36 @@
-"""Shared parameter validation and the validate -> clip -> release path of the
-covariance-perturbation estimators."""
+"""The two fit templates of the library, and the shared release of the second moment.
+
+Every estimator follows one of two templates; a newcomer copies the one that fits.
+
+:class:`PlannedEstimator` -- every estimator that reads private records
+    ``fit`` = validate every parameter (:meth:`~PlannedEstimator._settings`) -> read and
+    clip the records (nothing random; a file or a Dask collection may be read in passes)
+    -> plan the measurements from public facts (:meth:`~PlannedEstimator._plan`, the same
+    plan :meth:`~PlannedEstimator.plan` returns before any data are read) -> refuse what
+    the plan cannot deliver -> run the plan's measurements in order, each checked against
+    one accountant before it runs and booked after (:class:`~dpggm.mechanisms.plan.PlanRun`)
+    -> post-process (solve) -> ``privacy_`` from what ran, with the plan in its record.
+    Adaptive estimators (PACE-GGM, AdaptiveCovariance) use the same template: their plan
+    states the fixed steps and, for the adaptive part, one step whose budget is the total
+    of a filter the step runs under (a step that would overspend never runs).
+
+:class:`PostProcessingEstimator` -- the estimators fitted to a published release
+    (:class:`~dpggm.estimators.noisy_glasso.NoisyGraphicalLasso`,
+    :class:`~dpggm.estimators.gwishart.GWishartGraph`, the graph baselines): validate ->
+    read the release's public noise description -> read the released records -> solve.
+    They spend nothing: their plan is empty and says so; ``privacy_`` is the release's.
+
+Two templates because the two kinds differ in what they may touch: the first reads private
+records and must spend through a plan; the second reads only a release and must never
+spend. Nothing random happens in either before every check has passed.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import contextlib
+import numbers
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,20 +54,38 @@ from dpggm.estimators._contract import (
     check_fraction,
     fraction,
 )
-from dpggm.estimators.data import SecondMoment, clipped_second_moment
+from dpggm.estimators.records import SecondMoment, clipped_second_moment
+from dpggm.exceptions import InvalidGuaranteeError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.release import COVARIANCE_MECHANISMS, release_second_moment
+from dpggm.mechanisms.plan import PlanRun, ReleasePlan, guarantee_forms
+from dpggm.mechanisms.release import (
+    COVARIANCE_MECHANISMS,
+    FLOAT_NOISE_MECHANISMS,
+    INVALID_MECHANISMS,
+    WISHART_FLOAT_REASON,
+    release_planned_second_moment,
+    second_moment_accounting,
+    second_moment_plan,
+)
+from dpggm.privacy.budgets import Budget, NonPrivate
 from dpggm.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "DPEstimator",
+    "Deliverable",
+    "PlannedEstimator",
+    "PostProcessingEstimator",
     "PrivateEstimatorBase",
     "ReleasedCovariance",
+    "Settings",
     "check_bounds",
     "check_budget",
     "check_fraction",
+    "check_sizes",
     "make_context",
+    "result_record",
+    "stage_estimate",
 ]
 
 
@@ -63,7 +108,8 @@ class ReleasedCovariance:
     noisy_gram: np.ndarray | None = None
 
 
-def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
+def make_context(estimator: Any, bounds: Any,
+                 data_dependent_reasons: tuple[str, ...] = ()) -> ReleaseContext:
     """The release context of an estimator's fit, from its declared parameters (already
     checked by :meth:`ContractMixin._validate_params`).
 
@@ -71,7 +117,8 @@ def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
     what :meth:`ContractMixin._validate_params` found about the fit -- preprocessing in a
     ``Pipeline`` that voids the guarantee -- reaches every record it assembles
     (``"data-dependent"`` with the steps named). An estimator without a ``noise`` parameter
-    releases exact noise."""
+    releases exact noise. ``data_dependent_reasons`` adds what the estimator itself knows
+    voids the guarantee (a penalty tuned on the data, say)."""
     params = estimator.get_params(deep=False)
     return ReleaseContext(
         neighbors=params["neighbors"],
@@ -79,14 +126,295 @@ def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
         random_state=params["random_state"],
         report_delta=float(params["report_delta"]),
         noise=params.get("noise", "exact"),
-        data_dependent_reasons=tuple(getattr(estimator, "_preprocessing_reasons", ())),
+        data_dependent_reasons=tuple(getattr(estimator, "_preprocessing_reasons", ()))
+        + tuple(data_dependent_reasons),
     )
 
 
-class DPEstimator(ContractMixin, BaseEstimator):
-    """The base of every estimator that spends a budget: ``budget``, ``bounds``,
-    ``neighbors``, ``report_delta`` and ``random_state`` are declared here; subclasses
-    declare the rest.
+def check_sizes(n_samples: Any, n_features: Any) -> tuple[int, int]:
+    """The public sizes a plan is made for: positive integers (``True`` is no size)."""
+    out = []
+    for name, value in (("n_samples", n_samples), ("n_features", n_features)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        out.append(int(value))
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated parameters of one fit (every declared parameter, checked and
+    converted), the budget asked for and the total the steps compose in, and what makes
+    the release other than valid whatever the data (public facts)."""
+
+    params: dict[str, Any]
+    requested: Budget
+    accounting: Budget
+    invalid_reason: str | None = None
+    data_dependent: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.params[name]
+
+    @property
+    def non_private(self) -> bool:
+        return isinstance(self.requested, NonPrivate)
+
+
+def result_record(estimator: Any, *, method: str | None = None) -> dict[str, Any]:
+    """The public record of a fitted estimator (``result.json``): sizes, column names, the
+    guarantee, the parameters (never the seed) and the solver's public outcome."""
+    from dpggm.estimators._contract import feature_names
+
+    record: dict[str, Any] = {
+        "method": method or type(estimator).__name__,
+        "n_samples": int(estimator.n_samples_),
+        "n_features": int(estimator.n_features_in_),
+        "features": feature_names(estimator),
+        "privacy": estimator.privacy_.to_dict(),
+        "parameters": {k: (v.to_dict() if hasattr(v, "to_dict") else v)
+                       for k, v in estimator.get_params().items()
+                       if k != "random_state"
+                       and (isinstance(v, (int, float, str, bool, type(None)))
+                            or hasattr(v, "to_dict"))},
+    }
+    solver = getattr(estimator, "solver_", None)
+    if solver is not None and hasattr(solver, "iterations"):
+        record["n_iter"] = int(solver.iterations)
+        if solver.converged is not None:
+            record["converged"] = bool(solver.converged)
+    for attr in ("alpha_", "n_edges_", "n_rounds_", "n_measured_offdiag_"):
+        if getattr(estimator, attr, None) is not None:
+            value = getattr(estimator, attr)
+            record[attr.rstrip("_")] = value.item() if hasattr(value, "item") else value
+    return record
+
+
+def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
+    """Write a fitted estimator's released files into ``staged``
+    (:class:`~dpggm.io.StagedOutput`): ``result.json``, the matrices it holds and, for a
+    precision or a graph, ``edges.csv``."""
+    from dpggm.estimators._contract import feature_names
+    from dpggm.estimators.edges import edge_table, edges_csv_text, edges_from_precision
+
+    staged.json("result.json", record)
+    for attr, name in (("covariance_", "covariance.npy"),
+                       ("noisy_covariance_", "noisy_covariance.npy"),
+                       ("precision_", "precision.npy")):
+        if getattr(estimator, attr, None) is not None:
+            staged.npy(name, getattr(estimator, attr))
+    names = feature_names(estimator)
+    precision = getattr(estimator, "precision_", None)
+    if precision is not None:
+        staged.text("edges.csv", edges_csv_text(edges_from_precision(
+            precision, names, adjacency=np.abs(precision) > 0)))
+    elif getattr(estimator, "adjacency_", None) is not None:
+        staged.text("edges.csv", edges_csv_text(edge_table(
+            estimator.adjacency_, names, weight=None, partial=None)))
+
+
+class Deliverable:
+    """``save``: a fitted estimator's released files, written whole or not at all and,
+    with a ledger, charged before they appear (:mod:`dpggm.io`)."""
+
+    def save(self, out: Any, *, ledger: Any = None, dataset: str | None = None,
+             overwrite: bool = False, record: dict[str, Any] | None = None,
+             extra: Any = None, mechanism: str | None = None,
+             details: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the released files of this fit into the directory ``out`` -- all of them
+        or none -- owner-only until delivered; with ``ledger`` (a
+        :class:`~dpggm.privacy.ledger.Ledger` or the path of one) and ``dataset``, charge
+        ``privacy_`` first: a refused charge leaves nothing, a crash after the charge is
+        finished by the next delivery into the same parent directory, nothing is charged
+        twice (:mod:`dpggm.io`).
+
+        Parameters
+        ----------
+        out : path
+            The output directory (refused if it holds files, unless ``overwrite``).
+        record : dict, optional
+            The ``result.json`` record (default :func:`result_record`).
+        extra : callable, optional
+            ``extra(staged)`` writes more files into the staging directory (pictures, say).
+
+        Returns
+        -------
+        dict
+            ``written`` (the paths of the files delivered) and ``ledger`` (the ledger
+            record -- ``ledger``, ``dataset``, ``spend``, ``output_id`` -- or ``None``).
+        """
+        from pathlib import Path
+
+        from dpggm.io import StagedOutput, recover_pending
+        from dpggm.privacy.ledger import Ledger
+
+        if not hasattr(self, "privacy_"):
+            raise ValueError(f"{type(self).__name__} is not fitted: call fit before save")
+        if (ledger is None) != (dataset is None):
+            raise ValueError("ledger and dataset go together")
+        book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
+            ledger, create=False)
+        out = Path(out)
+        recover_pending(out.parent if str(out.parent) else Path("."),
+                        report=lambda line: None)
+        pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
+                                            "dataset": dataset}
+        staged = StagedOutput(out, overwrite=overwrite, pending=pending)
+        try:
+            stage_estimate(staged, self, record if record is not None else result_record(self))
+            if extra is not None:
+                extra(staged)
+        except BaseException:
+            staged.discard()
+            raise
+        charged = staged.deliver(ledger=book, dataset=dataset, guarantee=self.privacy_,
+                                 mechanism=mechanism or f"{type(self).__name__}.save",
+                                 details={"out": str(out), **(details or {})})
+        return {"written": staged.written, "ledger": charged}
+
+
+class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
+    """Template 1 (see the module documentation): an estimator that reads private records,
+    plans its measurements from public facts and runs them under an accountant.
+
+    Subclasses implement :meth:`_plan`, :meth:`_run` and :meth:`_finish`, and may refine
+    :meth:`_settings` (combinations of parameters), :meth:`_records` (how the records are
+    read and clipped) and :meth:`_check_plan`.
+    """
+
+    # ------------------------------------------------------------------ the template
+
+    def fit(self, X: Any, y: Any = None) -> Any:
+        """Validate, read and clip ``X``, plan, check, release, solve (see the module
+        documentation). Returns ``self``."""
+        settings = self._settings()
+        with self._records(X, y, settings) as data:
+            plan = self._plan(settings, data.n_samples, data.n_features)
+            self._check_plan(settings, plan)
+            ctx = self._context(settings)
+            run = PlanRun(plan)
+            release = self._run(settings, plan, data, run, ctx)
+        self.plan_ = plan
+        self._finish(X, settings, plan, data, release, run, ctx)
+        return self
+
+    def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
+        """The measurements a fit on ``n_samples`` records of ``n_features`` columns will
+        make -- every step's mechanism, sensitivity, noise and budget, and their total in
+        every form that holds -- from public facts only: no data are read and nothing random
+        is drawn. A fit on such data records exactly this plan (``plan_``,
+        ``privacy_.notes["plan"]``) and these steps (``privacy_.noise["breakdown"]``).
+
+        Raises
+        ------
+        ValueError
+            Every refusal the fit would make before reading the data (a bad parameter, a
+            budget out of range or of the wrong notion, ...).
+
+        Privacy
+        -------
+        Uses only public quantities (``n`` is public under replace-one neighbours; under
+        add/remove the plan depends on it only through public bounds, and is recorded
+        without it).
+        """
+        n, p = check_sizes(n_samples, n_features)
+        settings = self._settings()
+        plan = self._plan(settings, n, p)
+        self._check_plan(settings, plan)
+        return plan
+
+    def check_params(self) -> None:
+        """Check every declared parameter (and their combinations), as ``fit`` does before
+        reading any data; raises a ``ValueError`` naming the parameter, the constraint and
+        the value."""
+        self._settings()
+
+    def release_forms(self) -> dict[str, Budget]:
+        """Every budget form the release will hold (by notion), known before any data are
+        read: what a ledger is checked against."""
+        settings = self._settings()
+        if settings.non_private:
+            return {}
+        return guarantee_forms(settings.requested, settings.accounting,
+                               float(self.get_params(deep=False)["report_delta"]))
+
+    def expected_validity(self) -> tuple[str, str]:
+        """``(validity, reason)`` the release will have whatever the data, from public facts
+        (a seed, float noise, an invalid mechanism, a penalty tuned on the data, a
+        non-private run, preprocessing fitted on the data)."""
+        settings = self._settings()
+        ctx = self._context(settings)
+        return ctx.validity(settings.requested,
+                            invalid_reason=getattr(settings, "invalid_reason", None))
+
+    def check_ledger(self, ledger: Any, dataset: str) -> None:
+        """Refuse, before any data are read, a release ``ledger`` could not book for
+        ``dataset``: one that will not be valid (seeded, float noise, an invalid mechanism,
+        a data-tuned penalty, non-private), or whose budget forms (:meth:`release_forms`)
+        none converts into the dataset's notion, or that is declared under another
+        neighbouring relation, or that exceeds what remains.
+
+        Raises
+        ------
+        InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        """
+        validity, reason = self.expected_validity()
+        if validity != "valid":
+            raise InvalidGuaranteeError(
+                f"this release would have validity {validity!r} ({reason}), so it is never "
+                "booked against a ledger; nothing was read or spent"
+            )
+        ledger.check_forms(dataset, tuple(self.release_forms().values()),
+                           neighbors=self.get_params(deep=False)["neighbors"])
+
+    # ------------------------------------------------------------------ hooks
+
+    def _settings(self) -> Settings:
+        """Every declared parameter checked (before any data are read), and the totals."""
+        params = self._validate_params()
+        requested = params["budget"]
+        return Settings(params=params, requested=requested,
+                        accounting=self._accounting(params, requested))
+
+    def _accounting(self, params: dict[str, Any], requested: Budget) -> Budget:
+        """The total the steps compose in (the requested budget itself by default)."""
+        return requested
+
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
+        """The clipped records' statistics (no noise): by default the second moment of
+        records clipped to the declared bounds, after a public centre."""
+        center = settings.params.get("center")
+        public = None if center is None or isinstance(center, str) else np.asarray(
+            center, dtype=float)
+        yield _Statistics(clipped_second_moment(X, bounds=settings["bounds"], center=public))
+
+    def _context(self, settings: Settings) -> ReleaseContext:
+        return make_context(self, settings.params.get("bounds"), settings.data_dependent)
+
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:  # pragma: no cover
+        raise NotImplementedError
+
+    def _check_plan(self, settings: Settings, plan: ReleasePlan) -> None:
+        """Refuse, before any draw, a plan that cannot be delivered (most refusals are made
+        while planning)."""
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class DPEstimator(PlannedEstimator):
+    """The base of every estimator that spends a budget (template 1,
+    :class:`PlannedEstimator`): ``budget``, ``bounds``, ``neighbors``, ``report_delta``
+    and ``random_state`` are declared here; subclasses declare the rest.
 
     Notes
     -----
@@ -113,12 +441,67 @@ class DPEstimator(ContractMixin, BaseEstimator):
     }
 
 
+@dataclass
+class _Statistics:
+    """The clipped records' second moment with the sizes the template reads."""
+
+    stats: SecondMoment
+
+    @property
+    def n_samples(self) -> int:
+        return self.stats.n
+
+    @property
+    def n_features(self) -> int:
+        return self.stats.n_features
+
+
+class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
+    """Template 2 (see the module documentation): an estimator fitted to a published
+    release. It spends nothing; :meth:`plan` is empty and says so."""
+
+    def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
+        """The empty plan: post-processing of a published release makes no measurement
+        and spends nothing (its privacy is the release's)."""
+        n, p = check_sizes(n_samples, n_features)
+        self._validate_params()
+        return ReleasePlan(type(self).__name__, n, p, NonPrivate(), NonPrivate(), (),
+                           notes={"reason": "post-processing of a published release: no "
+                                            "measurement, nothing spent"})
+
+    def fit(self, X: Any, y: Any = None) -> Any:
+        """Validate, read the release's noise description and the released records,
+        solve. Returns ``self``."""
+        settings = self._settings()
+        noise = self._noise(settings)
+        data = self._read(X, settings, noise)
+        self.plan_ = self.plan(n_samples=data.n_samples, n_features=data.n_features)
+        self._solve(X, settings, noise, data)
+        return self
+
+    def _settings(self) -> dict[str, Any]:
+        return self._validate_params()
+
+    def _noise(self, settings: dict[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _read(self, X: Any, settings: dict[str, Any], noise: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _solve(self, X: Any, settings: dict[str, Any], noise: Any,
+               data: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
 class PrivateEstimatorBase(DPEstimator):
-    """Common machinery: parameter checks and the covariance release.
+    """The covariance-perturbation estimators (:class:`~dpggm.estimators.PrivateCovariance`
+    and the precision estimators built on it): one release of the second moment
+    (:func:`~dpggm.mechanisms.release.second_moment_plan`), then post-processing.
 
     Subclasses set the parameters ``budget``, ``bounds``, ``mechanism``, ``neighbors``,
     ``center``, ``mean_fraction``, ``count_fraction``, ``calibration``, ``noise``,
-    ``allow_invalid``, ``wishart_mean_removal``, ``report_delta`` and ``random_state``.
+    ``allow_invalid``, ``wishart_mean_removal``, ``report_delta`` and ``random_state``,
+    and implement :meth:`_solve`.
     """
 
     #: Fewest columns the estimator's post-processing accepts (a 1 x 1 covariance is
@@ -136,47 +519,58 @@ class PrivateEstimatorBase(DPEstimator):
         "wishart_mean_removal": FLAG,
     }
 
-    def _validate_common(self) -> None:
-        self._bounds = self._validate_params()["bounds"]
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        mechanism = settings["mechanism"]
+        invalid = "; ".join(r for r in (
+            INVALID_MECHANISMS.get(mechanism),
+            WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,
+        ) if r) or None
+        return replace(settings, invalid_reason=invalid)
 
-    def _private_center(self) -> bool:
-        return isinstance(self.center, str) and self.center == "private"
+    def _accounting(self, params: dict[str, Any], requested: Budget) -> Budget:
+        if isinstance(requested, NonPrivate):
+            return requested
+        return second_moment_accounting(requested, params["mechanism"], params["noise"])
 
-    def _release_covariance(self, X: Any) -> ReleasedCovariance:
-        """Validate, clip, and release the second moment (and a private mean if asked)."""
-        self._validate_common()
-        bounds = self._bounds
-        ctx = make_context(self, bounds)
-        public_center = None if isinstance(self.center, str) or self.center is None else (
-            np.asarray(self.center, dtype=float)
-        )
-        stats: SecondMoment = clipped_second_moment(X, bounds=bounds, center=public_center)
-        if stats.n_features < self._min_features:
-            # Refused before the release: nothing is spent on a matrix the solver rejects.
+    def _private_center(self, settings: Settings) -> bool:
+        center = settings["center"]
+        return isinstance(center, str) and center == "private"
+
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        if p < self._min_features:
             raise ValueError(
                 f"{type(self).__name__} needs at least {self._min_features} variables "
-                f"(columns); X has {stats.n_features}"
+                f"(columns); X has {p}"
             )
-        gram = stats.second_moment * stats.n
-        release = release_second_moment(
-            gram,
-            total=stats.total,
-            n=stats.n,
-            bounds=bounds,
-            budget=self.budget,
-            mechanism=self.mechanism,
-            ctx=ctx,
-            calibration=self.calibration,
-            allow_invalid=self.allow_invalid,
-            wishart_mean_removal=self.wishart_mean_removal,
-            mean_fraction=self.mean_fraction if self._private_center() else None,
-            count_fraction=self.count_fraction,
+        center = settings["center"]
+        if center is not None and not isinstance(center, str) and len(center) != p:
+            raise ValueError(
+                f"center must be a finite vector of length {p} (one per column); got "
+                f"length {len(center)}")
+        return second_moment_plan(
+            n=n, p=p, bounds=settings["bounds"], budget=settings.requested,
+            mechanism=settings["mechanism"], neighbors=settings["neighbors"],
+            noise=settings["noise"], calibration=settings["calibration"],
+            allow_invalid=settings["allow_invalid"],
+            mean_fraction=settings["mean_fraction"] if self._private_center(settings) else None,
+            count_fraction=settings["count_fraction"], estimator=type(self).__name__,
         )
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> ReleasedCovariance:
+        stats: SecondMoment = data.stats
+        release = release_planned_second_moment(
+            plan, stats.second_moment * stats.n, total=stats.total, n=stats.n, ctx=ctx,
+            wishart_mean_removal=settings["wishart_mean_removal"], run=run)
+        private_centre = self._private_center(settings)
+        public = not private_centre and not isinstance(settings["center"], str) and (
+            settings["center"] is not None)
         centring = (
             "private mean: covariance = noisy second moment - noisy mean outer product"
-            if self._private_center()
+            if private_centre
             else "public mean subtracted before clipping"
-            if public_center is not None
+            if public
             else "none: raw second moment X^T X / n (no budget; equals the covariance only for "
             "centred data)"
         )
@@ -198,3 +592,18 @@ class PrivateEstimatorBase(DPEstimator):
             entry_noise_std=release.entry_noise_std,
             noisy_gram=release.gram,
         )
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any,
+                release: ReleasedCovariance, run: PlanRun, ctx: ReleaseContext) -> None:
+        self.noisy_covariance_ = release.noisy_covariance
+        self.noisy_mean_ = release.noisy_mean
+        self.noisy_gram_ = release.noisy_gram
+        self._set_fitted(
+            X, n_samples=release.stats_n, n_features=release.n_features,
+            columns=release.columns, privacy=release.guarantee,
+        )
+        self._solve(X, settings, release, data)
+
+    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+               data: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -11,9 +11,13 @@ Error policy
 * a value of the wrong type raises :class:`ParameterTypeError` -- a ``TypeError`` that is
   also a ``ValueError`` (as scikit-learn's ``InvalidParameterError`` is), so callers that
   catch ``ValueError`` for any bad parameter keep working;
-* a value of the right type outside its allowed set raises ``ValueError``;
+* a value of the right type outside its allowed set raises ``ValueError`` (a budget of a
+  notion the method cannot deliver: :class:`~dpggm.exceptions.IncompatibleBudgetError`, a
+  ``ValueError`` too; a row-norm bound where a box is required: ``ValueError``);
 * the message names the parameter, the constraint and the value:
-  ``"alpha must be a finite number >= 0 or 'auto'; got -1"``.
+  ``"alpha must be a finite number >= 0 or 'auto'; got -1"``;
+* all of it before any random word is drawn (the test suite generates bad values of every
+  declared constraint and counts the draws).
 
 ``0 == False`` in Python: booleans are never accepted as numbers, and numbers never as flags.
 """
@@ -31,8 +35,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from dpggm.exceptions import IncompatibleBudgetError
 from dpggm.mechanisms.bounds import Bounds, check_bounds
-from dpggm.privacy.budgets import Budget
+from dpggm.privacy.budgets import NEIGHBOR_RELATIONS, Budget
 
 __all__ = [
     "BOUNDS",
@@ -44,6 +49,8 @@ __all__ = [
     "Required",
     "REPORT_DELTA",
     "AnyOf",
+    "BoxBounds",
+    "BudgetOf",
     "Constraint",
     "ContractMixin",
     "FittedOnPrivateDataWarning",
@@ -58,6 +65,7 @@ __all__ = [
     "check_integer",
     "check_number",
     "check_param",
+    "declared_constraints",
     "fraction",
     "preprocessing_reasons",
     "validate_params",
@@ -96,6 +104,9 @@ class Constraint:
 
     def convert(self, value: Any) -> Any:
         return value
+
+    #: What a value of the right type outside the allowed set raises (a ValueError).
+    error: type[ValueError] = ValueError
 
     def message(self, name: str, value: Any) -> str:
         if value is None and self.required_hint:
@@ -291,6 +302,61 @@ class _Budget(Constraint):
         return isinstance(value, Budget)
 
 
+class BudgetOf(Constraint):
+    """A budget of one of the given notions (a method whose noise delivers only these):
+    another notion raises :class:`~dpggm.exceptions.IncompatibleBudgetError` (a
+    ``ValueError``)."""
+
+    error = IncompatibleBudgetError
+
+    def __init__(self, *notions: type, why: str = "", positive_delta: bool = False) -> None:
+        self.notions, self.why, self.positive_delta = notions, why, positive_delta
+        self.required_hint = _Budget.required_hint
+
+    def describe(self) -> str:
+        names = " or ".join(n.__name__ for n in self.notions)
+        delta = " (ApproxDP with delta > 0)" if self.positive_delta else ""
+        return f"a {names} budget{delta}" + (f" ({self.why})" if self.why else "")
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, Budget)
+
+    def accepts(self, value: Any) -> bool:
+        from dpggm.privacy.budgets import ApproxDP
+
+        if self.positive_delta and isinstance(value, ApproxDP) and not value.delta > 0:
+            return False
+        return isinstance(value, self.notions)
+
+
+class BoxBounds(Constraint):
+    """Coordinate-wise bounds only: ``Box(b)`` or the text ``'box:B'`` (a row-norm bound is
+    a bad value for a method that measures entries one by one)."""
+
+    required_hint = "declare Box(b) (|x_j| <= b_j) from domain knowledge"
+
+    def __init__(self, owner: str = "") -> None:
+        self.owner = owner
+
+    def describe(self) -> str:
+        return "Box(b) or the text 'box:B'" + (
+            f" ({self.owner} needs coordinate-wise bounds)" if self.owner else "")
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (Bounds, str))
+
+    def accepts(self, value: Any) -> bool:
+        from dpggm.mechanisms.bounds import Box
+
+        try:
+            return isinstance(check_bounds(value), Box)
+        except ValueError:
+            return True  # a malformed text: convert() names what is wrong with it
+
+    def convert(self, value: Any) -> Bounds:
+        return check_bounds(value)
+
+
 class _Bounds(Constraint):
     """``RowNorm``/``Box`` objects or the ``"l2:B"``/``"box:B"`` strings, everywhere."""
 
@@ -343,7 +409,7 @@ class _Estimator(Constraint):
 #: The shared declarations.
 BUDGET = _Budget()
 BOUNDS = _Bounds()
-NEIGHBORS = Options("replace", "add-remove")
+NEIGHBORS = Options(*NEIGHBOR_RELATIONS)
 RANDOM_STATE = _RandomState()
 NOISE = Options("exact", "float")
 FLAG = _Flag()
@@ -367,7 +433,7 @@ def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
             raise ValueError(constraint.message(name, value))
         raise ParameterTypeError(constraint.message(name, value))
     if not constraint.accepts(value):
-        raise ValueError(constraint.message(name, value))
+        raise constraint.error(constraint.message(name, value))
     try:
         return constraint.convert(value)
     except ValueError as exc:
@@ -377,7 +443,9 @@ def check_param(value: Any, constraint: Constraint, *, name: str) -> Any:
         raise ValueError(f"{name}: {exc}") from None
 
 
-def _declared(cls: type) -> dict[str, Constraint]:
+def declared_constraints(cls: type) -> dict[str, Constraint]:
+    """Every constraint ``cls`` declares, its base classes' included (a subclass may
+    override one by name)."""
     merged: dict[str, Constraint] = {}
     for klass in reversed(cls.__mro__):
         merged.update(klass.__dict__.get("_constraints", {}))
@@ -393,7 +461,7 @@ def validate_params(estimator: Any) -> dict[str, Any]:
     """
     params = estimator.get_params(deep=False)
     checked: dict[str, Any] = {}
-    for name, constraint in _declared(type(estimator)).items():
+    for name, constraint in declared_constraints(type(estimator)).items():
         if name not in params:
             raise AttributeError(
                 f"{type(estimator).__name__} declares a constraint on {name!r}, which its "

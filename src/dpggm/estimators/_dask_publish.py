@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.estimators._dask import clipped_second_moment, partition_blocks
+from dpggm.io import commit_directory, write_atomic
 from dpggm.mechanisms.bounds import check_bounds, check_neighbors
 from dpggm.mechanisms.publish import publish
 from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
@@ -185,10 +186,9 @@ def publish_dask(
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         released.to_parquet(str(staging), write_index=False, write_metadata_file=True)
-        (staging / METADATA_NAME).write_text(json.dumps(metadata, indent=2))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
+        write_atomic(staging / METADATA_NAME, lambda fh: json.dump(metadata, fh, indent=2))
+        # One rename onto the target, with the ordinary permissions (dpggm.io).
+        commit_directory(staging, out, overwrite=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -85,10 +85,10 @@ from dpggm.privacy.budgets import (
     Budget,
     NonPrivate,
     PureDP,
+    accounting_total,
     budget_from_cost,
     exact_cost,
 )
-from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
     "GraphRelease",
@@ -153,34 +153,14 @@ class GraphSettings:
 
 
 def accounting_budget(budget: Budget, method: str) -> Budget:
-    """The notion and total the steps compose in (see the module documentation)."""
-    if isinstance(budget, (NonPrivate, ZCDP)):
+    """The notion and total the steps compose in (see the module documentation): a pure-DP
+    budget composes in pure DP (``method="glasso"``), everything else in the zCDP it
+    implies (:func:`~dpggm.privacy.budgets.accounting_total`, rounded down)."""
+    if isinstance(budget, ApproxDP) and budget.delta == 0:
+        budget = PureDP(budget.epsilon)
+    if isinstance(budget, PureDP) and method != "pace":
         return budget
-    if isinstance(budget, ApproxDP):
-        if budget.delta == 0:
-            return accounting_budget(PureDP(budget.epsilon), method)
-        return ZCDP(_rho_implying(budget.epsilon, budget.delta))
-    if isinstance(budget, GDP) or (isinstance(budget, PureDP) and method == "pace"):
-        # Rounded down: the steps must never spend more than the budget implies.
-        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
-    return budget
-
-
-def _rho_implying(epsilon: float, delta: float) -> float:
-    """The largest ``rho`` whose tight conversion implies ``(epsilon, delta)``; where that
-    search overflows (an enormous ``epsilon``), the simple conversion ``epsilon = rho +
-    2 sqrt(rho ln(1/delta))`` solved for ``rho`` (a smaller ``rho``, so still implying it)."""
-    if epsilon == 0:
-        return 0.0
-    try:
-        return zcdp_rho_for(epsilon, delta)
-    except (OverflowError, ArithmeticError):
-        log_term = math.log(1.0 / delta)
-        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
-        rho = root * root
-        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
-            rho = math.nextafter(rho, 0.0)
-        return rho
+    return accounting_total(budget, ZCDP)
 
 
 def _notion_cost(budget: Budget) -> Fraction:
@@ -605,8 +585,10 @@ class _Runner:
             self.out.mean = total / n if self.settings.private_centre else None
         else:
             if self.settings.private_centre:
+                # Unprefixed noise keys: the step's record reads as its plan does.
                 self.out.mean = self._book("centring", lambda planned: release_mean(
-                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx))
+                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx,
+                    prefix=""))
             if self.settings.method != "pace":
                 self.out.second_moment = self._book("graph", lambda planned: self._matrix(
                     gram, n, bounds, planned))
@@ -625,13 +607,13 @@ class _Runner:
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
             counts, record = release_observed_counts(observed, budget=planned.budget,
-                                                     ctx=self.ctx)
+                                                     ctx=self.ctx, prefix="")
             noise.update(record)
             return counts, record
 
         counts = self._book("missing counts", run)
-        spread = noise.get("observed_sigma", noise.get("observed_laplace_scale", 0.0))
-        if "observed_laplace_scale" in noise:
+        spread = noise.get("sigma", noise.get("laplace_scale", 0.0))
+        if "laplace_scale" in noise:
             spread = math.sqrt(2.0) * spread
         self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
@@ -642,7 +624,7 @@ class _Runner:
                                           mechanism=mechanism, ctx=self.ctx)
         self.out.entry_noise_std = released.entry_noise_std
         self.out.caveats.extend(released.guarantee.notes.get("caveats", []))
-        noise = {k: v for k, v in released.guarantee.noise.items()}
+        noise = {k: v for k, v in released.guarantee.noise.items() if k != "breakdown"}
         return released.second_moment, noise
 
     def _centre(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:

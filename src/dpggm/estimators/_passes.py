@@ -841,13 +841,13 @@ def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
     (validated by :func:`~dpggm.estimators.data.as_matrix`). With ``missing`` other than
     ``"refuse"`` a missing value is kept as NaN: the counting kernels count it apart and
     the rescaling imputes it at the centre of its range."""
-    from dpggm.estimators.data import _is_path, as_matrix, is_dask_collection
+    from dpggm.estimators.data import as_matrix, is_dask_collection, is_path
 
     if is_dask_collection(X):
         from dpggm.estimators._dask import DaskRecords
 
         return DaskRecords(X, name=name, missing=missing)
-    if _is_path(X):
+    if is_path(X):
         started = _STARTED.pop(id(X), None)
         if started is not None and started.source is X and started.missing == missing:
             return started

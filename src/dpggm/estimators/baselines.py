@@ -11,53 +11,72 @@
   then a sparse vector over dyadic radii) and a private choice between GaussCov and
   SeparateCov at that radius.
 
-Every multi-step release runs under a :class:`~dpggm.privacy.PrivacyAccountant` opened with
-the total, used as a filter: a step that would overspend is refused before it runs, and the
-last step spends exactly what remains. A ``PureDP(epsilon)`` budget is accounted as
-``epsilon**2 / 2``-zCDP and ``GDP(mu)`` as ``mu**2 / 2``-zCDP; ``privacy_`` then states the
-zCDP guarantee actually obtained (Gaussian noise is never pure DP).
+Every estimator plans its steps from public facts (:meth:`plan`) and runs them under one
+:class:`~dpggm.privacy.PrivacyAccountant` opened with the total: a step that would
+overspend is refused before it runs, and the last step spends exactly what remains. A
+``PureDP(epsilon)`` budget is accounted as ``epsilon**2 / 2``-zCDP and ``GDP(mu)`` as
+``mu**2 / 2``-zCDP (:func:`~dpggm.privacy.budgets.accounting_total`); ``privacy_`` then
+states the zCDP guarantee actually obtained (Gaussian noise is never pure DP).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dpggm.estimators._base import DPEstimator, check_budget, make_context
-from dpggm.estimators._contract import FLAG, NOISE, VECTOR, AnyOf, Interval, Options, fraction
-from dpggm.estimators.data import as_matrix, clipped_second_moment
-from dpggm.exceptions import (
-    BudgetRangeError,
-    IncompatibleBudgetError,
-    NumericalError,
-    UnsupportedNeighborsError,
+from dpggm.estimators._base import DPEstimator, Settings
+from dpggm.estimators._contract import (
+    BOUNDS,
+    FLAG,
+    NOISE,
+    VECTOR,
+    AnyOf,
+    BoxBounds,
+    BudgetOf,
+    Interval,
+    Options,
+    fraction,
 )
-from dpggm.mechanisms.additive import MAX_RECORDS, NoisePart, check_budget_range
-from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
+from dpggm.estimators.data import as_matrix
+from dpggm.exceptions import BudgetRangeError, NumericalError, UnsupportedNeighborsError
+from dpggm.mechanisms.additive import (
+    MAX_RECORDS,
+    GaussianMechanism,
+    NoisePart,
+    NoisyCount,
+    check_budget_range,
+)
+from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.noise import above_threshold, above_threshold_min_epsilon
-from dpggm.mechanisms.release import release_count, release_second_moment
-from dpggm.mechanisms.sensitivity import (
-    gram_entry_sensitivity,
-    second_moment_l2_sensitivity,
+from dpggm.mechanisms.noise import AboveThreshold, above_threshold_min_epsilon
+from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
+from dpggm.mechanisms.release import (
+    EntrywiseGaussian,
+    release_planned_second_moment,
+    second_moment_plan,
 )
-from dpggm.privacy.accountant import PrivacyAccountant
+from dpggm.mechanisms.sensitivity import gram_entry_sensitivity, second_moment_l2_sensitivity
 from dpggm.privacy.budgets import (
     GDP,
     ZCDP,
+    Budget,
     NonPrivate,
     PureDP,
+    accounting_total,
     budget_from_cost,
-    compose,
+    dyadic_share,
     exact_cost,
     scale_budget,
     split_budget,
 )
 from dpggm.privacy.calibration import PURE_DP_ZCDP, epsilon_for_zcdp
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.psd import project_psd
 
 __all__ = [
@@ -70,38 +89,20 @@ __all__ = [
 
 
 def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
-    """The zCDP total a baseline may spend for ``budget``.
-
-    ``ZCDP`` is taken as is; ``PureDP(epsilon)`` becomes ``epsilon**2 / 2`` and
-    ``GDP(mu)`` becomes ``mu**2 / 2`` (exact conversions, rounded down so that the total
-    never exceeds what was declared). ``NonPrivate()`` is passed through.
+    """The zCDP total a baseline may spend for ``budget``
+    (:func:`~dpggm.privacy.budgets.accounting_total` into ``ZCDP``: exact conversions,
+    rounded down), refused when it is zero.
 
     Raises
     ------
     IncompatibleBudgetError
         For ``ApproxDP``: an ``(epsilon, delta)`` guarantee implies no zCDP guarantee.
-    ValueError
-        If the resulting ``rho`` is not positive.
+    BudgetRangeError
+        If the resulting ``rho`` is not positive (or overflows).
     """
-    budget = check_budget(budget)
     if isinstance(budget, NonPrivate):
         return budget
-    try:
-        cost = exact_cost(budget, ZCDP)
-    except IncompatibleBudgetError as exc:
-        raise IncompatibleBudgetError(
-            f"{owner} runs under rho-zCDP: budget must be ZCDP, or PureDP / GDP (which "
-            f"convert soundly); got {budget}. {exc}"
-        ) from None
-    try:
-        total = budget_from_cost(ZCDP, cost, rounding="down")
-    except ValueError:
-        name, value = ("mu", budget.mu) if isinstance(budget, GDP) else ("epsilon", budget.epsilon)
-        raise BudgetRangeError(
-            f"budget: {name} must be below 1.8e+154 for {owner}, which accounts in zCDP "
-            f"({name}**2/2 exceeds the largest float); got {name}={value!r}",
-            parameter=name, value=value,
-        ) from None
+    total = accounting_total(budget, ZCDP)
     if not total.rho > 0:
         raise BudgetRangeError(
             f"budget: rho must be > 0 for {owner} (a zero budget allows no release; use "
@@ -111,13 +112,6 @@ def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
     return total
 
 
-def _check_center(center: Any) -> np.ndarray | None:
-    """The public centre (already checked against the declared constraint)."""
-    if center is None or isinstance(center, str):
-        return None
-    return np.asarray(center, dtype=float)
-
-
 def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.ndarray:
     """The release with its eigenvalues clipped to ``[lower, upper]`` (post-processing)."""
     if not np.all(np.isfinite(matrix)):
@@ -125,75 +119,62 @@ def _clip_spectrum(matrix: np.ndarray, lower: float, upper: float | None) -> np.
     return project_psd((matrix + matrix.T) / 2, min_eigenvalue=lower, max_eigenvalue=upper).estimate
 
 
-def _gauss_cov(
-    S: np.ndarray,
-    *,
-    radius: float,
-    n: int,
-    budget: ZCDP,
-    accountant: PrivacyAccountant,
-    ctx: ReleaseContext,
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _symmetric_release(mechanism: GaussianMechanism, S: np.ndarray,
+                       ctx: ReleaseContext) -> np.ndarray:
+    """Gaussian noise on the upper triangle (with diagonal) of ``S``, mirrored."""
+    p = S.shape[0]
+    iu = np.triu_indices(p)
+    out = np.zeros((p, p))
+    out[iu] = mechanism.release(S[iu], ctx.source)
+    return out + np.triu(out, 1).T
+
+
+def _matrix_mechanism(radius: float, *, n: int, p: int, neighbors: str, budget: Budget,
+                      noise: str, eigenvalues: bool = False) -> GaussianMechanism:
+    """The Gaussian release of a second moment of rows of norm <= ``radius`` (upper
+    triangle), or of its eigenvalue vector (``eigenvalues=True``: by the Hoffman-Wielandt
+    inequality it moves no more than ``S`` in Frobenius norm)."""
+    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=neighbors)
+    return GaussianMechanism(sensitivity=sensitivity, size=p if eigenvalues else p * (p + 1) // 2,
+                             budget=budget, noise=noise)
+
+
+def _gauss_cov(S: np.ndarray, *, radius: float, mechanism: GaussianMechanism,
+               ctx: ReleaseContext) -> tuple[np.ndarray, np.ndarray]:
     """GaussCov: symmetric Gaussian noise on ``S`` of rows with norm <= ``radius``, then the
     eigenvalues clipped to ``[0, radius**2]`` (every eigenvalue of such an ``S`` lies there)."""
-    p = S.shape[0]
-    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=ctx.neighbors)
-    accountant.spend(budget, mechanism="gaussian (whole second moment)", radius=radius)
-    noisy, mechanism = ctx.symmetric_gaussian(S, sensitivity=sensitivity, budget=budget)
-    estimate = _clip_spectrum(noisy, 0.0, radius**2)
-    noise = {**mechanism.record("gauss_"), "gauss_rho": budget.rho}
-    return noisy, estimate, noise
+    noisy = _symmetric_release(mechanism, S, ctx)
+    return noisy, _clip_spectrum(noisy, 0.0, radius**2)
 
 
-def _separate_cov(
-    S: np.ndarray,
-    *,
-    radius: float,
-    n: int,
-    eigenvector_budget: ZCDP,
-    accountant: PrivacyAccountant,
-    ctx: ReleaseContext,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """SeparateCov: eigenvectors of a GaussCov release at ``eigenvector_budget``, and the
-    true eigenvalues released with everything the accountant has left.
+def _separate_cov(S: np.ndarray, *, radius: float, vectors: GaussianMechanism,
+                  values: GaussianMechanism,
+                  ctx: ReleaseContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SeparateCov: eigenvectors of a GaussCov release (``vectors``), and the true
+    eigenvalues released with ``values``.
 
     The eigenvalue vector has the l2 sensitivity of ``S`` in Frobenius norm
     (Hoffman-Wielandt: ``||lambda(A) - lambda(B)||_2 <= ||A - B||_F``): ``sqrt(2) r^2 / n``
     under replace-one (``||x x^T - x' x'^T||_F^2 = |x|^4 + |x'|^4 - 2 (x^T x')^2 <= 2 r^4``).
 
-    Returns the noisy GaussCov matrix, the noisy eigenvalues (descending, before clipping),
-    the estimate, and the noise record.
+    Returns the noisy GaussCov matrix, the noisy eigenvalues (descending, before clipping)
+    and the estimate.
     """
-    p = S.shape[0]
-    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=ctx.neighbors)
-    accountant.spend(
-        eigenvector_budget,
-        mechanism="gaussian (whole second moment, for eigenvectors)",
-        radius=radius,
-    )
-    noisy, vector_mechanism = ctx.symmetric_gaussian(
-        S, sensitivity=sensitivity, budget=eigenvector_budget
-    )
-    _, vectors = np.linalg.eigh((noisy + noisy.T) / 2)
-    vectors = vectors[:, ::-1]  # descending, to pair with descending eigenvalues
-
-    value_budget = accountant.remaining
-    accountant.spend(value_budget, mechanism="gaussian (eigenvalues)", radius=radius)
+    noisy = _symmetric_release(vectors, S, ctx)
+    _, eigenvectors = np.linalg.eigh((noisy + noisy.T) / 2)
+    eigenvectors = eigenvectors[:, ::-1]  # descending, to pair with descending eigenvalues
     true_values = np.linalg.eigvalsh(S)[::-1]
-    noisy_values, value_mechanism = ctx.gaussian(
-        true_values, sensitivity=sensitivity, budget=value_budget
-    )
-    noisy_values = np.atleast_1d(np.asarray(noisy_values, dtype=float))
+    noisy_values = np.atleast_1d(np.asarray(values.release(true_values, ctx.source), dtype=float))
     clipped = np.clip(noisy_values, 0.0, radius**2)
-    estimate = (vectors * clipped) @ vectors.T
-    estimate = (estimate + estimate.T) / 2
-    noise = {
-        **vector_mechanism.record("eigenvector_"),
-        "eigenvector_rho": eigenvector_budget.rho,
-        **value_mechanism.record("eigenvalue_"),
-        "eigenvalue_rho": value_budget.rho,
+    estimate = (eigenvectors * clipped) @ eigenvectors.T
+    return noisy, noisy_values, (estimate + estimate.T) / 2
+
+
+def _separate_record(vectors: GaussianMechanism, values: GaussianMechanism) -> dict[str, Any]:
+    return {
+        **vectors.record("eigenvector_"), "eigenvector_rho": vectors.delivered.rho,
+        **values.record("eigenvalue_"), "eigenvalue_rho": values.delivered.rho,
     }
-    return noisy, noisy_values, estimate, noise
 
 
 def _whole_matrix_parts(shares: list[Fraction], *, radius: float, n: int, p: int,
@@ -218,81 +199,68 @@ def _svt_minimum(requested: Any, radius_fraction: float) -> float:
     return math.sqrt(2 * rho)  # PureDP epsilon or GDP mu, accounted as x**2 / 2
 
 
+def _zcdp_budget(owner: str) -> BudgetOf:
+    return BudgetOf(ZCDP, PureDP, GDP, NonPrivate,
+                    why=f"{owner} runs under rho-zCDP; PureDP and GDP convert soundly")
+
+
 class _ZCDPCovarianceBase(DPEstimator):
-    """Validation, the non-private path, and the guarantee record of the baselines."""
+    """Validation, the non-private path and the record of the zCDP baselines (the fit
+    template is :class:`~dpggm.estimators._base.PlannedEstimator`)."""
 
     _owner: ClassVar[str] = ""
-    _needs_box: ClassVar[bool] = False
     _mechanism: ClassVar[str] = ""
     #: Whether the release can be made honest under add/remove neighbours (n private).
     _supports_add_remove: ClassVar[bool] = False
     _constraints = {"center": AnyOf(Options("none"), VECTOR), "noise": NOISE}
 
-    def _validate_common(self) -> tuple[ZCDP | NonPrivate, Bounds, np.ndarray | None]:
-        params = self._validate_params()
-        budget = as_zcdp_total(params["budget"], owner=self._owner)
-        bounds = params["bounds"]
-        if self._needs_box and not isinstance(bounds, Box):
-            raise TypeError(
-                f"{self._owner} needs coordinate-wise bounds: bounds must be Box(b) "
-                f"(|x_j| <= b_j); got {bounds!r}"
-            )
-        self._ctx = make_context(self, bounds)
-        if self._ctx.neighbors == "add-remove" and not self._supports_add_remove:
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        if settings["neighbors"] == "add-remove" and not self._supports_add_remove:
             raise UnsupportedNeighborsError(
                 f"{self._owner} normalises by the number of records, which is private under "
                 "add/remove neighbours, and has no honest add/remove version here; use "
                 "neighbors='replace', or SSPCovariance / DiagonalCovariance / PrivateCovariance"
             )
-        center = _check_center(self.center)
-        return budget, bounds, center
+        return settings
 
-    def _centering_note(self, center: np.ndarray | None) -> str:
-        if center is None:
+    def _accounting(self, params: dict[str, Any], requested: Budget) -> Budget:
+        return as_zcdp_total(requested, owner=self._owner)
+
+    def _centering_note(self, settings: Settings) -> str:
+        if isinstance(settings["center"], str):
             return "none: raw second moment X^T X / n (equals the covariance only for centred data)"
         return "public mean subtracted before clipping"
 
-    def _fit_exact(self, X: Any, S: np.ndarray, center: np.ndarray | None, *, n: int,
-                   columns: list[str]) -> None:
+    def _empty_plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        return ReleasePlan(self._owner, n, p, settings.requested, settings.requested, (),
+                           settings["neighbors"], {"reason": "non-private reference run"})
+
+    def _exact(self, X: Any, settings: Settings, S: np.ndarray, n: int, columns: list[str],
+               ctx: ReleaseContext) -> None:
+        """The non-private reference: the exact statistic, recorded as such."""
         self.noisy_covariance_ = S.copy()
         self.accountant_ = None
         self._set_fitted(
             X, n_samples=n, n_features=S.shape[0], columns=columns, covariance=S.copy(),
-            privacy=self._ctx.guarantee(
+            privacy=ctx.guarantee(
                 budget=NonPrivate(),
                 mechanism=f"{self._mechanism} (non-private reference: exact statistic)",
-                notes={"centering": self._centering_note(center)},
+                notes={"centering": self._centering_note(settings)},
             ),
         )
 
-    def _guarantee(
-        self,
-        accountant: PrivacyAccountant,
-        center: np.ndarray | None,
-        *,
-        noise: dict[str, Any],
-        notes: dict[str, Any] | None = None,
-        delivered: list[Any] | None = None,
-    ) -> PrivacyGuarantee:
-        requested = check_budget(self.budget)
-        record: dict[str, Any] = {
-            "centering": self._centering_note(center),
-            "spends": [
-                {"mechanism": s.mechanism, "budget": s.budget, **s.details}
-                for s in accountant.spends
-            ],
-        }
-        if not isinstance(requested, ZCDP):
-            record["requested_budget"] = requested
+    def _record(self, ctx: ReleaseContext, plan: ReleasePlan, run: PlanRun,
+                settings: Settings, *, noise: dict[str, Any],
+                notes: dict[str, Any] | None = None) -> Any:
+        record = {"centering": self._centering_note(settings), **(notes or {})}
+        if not isinstance(settings.requested, ZCDP):
             record["conversion"] = (
                 "accounted as rho-zCDP (PureDP eps -> eps^2/2, GDP mu -> mu^2/2); the release "
                 "is Gaussian, so the guarantee is stated in zCDP"
             )
-        record.update(notes or {})
-        spent = delivered if delivered is not None else [s.budget for s in accountant.spends]
-        return self._ctx.guarantee(
-            budget=compose(spent), mechanism=self._mechanism, noise=noise, notes=record
-        )
+        return ctx.planned_guarantee(plan, run, mechanism=self._mechanism, noise=noise,
+                                     notes=record)
 
 
 class SSPCovariance(_ZCDPCovarianceBase):
@@ -342,11 +310,16 @@ class SSPCovariance(_ZCDPCovarianceBase):
     post-processing.
     """
 
+
     _owner = "SSPCovariance"
-    _needs_box = True
     _supports_add_remove = True
     _mechanism = "ssp (gaussian mechanism on the whole second moment)"
-    _constraints = {"psd": FLAG, "count_fraction": fraction()}
+    _constraints = {
+        "budget": _zcdp_budget("SSPCovariance"),
+        "bounds": BoxBounds("SSPCovariance"),
+        "psd": FLAG,
+        "count_fraction": fraction(),
+    }
 
     def __init__(
         self,
@@ -371,43 +344,41 @@ class SSPCovariance(_ZCDPCovarianceBase):
         self.noise = noise
         self.count_fraction = count_fraction
 
-    def fit(self, X: Any, y: Any = None) -> SSPCovariance:
-        """Release a private second moment of ``X`` (array, DataFrame or CSV path).
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        if settings.non_private:
+            return self._empty_plan(settings, n, p)
+        plan = second_moment_plan(
+            n=n, p=p, bounds=settings["bounds"], budget=settings.accounting,
+            mechanism="gaussian", neighbors=settings["neighbors"], noise=settings["noise"],
+            count_fraction=settings["count_fraction"], estimator=self._owner)
+        return replace(plan, requested=settings.requested)
 
-        Returns
-        -------
-        self
-        """
-        budget, bounds, center = self._validate_common()
-        stats = clipped_second_moment(X, bounds=bounds, center=center)
-        n, p = stats.n, stats.n_features
-        if isinstance(budget, NonPrivate):
-            self._fit_exact(X, stats.second_moment, center, n=n, columns=stats.columns)
-            return self
-        accountant = PrivacyAccountant(budget)
-        accountant.spend(budget, mechanism="gaussian (whole second moment)")
-        release = release_second_moment(
-            stats.second_moment * n,
-            n=n,
-            bounds=bounds,
-            budget=budget,
-            mechanism="gaussian",
-            ctx=self._ctx,
-            count_fraction=self.count_fraction,
-        )
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        stats = data.stats
+        if plan.non_private:
+            return None
+        return release_planned_second_moment(plan, stats.second_moment * stats.n, n=stats.n,
+                                             ctx=ctx, run=run)
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        stats = data.stats
+        if release is None:
+            self._exact(X, settings, stats.second_moment, stats.n, stats.columns, ctx)
+            return
         noisy = release.second_moment
         self.noisy_covariance_ = noisy
-        self.accountant_ = accountant
+        self.accountant_ = run.accountant
+        noise = {k: v for k, v in release.guarantee.noise.items() if k != "breakdown"}
+        notes = {k: v for k, v in release.guarantee.notes.items()
+                 if k not in ("caveats", "plan", "spent_exactly_total", "requested_budget",
+                              "accounted_as")}
         self._set_fitted(
-            X, n_samples=release.count, n_features=p, columns=stats.columns,
-            covariance=_clip_spectrum(noisy, 0.0, None) if self.psd else noisy.copy(),
-            privacy=self._guarantee(
-                accountant, center, noise=dict(release.guarantee.noise),
-                notes={k: v for k, v in release.guarantee.notes.items() if k != "caveats"},
-                delivered=[release.guarantee.budget],
-            ),
+            X, n_samples=release.count, n_features=stats.n_features, columns=stats.columns,
+            covariance=_clip_spectrum(noisy, 0.0, None) if settings["psd"] else noisy.copy(),
+            privacy=self._record(ctx, plan, run, settings, noise=noise, notes=notes),
         )
-        return self
 
 
 class DiagonalCovariance(_ZCDPCovarianceBase):
@@ -451,11 +422,15 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
     the float rounding of ``rho / p`` never overspends.
     """
 
+
     _owner = "DiagonalCovariance"
-    _needs_box = True
     _supports_add_remove = True
     _mechanism = "diagonal only (gaussian mechanism per diagonal entry)"
-    _constraints = {"count_fraction": fraction()}
+    _constraints = {
+        "budget": _zcdp_budget("DiagonalCovariance"),
+        "bounds": BoxBounds("DiagonalCovariance"),
+        "count_fraction": fraction(),
+    }
 
     def __init__(
         self,
@@ -478,86 +453,94 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         self.noise = noise
         self.count_fraction = count_fraction
 
-    def fit(self, X: Any, y: Any = None) -> DiagonalCovariance:
-        """Release the private diagonal of the second moment of ``X``.
-
-        Returns
-        -------
-        self
-        """
-        budget, bounds, center = self._validate_common()
-        stats = clipped_second_moment(X, bounds=bounds, center=center)
-        S, n, p = stats.second_moment, stats.n, stats.n_features
-        if isinstance(budget, NonPrivate):
-            self._fit_exact(X, np.diag(np.diag(S)), center, n=n, columns=stats.columns)
-            return self
-        ctx = self._ctx
-        accountant = PrivacyAccountant(budget)
-        noise: dict[str, Any] = {}
-        delivered: list[Any] = []
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        """The noisy count (add/remove), then the ``p`` diagonal entries, each its own
+        query with ``1/p`` of the rest (the last with exactly what remains)."""
+        if settings.non_private:
+            return self._empty_plan(settings, n, p)
+        bounds, neighbors, noise = settings["bounds"], settings["neighbors"], settings["noise"]
+        bounds.check_dimension(p)
+        add_remove = neighbors == "add-remove"
         # Under add/remove the diagonal of the Gram matrix is released with sensitivities
         # free of n, and divided by a noisy count afterwards.
-        divisor = 1.0
-        n_samples = n
-        diagonal = np.diag(S).copy()
-        sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors))
-        add_remove = ctx.neighbors == "add-remove"
-        if ctx.noise != "float":
-            # Before any draw: the count and every diagonal entry must be drawable.
-            count_share = Fraction(self.count_fraction) if add_remove else Fraction(0)
-            scale = 1 if add_remove else n
-            records = MAX_RECORDS if add_remove else 1  # n is private under add/remove
-            box = bounds.vector(p)
-            parts = [NoisePart(share=(1 - count_share) / p, sensitivity=float(s) / scale,
-                               size=1, value_bound=float(np.max(box)) ** 2 * records)
-                     for s in {float(sensitivity.min()), float(sensitivity.max())}]
-            if add_remove:
-                parts.append(NoisePart(share=count_share, sensitivity=1.0, size=1,
-                                       value_bound=float(MAX_RECORDS)))
-            check_budget_range(check_budget(self.budget), parts,
-                               release=f"DiagonalCovariance of {p} columns")
-        else:
-            check_budget_range(check_budget(self.budget), [], release="DiagonalCovariance")
-        if ctx.neighbors == "add-remove":
-            count_budget, _ = split_budget(budget, self.count_fraction)
-            accountant.spend(count_budget, mechanism="noisy count")
-            count, count_delivered, count_record = release_count(n, budget=count_budget, ctx=ctx)
-            delivered.append(count_delivered)
-            noise.update(count_record)
-            divisor = max(count, 1.0)
-            n_samples = max(int(round(count)), 1)
-            diagonal = diagonal * n
-        else:
+        sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=neighbors))
+        if not add_remove:
             sensitivity = np.nextafter(sensitivity / n, np.inf)
-        per_entry = scale_budget(accountant.remaining, Fraction(1, p))
-        released = np.empty(p)
-        sigmas = np.empty(p)
-        grids = []
-        for j in range(p):
-            part = per_entry if j < p - 1 else accountant.remaining
-            accountant.spend(part, mechanism="gaussian (diagonal entry)", entry=(j, j))
-            value, mechanism = ctx.gaussian(
-                diagonal[j], sensitivity=float(sensitivity[j]), budget=part
-            )
-            released[j] = float(value) / divisor
-            sigmas[j] = mechanism.sigma
-            grids.append(mechanism.grid)
-            delivered.append(mechanism.delivered)
-        self.noisy_covariance_ = np.diag(released)
-        self.accountant_ = accountant
+        self._check_range(settings, n, p)
+        steps: list[PlannedMeasurement] = []
+        rest = settings.accounting
+        if add_remove:
+            count_budget, rest = split_budget(rest, settings["count_fraction"])
+            steps.append(NoisyCount(count_budget, noise=noise).planned("count"))
+        per_entry = dyadic_share(rest, Fraction(1, p))
+        last = budget_from_cost(ZCDP, (exact_cost(rest, ZCDP)[0]
+                                       - (p - 1) * exact_cost(per_entry, ZCDP)[0],))
+        diagonal = EntrywiseGaussian(sensitivity, [per_entry] * (p - 1) + [last], noise=noise)
+        steps.append(diagonal.planned("diagonal"))
+        return ReleasePlan(self._owner, n, p, settings.requested, settings.accounting,
+                           tuple(steps), neighbors, {})
+
+    def _check_range(self, settings: Settings, n: int, p: int) -> None:
+        """Before any draw: the count and every diagonal entry must be drawable."""
+        if settings["noise"] == "float":
+            check_budget_range(settings.requested, [], release="DiagonalCovariance")
+            return
+        bounds = settings["bounds"]
+        add_remove = settings["neighbors"] == "add-remove"
+        sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=settings["neighbors"]))
+        count_share = Fraction(settings["count_fraction"]) if add_remove else Fraction(0)
+        scale = 1 if add_remove else n
+        records = MAX_RECORDS if add_remove else 1  # n is private under add/remove
+        box = bounds.vector(p)
+        parts = [NoisePart(share=(1 - count_share) / p, sensitivity=float(s) / scale,
+                           size=1, value_bound=float(np.max(box)) ** 2 * records)
+                 for s in {float(sensitivity.min()), float(sensitivity.max())}]
+        if add_remove:
+            parts.append(NoisePart(share=count_share, sensitivity=1.0, size=1,
+                                   value_bound=float(MAX_RECORDS)))
+        check_budget_range(settings.requested, parts, release=f"DiagonalCovariance of {p} columns")
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        stats = data.stats
+        if plan.non_private:
+            return None
+        diagonal = np.diag(stats.second_moment).copy()
+        divisor = 1.0
+        count = float(stats.n)
+        if settings["neighbors"] == "add-remove":
+            count = run.run("count", lambda s: s.measurement.release(stats.n, ctx.source))
+            divisor = max(count, 1.0)
+            diagonal = diagonal * stats.n
+        released = run.run("diagonal", lambda s: s.measurement.release(diagonal, ctx.source))
+        return released / divisor, count
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        stats = data.stats
+        if release is None:
+            S = stats.second_moment
+            self._exact(X, settings, np.diag(np.diag(S)), stats.n, stats.columns, ctx)
+            return
+        released, count = release
+        diagonal = plan.step("diagonal").measurement
+        noise: dict[str, Any] = {}
+        if "count" in {s.step for s in plan.steps}:
+            noise.update(plan.step("count").measurement.record("count_"))
         noise.update(
-            diagonal_sigma=sigmas.tolist(),
-            diagonal_sensitivity=sensitivity.tolist(),
-            rho_per_entry=per_entry.rho,
+            diagonal_sigma=diagonal.sigmas.tolist(),
+            diagonal_sensitivity=diagonal.sensitivities.tolist(),
+            rho_per_entry=diagonal.budgets[0].rho,
         )
-        if ctx.noise == "exact":
-            noise["diagonal_grid"] = grids
+        if settings["noise"] == "exact":
+            noise["diagonal_grid"] = diagonal.grids
+        self.noisy_covariance_ = np.diag(released)
+        self.accountant_ = run.accountant
         self._set_fitted(
-            X, n_samples=n_samples, n_features=p, columns=stats.columns,
-            covariance=np.diag(np.maximum(released, 0.0)),
-            privacy=self._guarantee(accountant, center, noise=noise, delivered=delivered),
+            X, n_samples=max(int(round(count)), 1), n_features=stats.n_features,
+            columns=stats.columns, covariance=np.diag(np.maximum(released, 0.0)),
+            privacy=self._record(ctx, plan, run, settings, noise=noise),
         )
-        return self
 
 
 class SeparateCovariance(_ZCDPCovarianceBase):
@@ -605,9 +588,13 @@ class SeparateCovariance(_ZCDPCovarianceBase):
     rho-zCDP; the rest is post-processing.
     """
 
+
     _owner = "SeparateCovariance"
     _mechanism = "separatecov (Dong, Liang & Yi 2022)"
-    _constraints = {"eigenvector_fraction": fraction()}
+    _constraints = {
+        "budget": _zcdp_budget("SeparateCovariance"),
+        "eigenvector_fraction": fraction(),
+    }
 
     def __init__(
         self,
@@ -630,49 +617,67 @@ class SeparateCovariance(_ZCDPCovarianceBase):
         self.random_state = random_state
         self.noise = noise
 
-    def fit(self, X: Any, y: Any = None) -> SeparateCovariance:
-        """Release a private second moment of ``X`` by SeparateCov.
-
-        Returns
-        -------
-        self
-        """
-        budget, bounds, center = self._validate_common()
-        share = float(self.eigenvector_fraction)
-        stats = clipped_second_moment(X, bounds=bounds, center=center)
-        S, n, p = stats.second_moment, stats.n, stats.n_features
-        if isinstance(budget, NonPrivate):
-            self._fit_exact(X, S, center, n=n, columns=stats.columns)
-            self.noisy_eigenvalues_ = np.linalg.eigvalsh(S)[::-1].copy()
-            return self
-        accountant = PrivacyAccountant(budget)
-        radius = bounds.row_norm(p)
-        vector_share = Fraction(share)
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        """The eigenvector release (a share of the total), then the eigenvalues (the rest)."""
+        if settings.non_private:
+            return self._empty_plan(settings, n, p)
+        radius = settings["bounds"].row_norm(p)
+        share = Fraction(settings["eigenvector_fraction"])
+        neighbors, noise = settings["neighbors"], settings["noise"]
         check_budget_range(
-            check_budget(self.budget),
-            _whole_matrix_parts([vector_share], radius=radius, n=n, p=p,
-                                neighbors=self.neighbors, noise=self._ctx.noise)
-            + _whole_matrix_parts([1 - vector_share], radius=radius, n=n, p=p,
-                                  neighbors=self.neighbors, noise=self._ctx.noise,
-                                  eigenvalues=True),
+            settings.requested,
+            _whole_matrix_parts([share], radius=radius, n=n, p=p, neighbors=neighbors,
+                                noise=noise)
+            + _whole_matrix_parts([1 - share], radius=radius, n=n, p=p, neighbors=neighbors,
+                                  noise=noise, eigenvalues=True),
             release=f"SeparateCovariance of {p} columns from n = {n} rows",
         )
-        noisy, values, estimate, noise = _separate_cov(
-            S,
-            radius=radius,
-            n=n,
-            eigenvector_budget=scale_budget(budget, Fraction(share)),
-            accountant=accountant,
-            ctx=self._ctx,
-        )
+        total = settings.accounting
+        vector_budget = scale_budget(total, share)
+        value_budget = budget_from_cost(ZCDP, (exact_cost(total, ZCDP)[0]
+                                               - exact_cost(vector_budget, ZCDP)[0],))
+        vectors = _matrix_mechanism(radius, n=n, p=p, neighbors=neighbors,
+                                    budget=vector_budget, noise=noise)
+        values = _matrix_mechanism(radius, n=n, p=p, neighbors=neighbors, budget=value_budget,
+                                   noise=noise, eigenvalues=True)
+        return ReleasePlan(self._owner, n, p, settings.requested, total,
+                           (vectors.planned("eigenvectors"), values.planned("eigenvalues")),
+                           neighbors, {"radius": radius})
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        if plan.non_private:
+            return None
+        S = data.stats.second_moment
+        radius = plan.notes["radius"]
+        vectors, values = plan.step("eigenvectors"), plan.step("eigenvalues")
+        # The two steps are one computation (the eigenvalues pair with the eigenvectors):
+        # both are checked first and booked in order.
+        run.accountant.check(vectors.budget)
+        outcome = _separate_cov(S, radius=radius, vectors=vectors.measurement,
+                                values=values.measurement, ctx=ctx)
+        run.book(vectors)
+        run.book(values)
+        return outcome
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        stats = data.stats
+        if release is None:
+            self._exact(X, settings, stats.second_moment, stats.n, stats.columns, ctx)
+            self.noisy_eigenvalues_ = np.linalg.eigvalsh(stats.second_moment)[::-1].copy()
+            return
+        noisy, values, estimate = release
         self.noisy_covariance_ = noisy
         self.noisy_eigenvalues_ = values
-        self.accountant_ = accountant
+        self.accountant_ = run.accountant
+        noise = {**_separate_record(plan.step("eigenvectors").measurement,
+                                    plan.step("eigenvalues").measurement),
+                 "radius": plan.notes["radius"]}
         self._set_fitted(
-            X, n_samples=n, n_features=p, columns=stats.columns, covariance=estimate,
-            privacy=self._guarantee(accountant, center, noise={**noise, "radius": radius}),
+            X, n_samples=stats.n, n_features=stats.n_features, columns=stats.columns,
+            covariance=estimate, privacy=self._record(ctx, plan, run, settings, noise=noise),
         )
-        return self
 
 
 class AdaptiveCovariance(_ZCDPCovarianceBase):
@@ -755,11 +760,14 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
     remainder.
     """
 
+
     EIGENVECTOR_BOUND_SCALE: ClassVar[float] = 2.0 / 6.0
 
     _owner = "AdaptiveCovariance"
     _mechanism = "adaptivecov (Dong, Liang & Yi 2022)"
     _constraints = {
+        "budget": _zcdp_budget("AdaptiveCovariance"),
+        "bounds": BOUNDS,
         "trace_fraction": fraction(),
         "radius_fraction": fraction(),
         "failure_probability": fraction(),
@@ -793,15 +801,14 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         self.random_state = random_state
         self.noise = noise
 
-    def _validate_adaptive(self) -> tuple[float, float, float, int]:
-        trace_fraction = float(self.trace_fraction)
-        radius_fraction = float(self.radius_fraction)
-        if not trace_fraction + radius_fraction < 1:
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        if not settings["trace_fraction"] + settings["radius_fraction"] < 1:
             raise ValueError(
                 "trace_fraction + radius_fraction must be < 1 (the rest pays for the release); "
-                f"got {trace_fraction!r} + {radius_fraction!r}"
+                f"got {settings['trace_fraction']!r} + {settings['radius_fraction']!r}"
             )
-        return trace_fraction, radius_fraction, float(self.failure_probability), int(self.n_radii)
+        return settings
 
     @classmethod
     def predicted_errors(
@@ -837,150 +844,198 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         )
         return gauss, separate
 
-    # One piece (over 120 lines): the three adaptive steps (noisy trace, sparse-vector radius,
-    # final release) run under one accountant and each feeds the next one's public inputs.
-    def fit(self, X: Any, y: Any = None) -> AdaptiveCovariance:
-        """Release a private second moment of ``X`` by AdaptiveCov.
-
-        Returns
-        -------
-        self
-        """
-        budget, bounds, center = self._validate_common()
-        trace_fraction, radius_fraction, beta, n_radii = self._validate_adaptive()
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
+        """The clipped rows themselves (the radius step reads their norms)."""
         values, columns = as_matrix(X)
         n, p = values.shape
-        bounds.check_dimension(p)
-        if center is not None:
+        settings["bounds"].check_dimension(p)
+        center = settings["center"]
+        if not isinstance(center, str):
+            center = np.asarray(center, dtype=float)
             if center.shape != (p,):
                 raise ValueError(
                     f"center must be a finite vector of length {p} (one per column); "
                     f"got shape {center.shape}"
                 )
             values = values - center
-        rows, _ = bounds.clip(values)
-        S = rows.T @ rows / n
-        S = (S + S.T) / 2
-        if isinstance(budget, NonPrivate):
-            self._fit_exact(X, S, center, n=n, columns=columns)
-            self.radius_ = bounds.row_norm(p)
-            self.method_ = "exact"
-            self.noisy_trace_ = float(np.trace(S))
-            return self
+        rows, _ = settings["bounds"].clip(values)
+        yield _Rows(rows, columns)
 
-        ctx = self._ctx
-        accountant = PrivacyAccountant(budget)
-        r = bounds.row_norm(p)
-        rho = Fraction(budget.rho)
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        """The noisy trace, the sparse vector over the radii, then the release at the chosen
+        radius with what remains (GaussCov, or SeparateCov with half for the
+        eigenvectors): its noise follows the released radius, its budget is fixed."""
+        if settings.non_private:
+            return self._empty_plan(settings, n, p)
+        r = settings["bounds"].row_norm(p)
+        trace_fraction = Fraction(settings["trace_fraction"])
+        radius_fraction = Fraction(settings["radius_fraction"])
+        noise = settings["noise"]
         # Before any draw. The final release's radius is chosen privately, but its noise
         # in grid steps does not depend on it (sensitivity and values both scale as r^2).
-        final_share = 1 - Fraction(trace_fraction) - Fraction(radius_fraction)
+        final_share = 1 - trace_fraction - radius_fraction
         check_budget_range(
-            check_budget(self.budget),
-            ([] if ctx.noise == "float" else [NoisePart(
-                share=Fraction(trace_fraction), sensitivity=math.nextafter(r**2 / n, math.inf),
+            settings.requested,
+            ([] if noise == "float" else [NoisePart(
+                share=trace_fraction, sensitivity=math.nextafter(r**2 / n, math.inf),
                 size=1, value_bound=r**2)])
             + _whole_matrix_parts([final_share, final_share / 2], radius=r, n=n, p=p,
-                                  neighbors=self.neighbors, noise=ctx.noise)
+                                  neighbors=settings["neighbors"], noise=noise)
             + _whole_matrix_parts([final_share / 2], radius=r, n=n, p=p,
-                                  neighbors=self.neighbors, noise=ctx.noise, eigenvalues=True),
+                                  neighbors=settings["neighbors"], noise=noise, eigenvalues=True),
             release=f"AdaptiveCovariance of {p} columns from n = {n} rows",
-            minimum=_svt_minimum(check_budget(self.budget), radius_fraction),
+            minimum=_svt_minimum(settings.requested, settings["radius_fraction"]),
         )
+        total = settings.accounting
+        rho = Fraction(total.rho)
+        trace = GaussianMechanism(sensitivity=math.nextafter(r**2 / n, math.inf), size=1,
+                                  budget=scale_budget(total, trace_fraction), noise=noise)
+        epsilon = epsilon_for_zcdp(rho * radius_fraction, coefficient=PURE_DP_ZCDP)
+        radius = AboveThreshold(epsilon=epsilon, sensitivity=1.0, monotonic=True,
+                                notion=PureDP)
+        trace_step = trace.planned("trace")
+        radius_step = radius.planned("radius")
+        spent = sum((exact_cost(s.budget, ZCDP)[0] for s in (trace_step, radius_step)),
+                    Fraction(0))
+        release = budget_from_cost(ZCDP, (rho - spent,))
+        release_step = PlannedMeasurement(
+            "release", "discrete gaussian at the released radius: GaussCov, or SeparateCov "
+            "(eigenvectors and eigenvalues, half each)" if noise == "exact" else
+            "gaussian at the released radius: GaussCov or SeparateCov", release,
+            sensitivity_rule="sqrt(2) tau^2 / n (replace-one) or tau^2 / n (add/remove), "
+                             "tau the released radius",
+            noise={"noise_multiplier": 1.0 / math.sqrt(2 * release.rho)})
+        return ReleasePlan(self._owner, n, p, settings.requested, total,
+                           (trace_step, radius_step, release_step), settings["neighbors"],
+                           {"declared_radius": r, "radii": int(settings["n_radii"])})
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        rows = data.rows
+        n, p = rows.shape
+        if plan.non_private:
+            return None
+        r = plan.notes["declared_radius"]
+        beta = settings["failure_probability"]
         # Rounding can put a clipped row a hair above r; the sensitivity argument needs <= r^2.
         squared_norms = np.minimum(np.einsum("ij,ij->i", rows, rows), r**2)
-
-        trace_budget = scale_budget(budget, Fraction(trace_fraction))
-        accountant.spend(trace_budget, mechanism="gaussian (trace)")
-        trace_sensitivity = math.nextafter(r**2 / n, math.inf)
-        noisy_trace, trace_mechanism = ctx.gaussian(
-            float(squared_norms.sum() / n), sensitivity=trace_sensitivity, budget=trace_budget
-        )
-        trace_sigma = trace_mechanism.sigma
-        trace_bound = float(noisy_trace) + trace_sigma * math.sqrt(2 * math.log(4.0 / beta))
+        noisy_trace = float(run.run("trace", lambda s: s.measurement.release(
+            np.array([squared_norms.sum() / n]), ctx.source)[0]))
+        trace_sigma = plan.step("trace").measurement.sigma
+        trace_bound = noisy_trace + trace_sigma * math.sqrt(2 * math.log(4.0 / beta))
         trace_bound = min(max(trace_bound, 0.0), r**2)
-
-        epsilon = epsilon_for_zcdp(rho * Fraction(radius_fraction), coefficient=PURE_DP_ZCDP)
-        release_rho = float(rho * (1 - Fraction(trace_fraction) - Fraction(radius_fraction)))
+        release_step = plan.step("release")
+        release_rho = release_step.budget.rho
+        n_radii = int(settings["n_radii"])
         radii = r * 2.0 ** -np.arange(n_radii)
         queries = np.empty(n_radii)
         for k, tau in enumerate(radii):
             bias = float(np.maximum(squared_norms - tau**2, 0.0).sum())
             gauss, separate = self.predicted_errors(
-                float(tau),
-                n=n,
-                p=p,
-                rho=release_rho,
-                trace_bound=trace_bound,
-                neighbors=self.neighbors,
-                failure_probability=beta,
-            )
+                float(tau), n=n, p=p, rho=release_rho, trace_bound=trace_bound,
+                neighbors=settings["neighbors"], failure_probability=beta)
             queries[k] = (bias - n * min(gauss, separate)) / r**2
-        accountant.spend(PureDP(epsilon), mechanism="sparse vector (AboveThreshold)")
-        stop = above_threshold(
-            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.source, monotonic=True
-        )
+        stop = run.run("radius", lambda s: s.measurement.release(queries, 0.0, ctx.source))
         index = max(min(stop, n_radii) - 1, 0)
         # The radius r itself needs no rescaling; a power of two times r is recomputed
         # exactly rather than taken from the float array.
         radius = r if index == 0 else r * 2.0**-index
-
         gauss, separate = self.predicted_errors(
-            radius,
-            n=n,
-            p=p,
-            rho=release_rho,
-            trace_bound=trace_bound,
-            neighbors=self.neighbors,
-            failure_probability=beta,
-        )
+            radius, n=n, p=p, rho=release_rho, trace_bound=trace_bound,
+            neighbors=settings["neighbors"], failure_probability=beta)
         clipped_rows = rows if index == 0 else RowNorm(radius).clip(rows)[0]
         S_radius = clipped_rows.T @ clipped_rows / n
         S_radius = (S_radius + S_radius.T) / 2
-        final = accountant.remaining
-        if separate >= gauss:
-            method = "gauss"
-            noisy, estimate, noise = _gauss_cov(
-                S_radius,
-                radius=radius,
-                n=n,
-                budget=final,
-                accountant=accountant,
-                ctx=ctx,
-            )
-        else:
-            method = "separate"
-            noisy, _, estimate, noise = _separate_cov(
-                S_radius,
-                radius=radius,
-                n=n,
-                eigenvector_budget=scale_budget(final, Fraction(1, 2)),
-                accountant=accountant,
-                ctx=ctx,
-            )
+        method = "gauss" if separate >= gauss else "separate"
+        outcome = run.run("release", lambda s: self._release_at(
+            S_radius, n=n, radius=radius, method=method, budget=s.budget, settings=settings,
+            ctx=ctx), radius=radius, method=method)
+        return _AdaptiveRelease(noisy_trace=noisy_trace, trace_sigma=trace_sigma,
+                                radius=radius, method=method, gauss=gauss, separate=separate,
+                                outcome=outcome)
+
+    def _release_at(self, S: np.ndarray, *, n: int, radius: float, method: str, budget: ZCDP,
+                    settings: Settings, ctx: ReleaseContext) -> Any:
+        """GaussCov with all of ``budget``, or SeparateCov with half of it for the
+        eigenvectors and the rest for the eigenvalues, at ``radius``."""
+        p = S.shape[0]
+        options = dict(n=n, p=p, neighbors=settings["neighbors"], noise=settings["noise"])
+        if method == "gauss":
+            mechanism = _matrix_mechanism(radius, budget=budget, **options)
+            noisy, estimate = _gauss_cov(S, radius=radius, mechanism=mechanism, ctx=ctx)
+            return noisy, estimate, {**mechanism.record("gauss_"), "gauss_rho": budget.rho}
+        half = scale_budget(budget, Fraction(1, 2))
+        rest = budget_from_cost(ZCDP, (exact_cost(budget, ZCDP)[0] - exact_cost(half, ZCDP)[0],))
+        vectors = _matrix_mechanism(radius, budget=half, **options)
+        values = _matrix_mechanism(radius, budget=rest, eigenvalues=True, **options)
+        noisy, _, estimate = _separate_cov(S, radius=radius, vectors=vectors, values=values,
+                                           ctx=ctx)
+        return noisy, estimate, _separate_record(vectors, values)
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        rows = data.rows
+        n, p = rows.shape
+        if release is None:
+            S = rows.T @ rows / n
+            self._exact(X, settings, (S + S.T) / 2, n, data.columns, ctx)
+            self.radius_ = settings["bounds"].row_norm(p)
+            self.method_ = "exact"
+            self.noisy_trace_ = float(np.trace(S))
+            return
+        noisy, estimate, release_noise = release.outcome
+        radius_step = plan.step("radius").measurement
         self.noisy_covariance_ = noisy
-        self.radius_ = radius
-        self.method_ = method
-        self.noisy_trace_ = float(noisy_trace)
-        self.accountant_ = accountant
+        self.radius_ = release.radius
+        self.method_ = release.method
+        self.noisy_trace_ = release.noisy_trace
+        self.accountant_ = run.accountant
+        trace_step = plan.step("trace")
         noise = {
-            **noise,
-            "trace_sigma": trace_sigma,
-            "trace_sensitivity": trace_sensitivity,
-            "trace_rho": trace_budget.rho,
-            "svt_epsilon": epsilon,
-            "svt_threshold_laplace_scale": 2.0 / epsilon,
-            "svt_query_laplace_scale": 2.0 / epsilon,
-            "radius": radius,
-            "declared_radius": r,
-            "method": method,
+            **release_noise,
+            "trace_sigma": release.trace_sigma,
+            "trace_sensitivity": trace_step.sensitivity,
+            "trace_rho": trace_step.budget.rho,
+            "svt_epsilon": radius_step.epsilon,
+            "svt_threshold_laplace_scale": 2.0 / radius_step.epsilon,
+            "svt_query_laplace_scale": 2.0 / radius_step.epsilon,
+            "radius": release.radius,
+            "declared_radius": plan.notes["declared_radius"],
+            "method": release.method,
         }
         notes = {
-            "predicted_errors_at_radius": {"gauss": gauss, "separate": separate},
-            "radii_scanned": n_radii,
+            "predicted_errors_at_radius": {"gauss": release.gauss, "separate": release.separate},
+            "radii_scanned": plan.notes["radii"],
         }
         self._set_fitted(
-            X, n_samples=n, n_features=p, columns=columns, covariance=estimate,
-            privacy=self._guarantee(accountant, center, noise=noise, notes=notes),
+            X, n_samples=n, n_features=p, columns=data.columns, covariance=estimate,
+            privacy=self._record(ctx, plan, run, settings, noise=noise, notes=notes),
         )
-        return self
+
+
+@dataclass
+class _Rows:
+    """The clipped rows (AdaptiveCov reads their norms)."""
+
+    rows: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.rows.shape[1]
+
+
+@dataclass
+class _AdaptiveRelease:
+    noisy_trace: float
+    trace_sigma: float
+    radius: float
+    method: str
+    gauss: float
+    separate: float
+    outcome: Any

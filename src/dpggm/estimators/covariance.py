@@ -157,13 +157,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         -------
         self
         """
-        release = self._release_covariance(X)
-        self.noisy_covariance_ = release.noisy_covariance
-        self.noisy_mean_ = release.noisy_mean
-        self.noisy_gram_ = release.noisy_gram
-        self._set_fitted(
-            X, n_samples=release.stats_n, n_features=release.n_features,
-            columns=release.columns, privacy=release.guarantee,
-            covariance=self._projected(release.noisy_covariance),
-        )
-        return self
+        return super().fit(X, y)
+
+    def _solve(self, X: Any, settings: Any, release: Any, data: Any) -> None:
+        self.covariance_ = self._projected(release.noisy_covariance)

@@ -40,6 +40,7 @@ __all__ = [
     "as_matrix",
     "clipped_second_moment",
     "is_dask_collection",
+    "is_path",
     "iter_chunks",
 ]
 
@@ -153,7 +154,7 @@ class TableFile:
         return f"{'Parquet' if self.kind == 'parquet' else 'CSV'} file {str(self.path)!r}"
 
 
-def _is_path(X: Any) -> bool:
+def is_path(X: Any) -> bool:
     return isinstance(X, (str, os.PathLike, TableFile))
 
 
@@ -255,7 +256,7 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
             f"{name} is a scipy.sparse matrix; sparse matrices are not supported: pass a dense "
             f"array ({name}.toarray()) if it fits in memory"
         )
-    if _is_path(X):
+    if is_path(X):
         blocks = []
         columns: list[str] = []
         for block, block_columns, _ in iter_chunks(X, missing=missing):
@@ -668,7 +669,7 @@ def iter_chunks(
     ):
         raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
     _refuse_dask(X, "X")
-    if _is_path(X):
+    if is_path(X):
         source = _as_table(X)
         if source.kind == "parquet":
             yield from _iter_parquet(source, int(chunk_rows), matrix, missing)
@@ -746,10 +747,9 @@ def clipped_second_moment(
 
     Parameters
     ----------
-    X : array, DataFrame, CSV / Parquet path, TableFile, or Dask DataFrame / Array
-        A Dask collection is reduced on its cluster: per-partition clipped sums, combined
-        by a tree reduction, normalised here; the result equals the in-memory one up to
-        floating-point summation order.
+    X : array, DataFrame, CSV / Parquet path or TableFile
+        (A Dask collection is read by :func:`dpggm.estimators.records.clipped_second_moment`,
+        which dispatches between this reader and the cluster's.)
     bounds : Bounds
         Declared bounds; records are clipped to them (after subtracting ``center``).
     center : ndarray of shape (p,), optional
@@ -762,10 +762,6 @@ def clipped_second_moment(
     The result is the exact (unreleased) statistic; only a mechanism may publish it.
     Nothing here draws noise, so every error is raised before any budget is spent.
     """
-    if is_dask_collection(X):
-        from dpggm.estimators import _dask
-
-        return _dask.clipped_second_moment(X, bounds=bounds, center=center)
     gram: np.ndarray | None = None
     total: np.ndarray | None = None
     n = 0

@@ -21,21 +21,23 @@ Post-processing of the release only; consumes no budget.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 from sklearn.linear_model import Lasso
 
-from dpggm.estimators._contract import FLAG, ContractMixin, Interval, Optional, Options
+from dpggm.estimators._base import PostProcessingEstimator
+from dpggm.estimators._contract import FLAG, Interval, Optional, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.estimators.noisy_glasso import (
     PostProcessingRecord,
+    ReleaseNoise,
     bias_corrected_covariance,
-    noise_variance,
 )
 from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.solvers import SolverResult
 from dpggm.solvers.psd import project_psd
 
 __all__ = ["NeighborhoodSelection", "SCIO"]
@@ -43,8 +45,9 @@ __all__ = ["NeighborhoodSelection", "SCIO"]
 RULES = ("and", "or")
 
 
-class _CorrectedCovarianceMixin(ContractMixin):
-    """Shared input path: noisy records -> bias-corrected, PSD, optionally scaled matrix."""
+class _CorrectedCovarianceMixin(PostProcessingEstimator):
+    """The post-processing template for both: noisy records -> bias-corrected, PSD,
+    optionally scaled matrix -> :meth:`_fit_graph`."""
 
     _constraints = {
         "alpha": Interval(0, None),
@@ -57,23 +60,43 @@ class _CorrectedCovarianceMixin(ContractMixin):
         "max_iter": Interval(1, None, closed="left", integer=True),
     }
 
-    def _prepared(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[str], float]:
-        params = self._validate_params()
-        sigma, discrete, grid = params["noise_sigma"], params["discrete"], params["grid"]
+    def fit(self, X: Any, y: Any = None) -> Any:
+        """Estimate the graph from noisy records.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p), DataFrame, or path of a CSV file
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y)
+
+    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+        sigma, discrete, grid = settings["noise_sigma"], settings["discrete"], settings["grid"]
         if grid is not None and not discrete:
             raise ValueError(
                 f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
             )
+        return ReleaseNoise(sigma, discrete, grid)
+
+    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> Any:
         values, columns = as_matrix(X, name="X")
         if values.shape[1] < 2:
             raise ValueError(
                 f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}"
             )
-        variance = noise_variance(sigma, discrete=discrete, grid=grid)
+        return _Rows(values, columns)
+
+    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
+        values, columns = data.values, data.columns
+        variance = noise.variance
         S = bias_corrected_covariance(
             values,
             noise_variance=variance,
-            assume_centered=params["assume_centered"],
+            assume_centered=settings["assume_centered"],
         )
         S = project_psd(S).estimate
         diagonal = np.diagonal(S).copy()
@@ -85,7 +108,7 @@ class _CorrectedCovarianceMixin(ContractMixin):
                 "check noise_sigma against the release"
             )
         scale = np.ones_like(diagonal)
-        if params["standardize"]:
+        if settings["standardize"]:
             scale = 1.0 / np.sqrt(diagonal)
             S = S * np.outer(scale, scale)
         self.noise_variance_ = variance
@@ -96,18 +119,37 @@ class _CorrectedCovarianceMixin(ContractMixin):
                 "known here; this step consumes no budget"
             ),
             noise={
-                "sigma": sigma,
-                "discrete": discrete,
-                "grid": grid,
+                "sigma": noise.sigma,
+                "discrete": noise.discrete,
+                "grid": noise.grid,
                 "variance_subtracted": variance,
             },
         )
         self._set_fitted(X, n_samples=values.shape[0], n_features=values.shape[1],
                          columns=columns, privacy=privacy)
-        return S, scale, columns, variance
+        self._fit_graph(S, scale)
+
+    def _fit_graph(self, S: np.ndarray, scale: np.ndarray) -> None:  # pragma: no cover
+        raise NotImplementedError
 
 
-class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
+@dataclass
+class _Rows:
+    """The released records of a fit."""
+
+    values: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[1]
+
+
+class NeighborhoodSelection(_CorrectedCovarianceMixin):
     """Neighbourhood selection (Meinshausen & Bühlmann 2006) on a noisy release.
 
     For every variable ``j`` a lasso regresses it on the others, in covariance form:
@@ -145,6 +187,8 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
         scale of the (standardised) covariance.
     adjacency_ : ndarray of bool, shape (p, p)
         The estimated graph.
+    solver_ : SolverResult
+        Whether every node-wise lasso converged.
     privacy_ : PostProcessingRecord
     n_samples_, n_features_in_, feature_names_in_, noise_variance_
 
@@ -178,19 +222,8 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, X: Any, y: Any = None) -> NeighborhoodSelection:
-        """Estimate the graph from noisy records.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, p), DataFrame, or path of a CSV file
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        S, _, _, _ = self._prepared(X)
+    def _fit_graph(self, S: np.ndarray, scale: np.ndarray) -> None:
+        """A lasso per variable on the corrected covariance, combined by ``rule``."""
         alpha, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
         p = S.shape[0]
         values, vectors = np.linalg.eigh(S)
@@ -215,9 +248,11 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin, BaseEstimator):
                 stacklevel=2,
             )
         self.coef_ = coef
+        self.solver_ = SolverResult(estimate=coef, converged=not not_converged,
+                                    message=f"{p - not_converged} of {p} node-wise lassos "
+                                            "converged")
         support = coef != 0
         self._set_graph((support & support.T) if self.rule == "and" else (support | support.T))
-        return self
 
     def edge_scores(self) -> np.ndarray:
         """Symmetric edge scores for ROC curves: ``min(|b_ij|, |b_ji|)`` for the "and"
@@ -264,7 +299,7 @@ def scio_columns(
     return B, max_iter, False
 
 
-class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
+class SCIO(_CorrectedCovarianceMixin):
     """Sparse column-wise inverse operator (Liu & Luo 2015) on a noisy release.
 
     Column ``i`` of the precision estimate solves
@@ -291,7 +326,8 @@ class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
     precision_ : ndarray of shape (p, p)
         Symmetric sparse precision estimate, on the scale of the data.
     adjacency_ : ndarray of bool, shape (p, p)
-    n_iter_ : int
+    solver_ : SolverResult
+        The coordinate descent's outcome (``iterations``: sweeps, ``converged``).
     privacy_ : PostProcessingRecord
     n_samples_, n_features_in_, feature_names_in_, noise_variance_
 
@@ -326,19 +362,8 @@ class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, X: Any, y: Any = None) -> SCIO:
-        """Estimate the precision matrix and graph from noisy records.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, p), DataFrame, or path of a CSV file
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        S, scale, _, _ = self._prepared(X)
+    def _fit_graph(self, S: np.ndarray, scale: np.ndarray) -> None:
+        """The column-wise solutions, symmetrised, in data units."""
         alpha, tol, max_iter = float(self.alpha), float(self.tol), int(self.max_iter)
         B, sweeps, converged = scio_columns(S, alpha, tol=tol, max_iter=max_iter)
         if not converged:
@@ -356,8 +381,8 @@ class SCIO(_CorrectedCovarianceMixin, BaseEstimator):
         # Undo the unit-diagonal scaling: Theta = D^-1/2 Omega D^-1/2 in data units.
         self.precision_ = symmetric * np.outer(scale, scale)
         self._set_graph(self.precision_ != 0)
-        self.n_iter_ = sweeps
-        return self
+        self.solver_ = SolverResult(estimate=self.precision_, iterations=sweeps,
+                                    converged=converged)
 
     def edge_scores(self) -> np.ndarray:
         """``|precision_|`` with a zero diagonal, for ROC curves."""

@@ -44,7 +44,7 @@ them, so a chain that attached a vertex to the wrong part of the graph must firs
 that. On a 10-node chain with ``n = 500`` the default 20 000 iterations agree across chains
 to 0.1; on a 50-node chain the chains reach graphs within about ten log units of the
 true graph's posterior after 200 000 iterations but still disagree on some edges. The
-diagnostic (``convergence_``) reports this; it is not hidden by the defaults.
+diagnostic (``solver_``) reports this; it is not hidden by the defaults.
 
 Estimates
 ---------
@@ -65,7 +65,7 @@ definite exactly as :class:`~dpggm.estimators.noisy_glasso.NoisyGraphicalLasso` 
 
 Convergence
 -----------
-``convergence_`` records, per edge, how far the chains' inclusion estimates are apart:
+``solver_`` records, per edge, how far the chains' inclusion estimates are apart:
 ``max_abs_diff`` (the largest difference between two chains) and ``rhat_max`` (the
 Gelman-Rubin potential scale reduction of the edge indicators, largest over edges whose
 indicator varies). A :class:`~dpggm.exceptions.ConvergenceWarning` is issued when
@@ -82,29 +82,33 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.special import multigammaln
-from sklearn.base import BaseEstimator
 
+from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import (
     FLAG,
     RANDOM_STATE,
-    ContractMixin,
     Interval,
     Optional,
     fraction,
 )
 from dpggm.estimators.data import as_matrix
 from dpggm.estimators.noisy_glasso import (
-    NoisyGraphicalLasso,
+    RELEASE,
     PostProcessingRecord,
+    ReleaseNoise,
     bias_corrected_covariance,
-    noise_variance,
+    check_release_data,
+    release_noise,
+    repair_corrected,
 )
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.mechanisms.random import check_random_state
+from dpggm.solvers import SolverResult
 
 __all__ = [
     "GWishartGraph",
@@ -391,7 +395,7 @@ def _rhat(freqs: np.ndarray, n: int) -> float:
 # ---------------------------------------------------------------------------- estimator
 
 
-class GWishartGraph(ContractMixin, BaseEstimator):
+class GWishartGraph(PostProcessingEstimator):
     """Bayesian Gaussian graphical model (G-Wishart prior, decomposable graphs) fitted to
     a noisy data release by Metropolis-Hastings over graphs.
 
@@ -447,9 +451,11 @@ class GWishartGraph(ContractMixin, BaseEstimator):
     degrees_of_freedom_ : int
         ``m``.
     noise_variance_ : float
-    convergence_ : dict
-        ``max_abs_diff``, ``rhat_max``, ``acceptance_rate`` (per chain), ``n_chains``,
-        ``n_iter``, ``burn_in``, ``converged``.
+    solver_ : SolverResult
+        The sampler's outcome: ``estimate`` (``precision_``), ``iterations`` (per chain),
+        ``converged`` (the chains agree within ``convergence_tol``; ``None`` with one
+        chain) and, in ``extra`` (readable as attributes), ``max_abs_diff``, ``rhat_max``,
+        ``acceptance_rate`` (per chain), ``n_chains``, ``burn_in``.
     n_samples_, n_features_in_ : int
     privacy_ : PrivacyGuarantee or PostProcessingRecord
 
@@ -471,6 +477,7 @@ class GWishartGraph(ContractMixin, BaseEstimator):
     """
 
     _constraints = {
+        "release": RELEASE,
         "noise_sigma": Optional(Interval(0, None, closed="left")),
         "discrete": Optional(FLAG),
         "grid": Optional(Interval(0, None)),
@@ -516,14 +523,6 @@ class GWishartGraph(ContractMixin, BaseEstimator):
         self.convergence_tol = convergence_tol
         self.random_state = random_state
 
-    def _noise_helper(self) -> NoisyGraphicalLasso:
-        # The release checks, the noise reconciliation and the repair are
-        # NoisyGraphicalLasso's: one implementation for both data-user estimators.
-        return NoisyGraphicalLasso(
-            noise_sigma=self.noise_sigma, discrete=self.discrete, grid=self.grid,
-            release=self.release, assume_centered=self.assume_centered,
-        )
-
     def fit(self, X: Any, y: Any = None) -> GWishartGraph:
         """Sample graphs from the posterior given the released records.
 
@@ -543,27 +542,42 @@ class GWishartGraph(ContractMixin, BaseEstimator):
             Invalid parameters or data, ``burn_in >= n_iter``, or noise parameters that
             disagree with ``release``.
         """
-        self._validate_params()
+        return super().fit(X, y)
+
+    def _settings(self) -> dict[str, Any]:
+        settings = self._validate_params()
         burn_in = self.n_iter // 2 if self.burn_in is None else int(self.burn_in)
         if burn_in >= self.n_iter:
             raise ValueError(
                 f"burn_in must be smaller than n_iter={self.n_iter}; got burn_in={burn_in}"
             )
-        helper = self._noise_helper()
-        sigma, discrete, grid, guarantee = helper._noise_setup()
+        return {**settings, "burn_in": burn_in}
+
+    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+        return release_noise(release=self.release, noise_sigma=self.noise_sigma,
+                             discrete=self.discrete, grid=self.grid)
+
+    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> Any:
         values, columns = as_matrix(X, name="X")
-        helper._check_is_release(values, columns)
+        check_release_data(self.release, values, columns)
         n, p = values.shape
         if p < 2:
             raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
-        df = n if self.assume_centered else n - 1
-        if df < 1:
+        if (n if self.assume_centered else n - 1) < 1:
             raise ValueError(f"X needs at least 2 rows (records); got {n}")
-        variance = noise_variance(sigma, discrete=discrete, grid=grid)
+        return _ReleasedRows(values, columns)
+
+    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
+        """Sample graphs from the posterior given the released records."""
+        values, columns = data.values, data.columns
+        n, p = values.shape
+        burn_in = settings["burn_in"]
+        df = n if self.assume_centered else n - 1
+        variance = noise.variance
         corrected = bias_corrected_covariance(
             values, noise_variance=variance, assume_centered=bool(self.assume_centered)
         )
-        repaired, self.diagonal_floored_, self.projected_ = helper._repair(corrected, variance)
+        repaired, self.diagonal_floored_, self.projected_ = repair_corrected(corrected, variance)
         scatter = df * repaired
         D = float(self.prior_scale) * np.eye(p)
         D_post = D + scatter
@@ -592,15 +606,18 @@ class GWishartGraph(ContractMixin, BaseEstimator):
         else:
             max_abs_diff, rhat = math.nan, math.nan
         converged = bool(max_abs_diff <= self.convergence_tol) if len(runs) >= 2 else None
-        self.convergence_ = {
-            "max_abs_diff": max_abs_diff,
-            "rhat_max": rhat,
-            "acceptance_rate": [r["acceptance_rate"] for r in runs],
-            "n_chains": len(runs),
-            "n_iter": int(self.n_iter),
-            "burn_in": burn_in,
-            "converged": converged,
-        }
+        self.solver_ = SolverResult(
+            estimate=precision, iterations=int(self.n_iter), converged=converged,
+            message="Metropolis-Hastings over decomposable graphs",
+            extra={
+                "max_abs_diff": max_abs_diff,
+                "rhat_max": rhat,
+                "acceptance_rate": [r["acceptance_rate"] for r in runs],
+                "n_chains": len(runs),
+                "n_iter": int(self.n_iter),
+                "burn_in": burn_in,
+            },
+        )
         if converged is False:
             warnings.warn(
                 f"GWishartGraph: the chains disagree on some edge's inclusion probability by "
@@ -614,28 +631,37 @@ class GWishartGraph(ContractMixin, BaseEstimator):
         self.scatter_ = scatter
         self.degrees_of_freedom_ = df
         self.noise_variance_ = variance
-        self.noise_sigma_ = sigma
-        noise = {
-            "sigma": sigma,
-            "distribution": "discrete-gaussian" if discrete else "gaussian",
-            "grid": grid,
-            "variance_subtracted": variance,
-        }
-        privacy = guarantee if guarantee is not None else PostProcessingRecord(
+        self.noise_sigma_ = noise.sigma
+        privacy = noise.guarantee if noise.guarantee is not None else PostProcessingRecord(
             mechanism="G-Wishart structure learning on released noisy data (post-processing)",
             reason=(
                 "post-processing of a noisy data release whose privacy guarantee is not "
                 "known here (pass release=... to carry it); this step consumes no budget"
             ),
-            noise=noise,
+            noise=noise.record(),
         )
         self._set_fitted(
             X, n_samples=n, n_features=p, columns=columns, privacy=privacy,
             precision=precision, covariance=np.linalg.inv(precision),
             adjacency=probabilities > 0.5,
         )
-        return self
 
     def edge_scores(self) -> np.ndarray:
         """Posterior edge-inclusion probabilities (zero diagonal): scores for ROC curves."""
         return self.edge_probabilities_.copy()
+
+
+@dataclass
+class _ReleasedRows:
+    """The released records of a fit."""
+
+    values: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[1]

@@ -67,13 +67,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold
 
+from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import (
     FLAG,
     AnyOf,
-    ContractMixin,
+    Constraint,
     Interval,
     Optional,
     Options,
@@ -88,10 +88,15 @@ from dpggm.solvers.glasso import graphical_lasso
 from dpggm.solvers.psd import project_psd
 
 __all__ = [
+    "RELEASE",
     "NoisyGraphicalLasso",
     "PostProcessingRecord",
+    "ReleaseNoise",
     "bias_corrected_covariance",
+    "check_release_data",
     "noise_variance",
+    "release_noise",
+    "repair_corrected",
     "select_alpha",
 ]
 
@@ -331,10 +336,201 @@ def _fit_path(S: np.ndarray, alphas_desc: np.ndarray, options: dict[str, Any]) -
     return results
 
 
+# ---------------------------------------------------------------- the release's noise
+
+
+class _Release(Constraint):
+    """A published release: a :class:`~dpggm.mechanisms.publish.NoisyRelease` or its
+    ``to_json_metadata()`` dictionary (whose format is checked)."""
+
+    def describe(self) -> str:
+        return "a NoisyRelease or its to_json_metadata() dictionary"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (NoisyRelease, dict))
+
+    def convert(self, value: Any) -> Any:
+        read_release_metadata(value)  # a malformed one: its ValueError names what is wrong
+        return value
+
+
+class _Grid(Constraint):
+    """A non-empty sequence of finite numbers >= 0 (a penalty grid)."""
+
+    def describe(self) -> str:
+        return "a non-empty sequence of finite numbers >= 0"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple, np.ndarray))
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            grid = np.asarray(value, dtype=float).ravel()
+        except (TypeError, ValueError):
+            return False
+        return grid.size > 0 and bool(np.all(np.isfinite(grid))) and not np.any(grid < 0)
+
+
+#: The ``release`` parameter of the estimators fitted to a published release.
+RELEASE = Optional(_Release())
+
+
+@dataclass(frozen=True)
+class ReleaseNoise:
+    """The public description of a release's noise: its scale, whether it is discrete, its
+    lattice step, and the release's guarantee (``None`` when not given)."""
+
+    sigma: float
+    discrete: bool
+    grid: float | None
+    guarantee: Any = None
+
+    @property
+    def variance(self) -> float:
+        """The variance of one noise entry (:func:`noise_variance`)."""
+        return noise_variance(self.sigma, discrete=self.discrete, grid=self.grid)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "sigma": self.sigma,
+            "distribution": "discrete-gaussian" if self.discrete else "gaussian",
+            "grid": self.grid,
+            "variance_subtracted": self.variance,
+        }
+
+
+def release_noise(*, release: Any, noise_sigma: float | None, discrete: bool | None,
+                  grid: float | None) -> ReleaseNoise:
+    """``sigma``, ``discrete``, ``grid`` and the guarantee, reconciled with the release's
+    metadata (a value given that disagrees with it is refused: the bias correction must
+    use the noise the data were published with).
+
+    Raises
+    ------
+    ValueError
+        A disagreement, ``grid`` without ``discrete``, or no ``noise_sigma`` and no release.
+    """
+    meta = None if release is None else read_release_metadata(release)
+    is_discrete = discrete
+    if is_discrete is None:
+        is_discrete = False if meta is None else meta["discrete"]
+    is_discrete = bool(is_discrete)
+    step = grid
+    if step is None and meta is not None and discrete is None:
+        step = meta["grid"]
+    if step is not None:
+        if not is_discrete:
+            raise ValueError(
+                f"grid applies only to discrete=True; got grid={step!r} with discrete=False"
+            )
+        step = check_number(step, name="grid", low=0, closed="neither")
+    sigma = None if noise_sigma is None else float(noise_sigma)
+    guarantee = None
+    if meta is not None:
+        guarantee = meta["guarantee"]
+        if sigma is None:
+            sigma = meta["sigma"]
+        elif not math.isclose(sigma, meta["sigma"], rel_tol=_SIGMA_RTOL, abs_tol=0.0):
+            raise ValueError(
+                f"noise_sigma={sigma!r} does not match the release's noise sigma="
+                f"{meta['sigma']!r}; the bias correction must use the sigma the data "
+                "were published with (omit noise_sigma to take it from the release)"
+            )
+        if is_discrete != meta["discrete"]:
+            raise ValueError(
+                f"discrete={is_discrete!r} does not match the release, whose noise is "
+                f"{'discrete' if meta['discrete'] else 'continuous'} Gaussian"
+            )
+        release_grid = meta["grid"]
+        if (step is None) != (release_grid is None) or (
+            step is not None and not math.isclose(step, release_grid, rel_tol=_SIGMA_RTOL)
+        ):
+            raise ValueError(
+                f"grid={step!r} does not match the release's grid={release_grid!r}"
+            )
+    if sigma is None:
+        raise ValueError(
+            "noise_sigma is required (the release's noise scale; 0 for no correction) "
+            "unless release metadata is given"
+        )
+    return ReleaseNoise(sigma, is_discrete, step, guarantee)
+
+
+def check_release_data(release: Any, values: np.ndarray, columns: list[str]) -> None:
+    """The release's guarantee is carried only onto the data it was given for: refuse
+    records that are not those of ``release`` (``None``: nothing to check)."""
+    if release is None:
+        return
+    if isinstance(release, NoisyRelease):
+        released = np.asarray(release.data, dtype=float)
+        if released.shape != values.shape or not np.array_equal(released, values):
+            raise ValueError(
+                "X is not the data of the release given as release=...: its guarantee "
+                "cannot be carried onto other data. Fit on release.data (or omit "
+                "release= and pass noise_sigma)"
+            )
+        return
+    expected = (release.get("n_samples"), release.get("n_features"))
+    if expected != values.shape:
+        raise ValueError(
+            f"X has shape {values.shape} but the release metadata describes "
+            f"{expected[0]} x {expected[1]} records: X is not that release"
+        )
+    meta_columns = release.get("columns")
+    if meta_columns and list(meta_columns) != list(columns) and not all(
+        c.startswith("x") for c in columns
+    ):
+        raise ValueError(
+            f"X's columns {columns} differ from the release's {list(meta_columns)}: X is "
+            "not that release"
+        )
+
+
+def _diagonal_floor(S: np.ndarray, variance: float) -> np.ndarray:
+    # One hundredth of each noisy column's variance (a released quantity, so the floor is
+    # post-processing): small enough to leave a healthy diagonal alone.
+    return np.maximum(0.01 * (np.diagonal(S) + variance), np.finfo(float).tiny)
+
+
+def repair_corrected(S: np.ndarray, variance: float) -> tuple[np.ndarray, int, bool]:
+    """Floor the corrected variances (an honest release's noise variance can exceed a
+    column's own), and project a result that is not positive definite onto
+    ``{eigenvalues >= the smallest floor}``: without it the corrected covariance often has
+    no graphical-lasso solution. Post-processing of the release only.
+
+    Returns the matrix, how many variances were floored and whether it was projected."""
+    floor = _diagonal_floor(S, variance)
+    low = np.diagonal(S) < floor
+    floored = int(low.sum())
+    if floored:
+        S = S.copy()
+        S[np.diag_indices_from(S)] = np.maximum(np.diagonal(S), floor)
+    smallest = float(np.min(_diagonal_floor(S, variance)))
+    if np.linalg.eigvalsh(S)[0] > 0:
+        return S, floored, False
+    return project_psd(S, min_eigenvalue=smallest).estimate, floored, True
+
+
+@dataclass
+class _Released:
+    """The released records of a fit."""
+
+    values: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[1]
+
+
 # ---------------------------------------------------------------------------- estimator
 
 
-class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
+class NoisyGraphicalLasso(PostProcessingEstimator):
     """Graphical lasso on the bias-corrected covariance of a noisy data release.
 
     Parameters
@@ -404,8 +600,10 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
         With ``alpha="cv"``: ``alphas`` (descending), ``mean_mse``, ``std_mse``,
         ``fold_mse`` (folds x alphas; ``inf`` where no solution exists), ``selected_index``,
         ``rule``, ``drop_fraction``, ``tail_fraction``, ``flat_curve``, ``n_not_converged``.
-    solver_result_ : SolverResult
+    solver_ : SolverResult
         The final solver output (duality gap, method used, ...).
+    plan_ : ReleasePlan
+        The empty plan: post-processing spends nothing.
     adjacency_ : ndarray of bool, shape (p, p)
         The estimated graph (``adjacency()`` with ``tol=0``).
     n_samples_, n_features_in_ : int
@@ -440,7 +638,11 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
         "solver": Options(*SOLVERS),
         "penalize_diagonal": FLAG,
         "cv": Interval(2, None, closed="left", integer=True),
+        "alphas": Optional(_Grid()),
         "selection": Options(*SELECTION_RULES),
+        "release": RELEASE,
+        "drop_fraction": Interval(0, 1, closed="right"),
+        "tail_fraction": Interval(0, 1, closed="left"),
         "assume_centered": FLAG,
         "n_alphas": Interval(2, None, closed="left", integer=True),
         "alpha_min_ratio": fraction(),
@@ -490,66 +692,6 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
         self.max_iter = max_iter
         self.cv_max_iter = cv_max_iter
 
-    # -------------------------------------------------------------------- validation
-
-    def _noise_setup(self) -> tuple[float, bool, float | None, Any]:
-        """sigma, discrete, grid and the guarantee, reconciled with the release."""
-        meta = None if self.release is None else read_release_metadata(self.release)
-        discrete = self.discrete
-        if discrete is None:
-            discrete = False if meta is None else meta["discrete"]
-        discrete = bool(discrete)
-        grid = self.grid
-        if grid is None and meta is not None and self.discrete is None:
-            grid = meta["grid"]
-        if grid is not None:
-            if not discrete:
-                raise ValueError(
-                    f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
-                )
-            grid = check_number(grid, name="grid", low=0, closed="neither")
-        sigma = None if self.noise_sigma is None else float(self.noise_sigma)
-        guarantee = None
-        if meta is not None:
-            guarantee = meta["guarantee"]
-            if sigma is None:
-                sigma = meta["sigma"]
-            elif not math.isclose(sigma, meta["sigma"], rel_tol=_SIGMA_RTOL, abs_tol=0.0):
-                raise ValueError(
-                    f"noise_sigma={sigma!r} does not match the release's noise sigma="
-                    f"{meta['sigma']!r}; the bias correction must use the sigma the data "
-                    "were published with (omit noise_sigma to take it from the release)"
-                )
-            if discrete != meta["discrete"]:
-                raise ValueError(
-                    f"discrete={discrete!r} does not match the release, whose noise is "
-                    f"{'discrete' if meta['discrete'] else 'continuous'} Gaussian"
-                )
-            release_grid = meta["grid"]
-            if (grid is None) != (release_grid is None) or (
-                grid is not None and not math.isclose(grid, release_grid, rel_tol=_SIGMA_RTOL)
-            ):
-                raise ValueError(
-                    f"grid={grid!r} does not match the release's grid={release_grid!r}"
-                )
-        if sigma is None:
-            raise ValueError(
-                "noise_sigma is required (the release's noise scale; 0 for no correction) "
-                "unless release metadata is given"
-            )
-        return sigma, discrete, grid, guarantee
-
-    def _check_options(self) -> None:
-        self._validate_params()
-        # Checked here so that a bad rule option fails before any fitting.
-        select_alpha(
-            [1.0],
-            [0.0],
-            rule=self.selection,
-            drop_fraction=self.drop_fraction,
-            tail_fraction=self.tail_fraction,
-        )
-
     def _solver_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
             "method": self.solver,
@@ -559,63 +701,6 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
         return options
-
-    def _check_is_release(self, values: np.ndarray, columns: list[str]) -> None:
-        """The release's guarantee is carried only onto the data it was given for."""
-        if self.release is None:
-            return
-        if isinstance(self.release, NoisyRelease):
-            released = np.asarray(self.release.data, dtype=float)
-            if released.shape != values.shape or not np.array_equal(released, values):
-                raise ValueError(
-                    "X is not the data of the release given as release=...: its guarantee "
-                    "cannot be carried onto other data. Fit on release.data (or omit "
-                    "release= and pass noise_sigma)"
-                )
-            return
-        expected = (self.release.get("n_samples"), self.release.get("n_features"))
-        if expected != values.shape:
-            raise ValueError(
-                f"X has shape {values.shape} but the release metadata describes "
-                f"{expected[0]} x {expected[1]} records: X is not that release"
-            )
-        meta_columns = self.release.get("columns")
-        if meta_columns and list(meta_columns) != list(columns) and not all(
-            c.startswith("x") for c in columns
-        ):
-            raise ValueError(
-                f"X's columns {columns} differ from the release's {list(meta_columns)}: X is "
-                "not that release"
-            )
-
-    @staticmethod
-    def _diagonal_floor(S: np.ndarray, variance: float) -> np.ndarray:
-        # One hundredth of each noisy column's variance (a released quantity, so the
-        # floor is post-processing): small enough to leave a healthy diagonal alone.
-        return np.maximum(0.01 * (np.diagonal(S) + variance), np.finfo(float).tiny)
-
-    def _floor_diagonal(self, S: np.ndarray, variance: float) -> tuple[np.ndarray, int]:
-        """Raise corrected variances below their floor to it (an honest release's noise
-        variance can exceed a column's own variance). Returns how many were raised."""
-        floor = self._diagonal_floor(S, variance)
-        low = np.diagonal(S) < floor
-        if not low.any():
-            return S, 0
-        S = S.copy()
-        S[np.diag_indices_from(S)] = np.maximum(np.diagonal(S), floor)
-        return S, int(low.sum())
-
-    def _repair(self, S: np.ndarray, variance: float) -> tuple[np.ndarray, int, bool]:
-        """Floor the corrected variances, and project a result that is not positive
-        definite onto ``{eigenvalues >= the smallest floor}``: at an honest per-row guarantee the noise
-        variance often exceeds a column's own, and the corrected covariance has no
-        graphical-lasso solution without it. Post-processing of the release only.
-        Returns the matrix, how many variances were floored and whether it was projected."""
-        S, floored = self._floor_diagonal(S, variance)
-        floor = float(np.min(self._diagonal_floor(S, variance)))
-        if np.linalg.eigvalsh(S)[0] > 0:
-            return S, floored, False
-        return project_psd(S, min_eigenvalue=floor).estimate, floored, True
 
     def _corrected(self, X: np.ndarray, variance: float) -> np.ndarray:
         return bias_corrected_covariance(
@@ -646,18 +731,29 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
             The corrected covariance has a non-positive diagonal entry (the noise variance
             exceeds the variance of a noisy column), or the solver breaks down.
         """
-        self._check_options()
-        sigma, discrete, grid, guarantee = self._noise_setup()
-        values, columns = as_matrix(X, name="X")
-        self._check_is_release(values, columns)
-        n, p = values.shape
-        if p < 2:
-            raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
-        variance = noise_variance(sigma, discrete=discrete, grid=grid)
-        corrected = self._corrected(values, variance)
-        S, self.diagonal_floored_, self.projected_ = self._repair(corrected, variance)
-        options = self._solver_options()
+        return super().fit(X, y)
 
+    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+        return release_noise(release=self.release, noise_sigma=self.noise_sigma,
+                             discrete=self.discrete, grid=self.grid)
+
+    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> _Released:
+        values, columns = as_matrix(X, name="X")
+        check_release_data(self.release, values, columns)
+        if values.shape[1] < 2:
+            raise ValueError(
+                f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}")
+        return _Released(values, columns)
+
+    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise,
+               data: _Released) -> None:
+        """The graphical lasso on the bias-corrected covariance of the release."""
+        values, columns = data.values, data.columns
+        n, p = values.shape
+        sigma, variance = noise.sigma, noise.variance
+        corrected = self._corrected(values, variance)
+        S, self.diagonal_floored_, self.projected_ = repair_corrected(corrected, variance)
+        options = self._solver_options()
         if isinstance(self.alpha, str):
             alpha, cv_results = self._cross_validate(values, variance, S, options)
             self.cv_results_ = cv_results
@@ -669,23 +765,17 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
         self.noise_variance_ = variance
         self.noise_sigma_ = sigma
         self.alpha_ = alpha
-        self.solver_result_ = result
-        noise = {
-            "sigma": sigma,
-            "distribution": "discrete-gaussian" if discrete else "gaussian",
-            "grid": grid,
-            "variance_subtracted": variance,
-        }
+        self.solver_ = result
         privacy = (
-            guarantee
-            if guarantee is not None
+            noise.guarantee
+            if noise.guarantee is not None
             else PostProcessingRecord(
                 mechanism="bias-corrected graphical lasso on released noisy data (post-processing)",
                 reason=(
                     "post-processing of a noisy data release whose privacy guarantee is not "
                     "known here (pass release=... to carry it); this step consumes no budget"
                 ),
-                noise=noise,
+                noise=noise.record(),
             )
         )
         self._set_fitted(
@@ -694,7 +784,6 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
             covariance=np.asarray(result.covariance),
             adjacency=np.abs(np.asarray(result.estimate)) > 0,
         )
-        return self
 
     def _cross_validate(
         self, X: np.ndarray, variance: float, S_full: np.ndarray, options: dict[str, Any]
@@ -709,16 +798,12 @@ class NoisyGraphicalLasso(ContractMixin, BaseEstimator):
             grid = _default_grid(S_full, int(self.n_alphas), float(self.alpha_min_ratio))
         else:
             grid = np.asarray(self.alphas, dtype=float).ravel()
-            if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
-                raise ValueError(
-                    f"alphas must be a non-empty sequence of finite numbers >= 0; got {self.alphas!r}"
-                )
         alphas_desc = np.sort(grid)[::-1]
         options = {**options, "max_iter": int(self.cv_max_iter)}
         fold_mse = np.full((folds, alphas_desc.size), np.inf)
         not_converged = 0
         for k, (train, test) in enumerate(KFold(n_splits=folds).split(X)):
-            S_train, _, _ = self._repair(self._corrected(X[train], variance), variance)
+            S_train, _, _ = repair_corrected(self._corrected(X[train], variance), variance)
             S_test = self._corrected(X[test], variance)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ConvergenceWarning)

@@ -11,7 +11,9 @@ pattern, i.e. a Gaussian graphical model.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -19,21 +21,41 @@ from typing import Any
 import numpy as np
 
 from dpggm import _progress
-from dpggm.estimators._base import DPEstimator, make_context
-from dpggm.estimators._contract import CALLABLE, NOISE, NONE, AnyOf, Interval, Options, fraction
-from dpggm.estimators.data import clipped_second_moment
-from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError, UnsupportedNeighborsError
-from dpggm.mechanisms.additive import NoisePart, check_budget_range
-from dpggm.mechanisms.bounds import Box
-from dpggm.mechanisms.noise import exponential_mechanism
-from dpggm.mechanisms.release import release_value
+from dpggm.estimators._base import DPEstimator, Settings
+from dpggm.estimators._contract import (
+    CALLABLE,
+    NOISE,
+    NONE,
+    AnyOf,
+    BoxBounds,
+    BudgetOf,
+    Interval,
+    Options,
+    fraction,
+)
+from dpggm.estimators.records import SecondMoment, clipped_second_moment
+from dpggm.exceptions import UnsupportedNeighborsError
+from dpggm.mechanisms.additive import GaussianMechanism, NoisePart, check_budget_range
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.noise import ExponentialMechanism
+from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
+from dpggm.mechanisms.release import EntrywiseGaussian
 from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
 from dpggm.privacy.accountant import PrivacyAccountant
-from dpggm.privacy.budgets import GDP, ZCDP, NonPrivate, budget_from_cost, exact_cost
-from dpggm.privacy.calibration import epsilon_for_zcdp
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    NonPrivate,
+    PureDP,
+    accounting_total,
+    budget_from_cost,
+    dyadic_share,
+    exact_cost,
+)
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
+from dpggm.solvers.maxent import RECONSTRUCTION_METHODS
 
-__all__ = ["PACECovariance", "PACERound"]
+__all__ = ["PACECovariance", "PACERound", "pace_noise_parts"]
 
 
 @dataclass(frozen=True)
@@ -45,24 +67,6 @@ class PACERound:
     rho_measure: float
     sigma: float
     annealed: bool
-
-
-def _as_zcdp(budget: Any) -> ZCDP:
-    try:
-        # Rounded down: the total a filter may spend must never exceed what was declared.
-        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
-    except ValueError:
-        name, value = ("mu", budget.mu) if isinstance(budget, GDP) else ("epsilon", budget.epsilon)
-        raise BudgetRangeError(
-            f"budget: {name} must be below 1.8e+154 to be accounted in zCDP ({name}**2/2 "
-            f"exceeds the largest float); got {name}={value!r}",
-            parameter=name, value=value,
-        ) from None
-    except IncompatibleBudgetError as exc:
-        raise IncompatibleBudgetError(
-            f"PACECovariance runs under zCDP; {exc}. Pass a ZCDP budget (or PureDP / GDP, "
-            "which convert soundly)."
-        ) from None
 
 
 def pace_noise_parts(sens: np.ndarray, box: np.ndarray, *, diag_fraction: Fraction,
@@ -136,7 +140,7 @@ class PACECovariance(DPEstimator):
         ``"paper"`` uses ``2 b^2 / n`` for every entry; ``"tight"`` uses the per-entry
         sensitivities of SPEC section 2 (diagonal ``b_j^2 / n``; off-diagonal
         ``2 b_j b_k / n``), which is valid and never larger.
-    reconstruction : str, default="auto"
+    reconstruction : {"auto", "dual-newton", "ipm-cholesky"}, default="auto"
         Method of :class:`dpggm.solvers.maxent.MaxEntropyReconstructor`
         (``"ipm-cholesky"`` is the paper's reference solver).
     neighbors : {"replace", "add-remove"}, default="replace"
@@ -160,10 +164,20 @@ class PACECovariance(DPEstimator):
     n_rounds_ : int
     n_measured_offdiag_ : int
     history_ : list of PACERound
+    accountant_ : PrivacyAccountant or None
+        The accountant of the fit's two planned steps (the diagonal, the rounds).
+    filter_ : PrivacyAccountant or None
+        The zCDP filter the rounds ran under (every selection and measurement).
+    plan_ : ReleasePlan
     privacy_ : PrivacyGuarantee
+
+    ``X`` may also be the :class:`~dpggm.estimators.records.SecondMoment` of records already
+    clipped to ``bounds`` (the caller vouches for the clipping).
 
     Privacy
     -------
+    The plan (:meth:`plan`) has two steps: the diagonal (``d`` Gaussian measurements) and
+    the rounds, one step whose budget is the total of the zCDP filter they run under.
     The diagonal phase spends ``diag_fraction * rho`` (the ``d`` diagonal measurements
     compose), each round spends ``rho_sel`` on an exponential-mechanism selection
     (``eps``: the largest float with ``eps^2/8 <= rho_sel``, checked exactly, so a square
@@ -176,10 +190,14 @@ class PACECovariance(DPEstimator):
     """
 
     _constraints = {
+        "budget": BudgetOf(ZCDP, PureDP, GDP, NonPrivate,
+                           why="PACE-GGM runs under zCDP; PureDP and GDP convert soundly"),
+        "bounds": BoxBounds("PACECovariance"),
         "diag_fraction": fraction(),
         "select_fraction": fraction(),
         "max_rounds": AnyOf(Interval(1, None, closed="left", integer=True), NONE),
         "entry_sensitivity": Options("tight", "paper"),
+        "reconstruction": Options(*RECONSTRUCTION_METHODS),
         "progress": AnyOf(CALLABLE, NONE),
         "noise": NOISE,
     }
@@ -213,91 +231,162 @@ class PACECovariance(DPEstimator):
         self.progress = progress
         self.noise = noise
 
-    def _validate(self) -> tuple[Any, Box]:
-        params = self._validate_params()
-        budget, bounds = params["budget"], params["bounds"]
-        if not isinstance(bounds, Box):
-            raise TypeError(
-                "PACECovariance needs coordinate-wise bounds: bounds must be Box(b) or "
-                f"'box:B'; got {self.bounds!r}"
-            )
-        if not isinstance(budget, NonPrivate):
-            budget = _as_zcdp(budget)
-            if not budget.rho > 0:
-                raise ValueError(f"rho must be > 0; got {budget.rho!r}")
-        self._ctx = make_context(self, bounds)
-        if self._ctx.neighbors == "add-remove":
+    # ------------------------------------------------------------------ the template
+
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        if settings["neighbors"] == "add-remove":
             raise UnsupportedNeighborsError(
                 "PACECovariance measures entries of X^T X / n, and n is private under "
                 "add/remove neighbours; it has no honest add/remove version here. Use "
                 "neighbors='replace'"
             )
-        return budget, bounds
+        return settings
 
-    def fit(self, X: Any, y: Any = None) -> PACECovariance:
-        """Run PACE-GGM on ``X`` (array, DataFrame or CSV path)."""
-        budget, bounds = self._validate()
-        stats = clipped_second_moment(X, bounds=bounds)
-        return self._fit_second_moment(X, stats.second_moment, n=stats.n,
-                                       columns=stats.columns, budget=budget, bounds=bounds)
+    def _accounting(self, params: dict[str, Any], requested: Any) -> Any:
+        # PureDP(eps) -> eps**2/2, GDP(mu) -> mu**2/2, rounded down: the filter's total.
+        return accounting_total(requested, ZCDP)
 
-    # One piece (over 120 lines): the select-measure-reconstruct loop of Algorithms 1-3 reads
-    # as the paper does, with every spend checked by the filter just before its mechanism.
-    def _fit_second_moment(self, X: Any, S: np.ndarray, *, n: int, columns: list[str],
-                           budget: Any, bounds: Box) -> PACECovariance:
-        """PACE-GGM on the exact second moment ``S`` of ``n`` records clipped to
-        ``bounds`` (validated by :meth:`_validate`); ``X`` only names the columns."""
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
+        stats = X if isinstance(X, SecondMoment) else clipped_second_moment(
+            X, bounds=settings["bounds"])
+        yield _Moment(stats)
+
+    def _sensitivities(self, settings: Settings, n: int, d: int) -> np.ndarray:
+        bounds = settings["bounds"]
+        if settings["entry_sensitivity"] == "paper":
+            b_max = float(np.max(bounds.vector(d)))
+            return np.full((d, d), 2 * b_max**2 / n)
+        return second_moment_entry_sensitivity(bounds, n=n, p=d, neighbors="replace")
+
+    def _plan(self, settings: Settings, n: int, d: int) -> ReleasePlan:
+        """Two steps: the ``d`` diagonal measurements, then the rounds under a filter whose
+        total is what remains (its first round's shares are stated)."""
+        requested, total = settings.requested, settings.accounting
+        settings["bounds"].check_dimension(d)
+        if isinstance(requested, NonPrivate):
+            return ReleasePlan("PACECovariance", n, d, requested, requested, (), "replace",
+                               {"reason": "non-private reference run"})
+        sens = self._sensitivities(settings, n, d)
+        max_rounds = settings["max_rounds"] or max(1, d * (d - 1))
+        alpha, beta = Fraction(settings["diag_fraction"]), Fraction(settings["select_fraction"])
+        _check_pace_budget(requested, sens, settings["bounds"].vector(d), n=n, d=d,
+                           noise=settings["noise"], diag_fraction=alpha, select_fraction=beta,
+                           max_rounds=max_rounds)
+        rho = Fraction(total.rho)
+        # Rounded down to a multiple of rho's last binary digit: the d diagonal spends never
+        # add up to more than their share, and the rounds get exactly what remains.
+        each = dyadic_share(total, alpha / d)
+        diagonal = EntrywiseGaussian(np.diag(sens).copy(), each, noise=settings["noise"])
+        diagonal_step = diagonal.planned("diagonal")
+        rest = budget_from_cost(ZCDP, (rho - exact_cost(diagonal_step.budget, ZCDP)[0],))
+        per_round = Fraction(rest.rho) / max_rounds
+        rounds = PlannedMeasurement(
+            "rounds", "exponential selections and discrete gaussian measurements under a "
+            "zCDP filter", rest, repetitions=max_rounds, sensitivity=float(sens.max()),
+            sensitivity_rule="per entry of S: b_j^2 / n (diagonal), 2 b_j b_k / n (off it); "
+                             "selection score |S_jk - estimate_jk| of the largest",
+            noise={"filter_rho": rest.rho, "max_rounds": max_rounds,
+                   "first_round_rho_select": float(per_round * beta),
+                   "first_round_rho_measure": float(per_round * (1 - beta))})
+        return ReleasePlan("PACECovariance", n, d, requested, total, (diagonal_step, rounds),
+                           "replace", {"diag_fraction": str(settings["diag_fraction"]),
+                                       "select_fraction": str(settings["select_fraction"]),
+                                       "entry_sensitivity": settings["entry_sensitivity"]})
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
         from dpggm.solvers.maxent import MaxEntropyReconstructor
 
+        S = data.stats.second_moment
         d = S.shape[0]
-        stats_columns = columns
-        ctx = self._ctx
-        if isinstance(budget, NonPrivate):
+        if plan.non_private:
+            return None
+        diagonal = plan.step("diagonal").measurement
+        values = np.zeros((d, d))
+        precisions = np.zeros((d, d))
+        values[np.diag_indices(d)] = run.run(
+            "diagonal", lambda planned: planned.measurement.release(np.diag(S), ctx.source))
+        precisions[np.diag_indices(d)] = diagonal.sigmas ** -2.0
+        reconstructor = MaxEntropyReconstructor(values, precisions,
+                                                method=settings["reconstruction"])
+        state = _RoundsState(S=S, values=values, precisions=precisions,
+                             reconstructor=reconstructor,
+                             sens=self._sensitivities(settings, data.n_samples, d))
+        run.run("rounds", lambda planned: self._rounds(settings, planned, state, ctx))
+        return state
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        S, n = data.stats.second_moment, data.n_samples
+        d = S.shape[0]
+        columns = data.stats.columns
+        names = X if not isinstance(X, SecondMoment) else None
+        if release is None:
             precision = np.linalg.pinv(S)
             self.measurements_ = {"entries": [], "values": [], "precisions": []}
             self.n_rounds_, self.n_measured_offdiag_, self.history_ = 0, 0, []
+            self.accountant_ = self.filter_ = None
+            self.spent_exact_ = Fraction(0)
             self._set_fitted(
-                X, n_samples=n, n_features=d, columns=stats_columns, covariance=S.copy(),
+                names, n_samples=n, n_features=d, columns=columns, covariance=S.copy(),
                 precision=precision, adjacency=np.abs(precision) > 0,
-                privacy=ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)"),
+                privacy=ctx.guarantee(budget=plan.requested,
+                                      mechanism="pace-ggm (non-private reference)"),
             )
-            return self
+            return
+        values, precisions = release.values, release.precisions
+        lower = np.argwhere(np.tril(precisions > 0))
+        self.measurements_ = {
+            "entries": [(int(a), int(b)) for a, b in lower],
+            "values": [float(values[a, b]) for a, b in lower],
+            "precisions": [float(precisions[a, b]) for a, b in lower],
+        }
+        self.n_rounds_ = len(release.history)
+        self.n_measured_offdiag_ = int(sum(a != b for a, b in self.measurements_["entries"]))
+        self.history_ = release.history
+        self.accountant_ = run.accountant
+        self.filter_ = release.filter
+        self.spent_exact_ = sum(run.accountant.exact_spent, Fraction(0))
+        diagonal = plan.step("diagonal")
+        privacy = ctx.planned_guarantee(
+            plan, run,
+            mechanism="pace-ggm (exponential selection + Gaussian measurement, zCDP filter)",
+            noise={
+                "entry_sensitivity": settings["entry_sensitivity"],
+                "selection_sensitivity": float(release.sens.max()),
+                "rho_diagonal": float(Fraction(diagonal.budget.rho)),
+                "rounds": self.n_rounds_,
+                "spent_rho": float(self.spent_exact_),
+            },
+        )
+        reconstructor = release.reconstructor
+        self._set_fitted(
+            names, n_samples=n, n_features=d, columns=columns, covariance=release.estimate,
+            precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
+        )
+        # None (documented) when the reconstruction is singular, never a previous fit's.
+        self.precision_ = reconstructor.precision
 
-        rng = ctx.source  # every draw of the fit, selections included
-        exact = {"noise": ctx.noise}
-        tight = second_moment_entry_sensitivity(bounds, n=n, p=d, neighbors=self.neighbors)
-        if self.entry_sensitivity == "paper":
-            b_max = float(np.max(bounds.vector(d)))
-            sens = np.full((d, d), 2 * b_max**2 / n)
-        else:
-            sens = tight
-        select_sensitivity = float(sens.max())
-        max_rounds = self.max_rounds if self.max_rounds is not None else max(1, d * (d - 1))
-        _check_pace_budget(self.budget, sens, bounds.vector(d), n=n, d=d, noise=ctx.noise,
-                           diag_fraction=Fraction(self.diag_fraction),
-                           select_fraction=Fraction(self.select_fraction), max_rounds=max_rounds)
+    def _rounds(self, settings: Settings, planned: PlannedMeasurement, state: _RoundsState,
+                ctx: ReleaseContext) -> None:
+        """Algorithms 1 and 3 under a zCDP filter whose total is the step's budget: select an
+        entry (exponential mechanism), measure it (Gaussian), reconstruct, anneal; the last
+        round spends exactly what remains."""
+        S, values, precisions = state.S, state.values, state.precisions
+        reconstructor, sens = state.reconstructor, state.sens
+        d = S.shape[0]
         rows, cols = np.tril_indices(d)  # candidates (j, k) with j >= k
-        accountant = PrivacyAccountant(budget)
-        rho = Fraction(budget.rho)
-
-        # Initialisation (Algorithm 2): every diagonal entry with rho_diag / d.
-        # Rounded down: the d diagonal spends never add up to more than their share.
-        rho_diag_each = budget_from_cost(ZCDP, (rho * Fraction(self.diag_fraction) / d,)).rho
-        values = np.zeros((d, d))
-        precisions = np.zeros((d, d))
-        for j in range(d):
-            accountant.spend(ZCDP(rho_diag_each), mechanism="gaussian", entry=(j, j))
-            values[j, j], sigma = release_value(
-                S[j, j], sensitivity=sens[j, j], budget=ZCDP(rho_diag_each), rng=rng, **exact
-            )
-            precisions[j, j] = sigma**-2
-        reconstructor = MaxEntropyReconstructor(values, precisions, method=self.reconstruction)
+        select_sensitivity = float(sens.max())
+        accountant = PrivacyAccountant(planned.budget)
+        total_rho = float(settings.accounting.rho)
+        before = float(Fraction(settings.accounting.rho) - Fraction(planned.budget.rho))
         estimate = reconstructor.covariance
         scores = np.abs(S[rows, cols] - estimate[rows, cols])
         reconstructor.pop_changed()
-
-        beta = self.select_fraction
-        per_round = accountant.remaining.rho / max_rounds
+        beta = settings["select_fraction"]
+        per_round = accountant.remaining.rho / planned.noise["max_rounds"]
         rho_sel, rho_meas = beta * per_round, (1 - beta) * per_round
         history: list[PACERound] = []
         final = False
@@ -311,16 +400,17 @@ class PACECovariance(DPEstimator):
                 final = True
             err = _selection_scores(S, estimate, scores, reconstructor.pop_changed())
             accountant.spend(ZCDP(rho_sel), mechanism="exponential", score="|S_jk - estimate_jk|")
-            pick = exponential_mechanism(
-                err, sensitivity=select_sensitivity, epsilon=epsilon_for_zcdp(rho_sel), rng=rng
-            )
+            selection = ExponentialMechanism.for_budget(ZCDP(rho_sel),
+                                                        sensitivity=select_sensitivity)
+            pick = selection.release(err, ctx.source)
             j, k = int(rows[pick]), int(cols[pick])
             if final:
                 rho_meas = accountant.remaining.rho
             accountant.spend(ZCDP(rho_meas), mechanism="gaussian", entry=(j, k))
-            z, sigma = release_value(
-                S[j, k], sensitivity=sens[j, k], budget=ZCDP(rho_meas), rng=rng, **exact
-            )
+            measurement = GaussianMechanism(sensitivity=float(sens[j, k]), size=1,
+                                            budget=ZCDP(rho_meas), noise=settings["noise"])
+            z = float(measurement.release(np.array([S[j, k]]), ctx.source)[0])
+            sigma = measurement.sigma
             lam = precisions[j, k]
             values[j, k] = values[k, j] = (lam * values[j, k] + z / sigma**2) / (lam + sigma**-2)
             precisions[j, k] = precisions[k, j] = lam + sigma**-2
@@ -331,37 +421,38 @@ class PACECovariance(DPEstimator):
             history.append(PACERound((j, k), rho_sel, rho_meas, sigma, annealed and not final))
             if annealed and not final:
                 rho_sel, rho_meas = 2 * rho_sel, 4 * rho_meas
-            spent = float(sum(accountant.exact_spent))
+            spent = before + float(sum(accountant.exact_spent))
             if self.progress is not None:
-                self.progress(spent, budget.rho)
-            _progress.report("PACE rounds: share of the budget spent", spent, budget.rho)
+                self.progress(spent, total_rho)
+            _progress.report("PACE rounds: share of the budget spent", spent, total_rho)
+        state.history, state.filter, state.estimate = history, accountant, estimate
 
-        lower = np.argwhere(np.tril(precisions > 0))
-        self.measurements_ = {
-            "entries": [(int(a), int(b)) for a, b in lower],
-            "values": [float(values[a, b]) for a, b in lower],
-            "precisions": [float(precisions[a, b]) for a, b in lower],
-        }
-        self.n_rounds_ = len(history)
-        self.n_measured_offdiag_ = int(sum(a != b for a, b in self.measurements_["entries"]))
-        self.history_ = history
-        self.spent_exact_ = sum(accountant.exact_spent, Fraction(0))
-        self.accountant_ = accountant
-        privacy = ctx.guarantee(
-            budget=budget,
-            mechanism="pace-ggm (exponential selection + Gaussian measurement, zCDP filter)",
-            noise={
-                "entry_sensitivity": self.entry_sensitivity,
-                "selection_sensitivity": select_sensitivity,
-                "rho_diagonal": float(rho * Fraction(self.diag_fraction)),
-                "rounds": self.n_rounds_,
-                "spent_rho": float(self.spent_exact_),
-            },
-        )
-        self._set_fitted(
-            X, n_samples=n, n_features=d, columns=stats_columns, covariance=estimate,
-            precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
-        )
-        # None (documented) when the reconstruction is singular, never a previous fit's.
-        self.precision_ = reconstructor.precision
-        return self
+
+@dataclass
+class _Moment:
+    """The clipped records' second moment with the sizes the template reads."""
+
+    stats: SecondMoment
+
+    @property
+    def n_samples(self) -> int:
+        return self.stats.n
+
+    @property
+    def n_features(self) -> int:
+        return self.stats.n_features
+
+
+@dataclass
+class _RoundsState:
+    """What the rounds read and update: the exact statistic, the precision-weighted
+    measurements, the reconstruction; then the history and the filter."""
+
+    S: np.ndarray
+    values: np.ndarray
+    precisions: np.ndarray
+    reconstructor: Any
+    sens: np.ndarray
+    history: list[PACERound] | None = None
+    filter: PrivacyAccountant | None = None
+    estimate: np.ndarray | None = None

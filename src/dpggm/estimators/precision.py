@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,14 @@ from dpggm.estimators._base import (
     DPEstimator,
     PrivateEstimatorBase,
     ReleasedCovariance,
-    make_context,
+    Settings,
 )
-from dpggm.estimators._contract import FLAG, AnyOf, Interval, Options
+from dpggm.estimators._contract import FLAG, AnyOf, BudgetOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
-from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.noise import WishartMechanism
+from dpggm.mechanisms.plan import PlanRun, ReleasePlan
 from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
@@ -114,15 +118,6 @@ def _floor_diagonal(S: np.ndarray, noise_std: float) -> tuple[np.ndarray, int]:
 class _PerturbationEstimator(PrivateEstimatorBase):
     """Shared constructor parameters of the covariance-perturbation estimators."""
 
-    def _store_common(self, X: Any, release: ReleasedCovariance, **estimates: Any) -> None:
-        self.noisy_covariance_ = release.noisy_covariance
-        self.noisy_mean_ = release.noisy_mean
-        self.noisy_gram_ = release.noisy_gram
-        self._set_fitted(
-            X, n_samples=release.stats_n, n_features=release.n_features,
-            columns=release.columns, privacy=release.guarantee, **estimates,
-        )
-
 
 _COMMON_DOC = """
     budget : Budget
@@ -197,13 +192,12 @@ class RidgePrecision(_PerturbationEstimator):
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
                      count_fraction, noise)
 
-    def fit(self, X: Any, y: Any = None) -> RidgePrecision:
-        """Release the second moment of ``X`` and solve the ridge precision problem."""
-        release = self._release_covariance(X)
-        precision = ridge_precision(release.noisy_covariance, float(self.ridge)).estimate
-        self._store_common(X, release, precision=precision,
-                           covariance=np.linalg.inv(precision))
-        return self
+    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+               data: Any) -> None:
+        """The ridge precision of the release (post-processing)."""
+        self.solver_ = ridge_precision(release.noisy_covariance, float(settings["ridge"]))
+        self.precision_ = self.solver_.estimate
+        self.covariance_ = np.linalg.inv(self.precision_)
 
 
 def solve_released(S: np.ndarray, alpha: float, *, noise_std: float,
@@ -252,8 +246,8 @@ class GraphicalLasso(_PerturbationEstimator):
     precision_ : ndarray (p, p)
     covariance_ : ndarray (p, p)
     alpha_ : float
-    n_iter_ : int
-    converged_ : bool
+    solver_ : SolverResult
+        The graphical-lasso solver's outcome (``iterations``, ``converged``, ...).
     n_edges_ : int
     repaired_ : bool
         True when the graphical lasso had no solution on the release at ``alpha_`` (it was
@@ -296,48 +290,39 @@ class GraphicalLasso(_PerturbationEstimator):
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
                      count_fraction, noise)
 
-    def fit(self, X: Any, y: Any = None) -> GraphicalLasso:
-        """Release the second moment of ``X`` and solve the graphical lasso on it."""
-        release = self._release_covariance(X)
-        self._store_common(X, release)
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        if isinstance(settings["alpha"], str) and settings["alpha"] == "cv-nonprivate" and (
+                not settings.non_private):
+            return replace(settings, data_dependent=settings.data_dependent + (
+                "the penalty alpha was chosen by non-private cross-validation on the private "
+                "data (seed 000's procedure): no formal guarantee",))
+        return settings
+
+    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+               data: Any) -> None:
+        """The graphical lasso on the release (post-processing; with
+        ``alpha="cv-nonprivate"`` the penalty is tuned on the raw data)."""
         S = release.noisy_covariance
-        if self.alpha == "auto":
+        alpha = settings["alpha"]
+        if alpha == "auto":
             alpha = auto_alpha(S, noise_std=release.entry_noise_std, n=release.stats_n)
-        elif self.alpha == "cv-nonprivate":
+        elif alpha == "cv-nonprivate":
             values, _ = as_matrix(X)
-            bounds = self._bounds
-            clipped, _ = bounds.clip(values)
+            clipped, _ = settings["bounds"].clip(values)
             grid = np.geomspace(1e-3, 1.0, 12) * float(np.max(np.abs(np.diag(S))) or 1.0)
             alpha, _ = non_private_cv_alpha(clipped, grid, solver=self.solver,
                                             penalize_diagonal=self.penalize_diagonal)
-            if self.privacy_.validity != "invalid" and not isinstance(
-                self.privacy_.budget, NonPrivate
-            ):
-                cv_reason = (
-                    "the penalty alpha was chosen by non-private cross-validation on the "
-                    "private data (seed 000's procedure): no formal guarantee"
-                )
-                self.privacy_ = replace(
-                    self.privacy_, validity="data-dependent",
-                    reason="; ".join(r for r in (cv_reason, self.privacy_.reason) if r),
-                )
-        else:
-            alpha = float(self.alpha)
         options = {"method": self.solver, "penalize_diagonal": self.penalize_diagonal,
                    "tol": self.tol, "max_iter": self.max_iter}
         result, self.repaired_, self.n_diagonal_repaired_ = solve_released(
-            S, alpha, noise_std=release.entry_noise_std, **options)
+            S, float(alpha), noise_std=release.entry_noise_std, **options)
         self.alpha_ = float(alpha)
-        self.n_iter_ = result.iterations
-        self.converged_ = result.converged
-        adjacency = np.abs(result.estimate) > 0
-        self._set_fitted(
-            X, n_samples=release.stats_n, n_features=release.n_features,
-            columns=release.columns, privacy=self.privacy_, precision=result.estimate,
-            covariance=result.covariance, adjacency=adjacency,
-        )
+        self.solver_ = result
+        self.precision_ = result.estimate
+        self.covariance_ = result.covariance
+        self._set_graph(np.abs(result.estimate) > 0)
         self.n_edges_ = int(np.triu(self.adjacency_, 1).sum())
-        return self
 
 
 _OUTPUT_PERTURBATION_FLAW = (
@@ -371,6 +356,7 @@ class OutputPerturbationPrecision(DPEstimator):
     """
 
     _constraints = {
+        "budget": BudgetOf(PureDP, NonPrivate, why="the paper's claim"),
         "alpha": Interval(0, None),
         "allow_invalid": FLAG,
         "solver": Options("auto", "cd", "admm"),
@@ -396,47 +382,79 @@ class OutputPerturbationPrecision(DPEstimator):
         self.report_delta = report_delta
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any = None) -> OutputPerturbationPrecision:
-        """Solve the graphical lasso on ``X``'s second moment and add Wishart noise."""
-        params = self._validate_params()
-        alpha, budget, bounds = params["alpha"], params["budget"], params["bounds"]
-        if not self.allow_invalid:
+    def _settings(self) -> Settings:
+        settings = super()._settings()
+        if not settings["allow_invalid"]:
             raise InvalidGuaranteeError(
                 f"OutputPerturbationPrecision is refused: {_OUTPUT_PERTURBATION_FLAW}. Pass "
                 "allow_invalid=True only to reproduce the paper."
             )
-        if not isinstance(budget, (PureDP, NonPrivate)):
-            raise TypeError(f"budget must be PureDP (the paper's claim); got {type(budget).__name__}")
+        return replace(settings, invalid_reason=f"{_OUTPUT_PERTURBATION_FLAW}; "
+                                                f"{WISHART_FLOAT_REASON}")
+
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
         values, columns = as_matrix(X)
-        if values.shape[1] < 2:
+        clipped, _ = settings["bounds"].clip(values)
+        yield _Clipped(clipped, columns)
+
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        if p < 2:
             raise ValueError(
-                f"OutputPerturbationPrecision needs at least 2 variables (columns); X has "
-                f"{values.shape[1]}"
-            )
-        clipped, _ = bounds.clip(values)
-        n, p = clipped.shape
-        S = clipped.T @ clipped / n
-        result = graphical_lasso(S, alpha, method=self.solver,
+                f"OutputPerturbationPrecision needs at least 2 variables (columns); X has {p}")
+        budget = settings.requested
+        if isinstance(budget, NonPrivate):
+            return ReleasePlan(type(self).__name__, n, p, budget, budget, (),
+                               settings["neighbors"], {"reason": "non-private reference run"})
+        alpha = settings["alpha"]
+        mechanism = WishartMechanism(
+            p=p, df=p + 1, scale=p**2.5 / (n * budget.epsilon * alpha**2), claimed=budget,
+            row_bound=settings["bounds"].row_norm(p), invalid_reason=_OUTPUT_PERTURBATION_FLAW)
+        return ReleasePlan(type(self).__name__, n, p, budget, budget,
+                           (mechanism.planned("precision (output perturbation)"),),
+                           settings["neighbors"], {"invalid_reason": _OUTPUT_PERTURBATION_FLAW})
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        n, p = data.values.shape
+        S = data.values.T @ data.values / n
+        result = graphical_lasso(S, settings["alpha"], method=self.solver,
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
-        ctx = make_context(self, bounds)
         self.non_private_precision_ = result.estimate
-        if isinstance(budget, NonPrivate):
-            self.precision_ = result.estimate
-            self.privacy_ = ctx.guarantee(
-                budget=budget, mechanism="output perturbation (non-private reference)"
-            )
-        else:
-            scale = p**2.5 / (n * budget.epsilon * alpha**2)
-            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.source)
-            self.privacy_ = ctx.guarantee(
-                budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
-                noise={"wishart_df": p + 1, "wishart_scale": scale},
-                invalid_reason=f"{_OUTPUT_PERTURBATION_FLAW}; {WISHART_FLOAT_REASON}",
-            )
-        self._set_fitted(X, n_samples=n, n_features=p, columns=columns, privacy=self.privacy_,
+        self.solver_ = result
+        if plan.non_private:
+            return result.estimate
+        return run.run("precision (output perturbation)",
+                       lambda planned: planned.measurement.release(result.estimate, ctx.source))
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        self.precision_ = release
+        mechanism = ("output perturbation (non-private reference)" if plan.non_private
+                     else "wishart output perturbation (seed 001, Algorithm 1)")
+        noise = {} if plan.non_private else plan.steps[0].measurement.record()
+        privacy = ctx.planned_guarantee(plan, run, mechanism=mechanism, noise=noise,
+                                   invalid_reason=settings.invalid_reason)
+        self._set_fitted(X, n_samples=data.n_samples, n_features=data.n_features,
+                         columns=data.columns, privacy=privacy,
                          covariance=np.linalg.pinv(self.precision_))
-        return self
+
+
+@dataclass
+class _Clipped:
+    """Records clipped to the declared bounds, in memory."""
+
+    values: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[1]
 
 
 class ThresholdedCovariance(_PerturbationEstimator):
@@ -482,19 +500,16 @@ class ThresholdedCovariance(_PerturbationEstimator):
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
                      count_fraction, noise)
 
-    def fit(self, X: Any, y: Any = None) -> ThresholdedCovariance:
-        """Release, threshold and project."""
-        release = self._release_covariance(X)
-        gamma = float(self.gamma)
+    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+               data: Any) -> None:
+        """Threshold the release at a public level and project it (post-processing)."""
+        gamma = float(settings["gamma"])
         S = release.noisy_covariance
         p, n = S.shape[0], release.stats_n
-        B = self._bounds.row_norm(p)
+        B = settings["bounds"].row_norm(p)
         sigma = release.entry_noise_std
         log_p = math.log(max(p, 2))
         self.threshold_ = gamma * B**2 * math.sqrt(log_p / n) + 4 * sigma * math.sqrt(log_p)
-        thresholded = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)
-        self.thresholded_covariance_ = thresholded.estimate
-        self._store_common(X, release,
-                           covariance=project_psd(self.thresholded_covariance_).estimate)
-        return self
-
+        self.solver_ = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)
+        self.thresholded_covariance_ = self.solver_.estimate
+        self.covariance_ = project_psd(self.thresholded_covariance_).estimate

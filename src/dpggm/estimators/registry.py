@@ -6,7 +6,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["METHODS", "make_estimator", "register_method"]
+__all__ = ["GRAPH_METHODS", "METHODS", "make_estimator", "register_method"]
+
+#: The methods :class:`~dpggm.estimators.graph.PrivateGraph` (``dpggm graph``) can finish
+#: with: the one table, read by the estimator and the command line alike.
+GRAPH_METHODS = ("glasso", "pace")
 
 _FACTORIES: dict[str, tuple[Callable[..., Any] | str, dict[str, Any], frozenset[str]]] = {}
 

@@ -13,8 +13,10 @@ AdaSSP (Wang 2018).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -22,28 +24,51 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from dpggm.estimators._base import DPEstimator, check_bounds, make_context
+from dpggm.estimators._base import (
+    DPEstimator,
+    PlannedEstimator,
+    Settings,
+    check_bounds,
+    make_context,
+)
 from dpggm.estimators._contract import (
     CALIBRATION,
     ESTIMATOR,
     FLAG,
     NOISE,
-    ContractMixin,
+    BudgetOf,
     Interval,
     Required,
     check_feature_names,
     fraction,
 )
 from dpggm.estimators.data import as_matrix, is_dask_collection
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError
+from dpggm.exceptions import NumericalError
+from dpggm.mechanisms.additive import (
+    MAX_RECORDS,
+    GaussianMechanism,
+    NoisePart,
+    check_budget_range,
+)
 from dpggm.mechanisms.bounds import Box, RowNorm
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.plan import PlanRun, ReleasePlan
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l2_sensitivity,
     sum_l2_sensitivity,
 )
-from dpggm.privacy.accountant import PrivacyAccountant
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, NonPrivate, PureDP, compose, scale_budget
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    accounting_total,
+    budget_from_cost,
+    dyadic_share,
+    exact_cost,
+)
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
 __all__ = ["AdaSSP", "PrivateLinearRegression", "solve_normal_equations"]
@@ -155,7 +180,7 @@ def solve_normal_equations(
     return coef, info
 
 
-class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
+class PrivateLinearRegression(RegressorMixin, PlannedEstimator):
     """Linear regression from a private joint second moment of ``[X, y]``.
 
     A clone of ``covariance_estimator`` is fitted to the stacked records ``[x, y]`` (with
@@ -188,7 +213,11 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         The fitted clone.
     joint_second_moment_ : ndarray
         The private joint matrix the coefficients were solved from.
-    solver_info_ : dict
+    solver_ : SolverResult
+        The normal equations' outcome (``estimate``: the coefficients; ``extra``: the
+        smallest eigenvalue, whether the feature block was repaired, the method).
+    plan_ : ReleasePlan
+        The covariance estimator's plan on the stacked columns.
     n_samples_ : int
         That of the fitted covariance estimator (the noisy count under add/remove).
     n_features_in_ : int
@@ -201,7 +230,8 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
     Privacy
     -------
     Post-processing of the covariance estimator's release: the guarantee is exactly that
-    estimator's, for neighbouring datasets that differ in one ``(x, y)`` record.
+    estimator's, for neighbouring datasets that differ in one ``(x, y)`` record; its plan
+    is that estimator's plan on the ``p + 1`` (``p + 2``) stacked columns.
     """
 
     _constraints = {
@@ -220,14 +250,95 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.ridge = ridge
 
-    def _validate(self) -> float:
-        ridge = self._validate_params()["ridge"]
+    def _width(self, p: int) -> int:
+        return p + (2 if self.fit_intercept else 1)
+
+    def _settings(self) -> Settings:
+        params = self._validate_params()
         # The covariance estimator's own parameters are checked now, before X is read,
         # so that a bad budget or bound fails before any work on the data.
         inner = self.covariance_estimator
-        if isinstance(inner, ContractMixin):
-            clone(inner)._validate_params()
-        return ridge
+        if hasattr(inner, "check_params"):
+            clone(inner).check_params()
+        return Settings(params=params, requested=NonPrivate(), accounting=NonPrivate())
+
+    def _inner(self) -> Any:
+        return clone(self.covariance_estimator)
+
+    def release_forms(self) -> dict[str, Budget]:
+        """Those of the covariance estimator (the regression is post-processing)."""
+        return self._inner().release_forms()
+
+    def expected_validity(self) -> tuple[str, str]:
+        """That of the covariance estimator."""
+        return self._inner().expected_validity()
+
+    def check_ledger(self, ledger: Any, dataset: str) -> None:
+        """As the covariance estimator's :meth:`~PlannedEstimator.check_ledger`."""
+        self._inner().check_ledger(ledger, dataset)
+
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
+        features, columns = as_matrix(X)
+        n, p = features.shape
+        target = _as_target(y, n)
+        parts = [features]
+        if self.fit_intercept:
+            parts.append(np.ones((n, 1)))
+        parts.append(target[:, None])
+        yield _Stacked(np.hstack(parts), columns)
+
+    def _context(self, settings: Settings) -> Any:
+        return None
+
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        """The covariance estimator's plan on the stacked columns."""
+        inner = self._inner()
+        if self.fit_intercept:
+            self._check_constant_column(inner, p, self._width(p))
+        return inner.plan(n_samples=n, n_features=self._width(p))
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: Any) -> Any:
+        # The covariance estimator runs its own plan (the same plan, from the same facts).
+        return self._inner().fit(data.stacked)
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: Any) -> None:
+        estimator = release
+        p = data.n_features
+        width = self._width(p)
+        joint = np.asarray(getattr(estimator, "covariance_", None), dtype=float)
+        if joint.shape != (width, width):
+            raise ValueError(
+                "covariance_estimator must set covariance_ of shape "
+                f"({width}, {width}) for the stacked data; got {joint.shape}"
+            )
+        k = width - 1
+        penalized = np.ones(k)
+        if self.fit_intercept:
+            penalized[p] = 0.0
+        coef, info = solve_normal_equations(joint, n_features=k, ridge=settings["ridge"],
+                                            penalized=penalized)
+        self.solver_ = _solver_result(coef, info)
+        self.coef_ = coef[:p]
+        self.intercept_ = float(coef[p]) if self.fit_intercept else 0.0
+        self.covariance_estimator_ = estimator
+        self.plan_ = getattr(estimator, "plan_", plan)
+        self.joint_second_moment_ = joint
+        guarantee = estimator.privacy_
+        self._set_fitted(
+            X, n_samples=getattr(estimator, "n_samples_", None), n_features=p,
+            columns=data.columns,
+            privacy=replace(
+                guarantee,
+                notes={
+                    **guarantee.notes,
+                    "regression": "ordinary least squares from the private joint second moment "
+                    "of [X, (1,) y] (post-processing)",
+                },
+            ),
+        )
 
     def _check_constant_column(self, estimator: Any, column: int, width: int) -> None:
         bounds = estimator.get_params(deep=False).get("bounds")
@@ -254,49 +365,7 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         -------
         self
         """
-        ridge = self._validate()
-        features, columns = as_matrix(X)
-        n, p = features.shape
-        target = _as_target(y, n)
-        parts = [features]
-        if self.fit_intercept:
-            parts.append(np.ones((n, 1)))
-        parts.append(target[:, None])
-        stacked = np.hstack(parts)
-        estimator = clone(self.covariance_estimator)
-        if self.fit_intercept:
-            self._check_constant_column(estimator, p, stacked.shape[1])
-        estimator.fit(stacked)
-        joint = np.asarray(getattr(estimator, "covariance_", None), dtype=float)
-        width = stacked.shape[1]
-        if joint.shape != (width, width):
-            raise ValueError(
-                "covariance_estimator must set covariance_ of shape "
-                f"({width}, {width}) for the stacked data; got {joint.shape}"
-            )
-        k = width - 1
-        penalized = np.ones(k)
-        if self.fit_intercept:
-            penalized[p] = 0.0
-        coef, info = solve_normal_equations(joint, n_features=k, ridge=ridge, penalized=penalized)
-        self.coef_ = coef[:p]
-        self.intercept_ = float(coef[p]) if self.fit_intercept else 0.0
-        self.covariance_estimator_ = estimator
-        self.joint_second_moment_ = joint
-        self.solver_info_ = info
-        guarantee = estimator.privacy_
-        self._set_fitted(
-            X, n_samples=getattr(estimator, "n_samples_", None), n_features=p, columns=columns,
-            privacy=replace(
-                guarantee,
-                notes={
-                    **guarantee.notes,
-                    "regression": "ordinary least squares from the private joint second moment "
-                    "of [X, (1,) y] (post-processing)",
-                },
-            ),
-        )
-        return self
+        return super().fit(X, y)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions ``X coef_ + intercept_``.
@@ -305,6 +374,60 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         """
         values = _check_predict_input(self, X)
         return values @ self.coef_ + self.intercept_
+
+
+def _solver_result(coef: np.ndarray, info: dict[str, Any]) -> Any:
+    """The normal equations' outcome as the one solver-result type of the library."""
+    from dpggm.solvers import SolverResult
+
+    return SolverResult(estimate=coef, extra=dict(info), message=str(info.get("method", "")))
+
+
+@dataclass
+class _Stacked:
+    """The records ``[x, (1,) y]`` of a regression, for the covariance estimator."""
+
+    stacked: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.stacked.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.columns)
+
+
+def _row_bound(x_bound: float, fit_intercept: bool) -> float:
+    """The row-norm bound of ``[x, 1]``: ``sqrt(B^2 + 1)``, rounded up so that it stays a
+    bound (``B`` itself without an intercept)."""
+    if not fit_intercept:
+        return x_bound
+    squared = Fraction(x_bound) ** 2 + 1
+    bound = math.sqrt(float(squared))
+    while Fraction(bound) ** 2 < squared:
+        bound = math.nextafter(bound, math.inf)
+    return bound
+
+
+@dataclass
+class _RegressionStatistics:
+    """``[X, 1]^T [X, 1]``, ``[X, 1]^T y`` and the sizes of the clipped records."""
+
+    gram: np.ndarray
+    moment: np.ndarray
+    n: int
+    columns: list[str]
+    x_bound: float
+
+    @property
+    def n_samples(self) -> int:
+        return self.n
+
+    @property
+    def n_features(self) -> int:
+        return len(self.columns)
 
 
 def _clipped_regression_statistics(
@@ -332,13 +455,7 @@ def _clipped_regression_statistics(
         gram = features.T @ features
         gram = (gram + gram.T) / 2
         moment = features.T @ target
-    if fit_intercept:
-        # ||(x, 1)|| <= sqrt(B^2 + 1), rounded up so that it stays a bound.
-        squared = Fraction(x_bound) ** 2 + 1
-        x_bound = math.sqrt(float(squared))
-        while Fraction(x_bound) ** 2 < squared:
-            x_bound = math.nextafter(x_bound, math.inf)
-    return gram, moment, n, columns, x_bound
+    return gram, moment, n, columns, _row_bound(x_bound, fit_intercept)
 
 
 class AdaSSP(RegressorMixin, DPEstimator):
@@ -393,7 +510,8 @@ class AdaSSP(RegressorMixin, DPEstimator):
         The chosen ``lambda`` (units of ``X^T X``).
     noisy_min_eigenvalue_ : float
         ``l`` above.
-    solver_info_ : dict
+    solver_ : SolverResult
+        The normal equations' outcome.
     accountant_ : PrivacyAccountant or None
     n_features_in_ : int
     privacy_ : PrivacyGuarantee
@@ -433,6 +551,9 @@ class AdaSSP(RegressorMixin, DPEstimator):
         self.random_state = random_state
 
     _constraints = {
+        "budget": BudgetOf(ApproxDP, ZCDP, GDP, NonPrivate, positive_delta=True,
+                           why="AdaSSP releases Gaussian noise, which cannot satisfy pure "
+                               "epsilon-DP"),
         "y_bound": Required(Interval(0, None), "declare |y| <= y_bound from domain knowledge"),
         "failure_probability": fraction(),
         "fit_intercept": FLAG,
@@ -440,21 +561,167 @@ class AdaSSP(RegressorMixin, DPEstimator):
         "noise": NOISE,
     }
 
-    def _validate(self) -> tuple[Any, Any, float, float]:
-        params = self._validate_params()
-        budget = params["budget"]
-        if isinstance(budget, PureDP):
-            raise IncompatibleBudgetError(
-                "AdaSSP releases Gaussian noise, which cannot satisfy pure epsilon-DP: budget "
-                f"must be ApproxDP, ZCDP or GDP; got {budget}"
+    _STEPS = ("smallest eigenvalue", "X^T X", "X^T y")
+
+    def _accounting(self, params: dict[str, Any], requested: Budget) -> Budget:
+        # Exact noise under GDP(mu) delivers zCDP: the thirds are split off mu**2 / 2.
+        if isinstance(requested, GDP) and params["noise"] == "exact":
+            return accounting_total(requested, ZCDP)
+        return requested
+
+    @contextlib.contextmanager
+    def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
+        yield _RegressionStatistics(*_clipped_regression_statistics(
+            X, y, bounds=settings["bounds"], y_bound=settings["y_bound"],
+            fit_intercept=settings["fit_intercept"]))
+
+    def _context(self, settings: Settings) -> ReleaseContext:
+        bounds = settings["bounds"]
+        return make_context(self, {"x": bounds.to_dict(),
+                                   "y": {"kind": "abs", "bound": settings["y_bound"]},
+                                   "data_derived": bool(bounds.data_derived)})
+
+    def _mechanisms(self, settings: Settings, p: int) -> tuple[float, list[GaussianMechanism]]:
+        """The row-norm bound of ``[x, (1)]`` and the three Gaussian releases, a third of
+        the total each (the last exactly what remains)."""
+        x_bound = _row_bound(settings["bounds"].row_norm(p), settings["fit_intercept"])
+        d = p + (1 if settings["fit_intercept"] else 0)
+        neighbors = settings["neighbors"]
+        row = RowNorm(x_bound)
+        total = settings.accounting
+        third = dyadic_share(total, Fraction(1, 3))
+        notion = type(total)
+        last = budget_from_cost(notion, tuple(
+            t - 2 * c for t, c in zip(exact_cost(total, notion), exact_cost(third, notion))))
+        sensitivities = (
+            # lambda_min(X^T X) moves by at most ||x||^2 <= x_bound^2 (Weyl), both relations.
+            gram_entry_sensitivity(row, p=1, neighbors="add-remove")[0, 0],
+            gram_l2_sensitivity(row, p=d, neighbors=neighbors),
+            sum_l2_sensitivity(RowNorm(x_bound * settings["y_bound"]), p=d, neighbors=neighbors),
+        )
+        sizes = (1, d * (d + 1) // 2, d)
+        return x_bound, [
+            GaussianMechanism(sensitivity=float(sens), size=size, budget=budget,
+                              calibration=settings["calibration"], noise=settings["noise"])
+            for sens, size, budget in zip(sensitivities, sizes, (third, third, last))
+        ]
+
+    def _check_range(self, settings: Settings, n: int, p: int) -> None:
+        """Before any draw: every release must be drawable at its third of the budget."""
+        if settings["noise"] == "float":
+            check_budget_range(settings.requested, [], release="AdaSSP")
+            return
+        x_bound = _row_bound(settings["bounds"].row_norm(p), settings["fit_intercept"])
+        d = p + (1 if settings["fit_intercept"] else 0)
+        neighbors = settings["neighbors"]
+        records = n if neighbors == "replace" else MAX_RECORDS  # n is private under add/remove
+        row = RowNorm(x_bound)
+        y_bound = settings["y_bound"]
+        parts = [
+            NoisePart(share=Fraction(1, 3), size=1, value_bound=x_bound**2 * records,
+                      sensitivity=gram_entry_sensitivity(row, p=1, neighbors="add-remove")[0, 0]),
+            NoisePart(share=Fraction(1, 3), size=d * (d + 1) // 2,
+                      value_bound=x_bound**2 * records,
+                      sensitivity=gram_l2_sensitivity(row, p=d, neighbors=neighbors)),
+            NoisePart(share=Fraction(1, 3), size=d, value_bound=x_bound * y_bound * records,
+                      sensitivity=sum_l2_sensitivity(RowNorm(x_bound * y_bound), p=d,
+                                                     neighbors=neighbors)),
+        ]
+        check_budget_range(settings.requested, parts,
+                           release=f"AdaSSP on {p} features" + (
+                               f" from n = {n} rows" if neighbors == "replace" else ""))
+
+    def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
+        """Three Gaussian releases: the smallest eigenvalue of ``X^T X``, ``X^T X`` and
+        ``X^T y``."""
+        if settings.non_private:
+            return ReleasePlan("AdaSSP", n, p, settings.requested, settings.requested, (),
+                               settings["neighbors"], {"reason": "non-private reference run"})
+        self._check_range(settings, n, p)
+        _, mechanisms = self._mechanisms(settings, p)
+        return ReleasePlan("AdaSSP", n, p, settings.requested, settings.accounting,
+                           tuple(m.planned(name) for name, m in zip(self._STEPS, mechanisms)),
+                           settings["neighbors"], {})
+
+    def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
+             ctx: ReleaseContext) -> Any:
+        gram, moment = data.gram, data.moment
+        if plan.non_private:
+            return None
+        lambda_min = float(np.linalg.eigvalsh(gram)[0])
+        noisy_lambda_min = float(run.run("smallest eigenvalue", lambda s: s.measurement.release(
+            np.array([lambda_min]), ctx.source)[0]))
+        iu = np.triu_indices(gram.shape[0])
+
+        def release_gram(planned: Any) -> np.ndarray:
+            out = np.zeros_like(gram)
+            out[iu] = planned.measurement.release(gram[iu], ctx.source)
+            return out + np.triu(out, 1).T
+
+        noisy_gram = run.run("X^T X", release_gram)
+        noisy_moment = run.run("X^T y", lambda s: s.measurement.release(moment, ctx.source))
+        return noisy_lambda_min, noisy_gram, np.atleast_1d(np.asarray(noisy_moment, dtype=float))
+
+    def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
+                run: PlanRun, ctx: ReleaseContext) -> None:
+        gram, moment, n, columns = data.gram, data.moment, data.n_samples, data.columns
+        p, d = len(columns), gram.shape[0]
+        beta = settings["failure_probability"]
+        if release is None:
+            coef, info = solve_normal_equations(
+                np.block([[gram, moment[:, None]], [moment[None, :], np.zeros((1, 1))]]),
+                n_features=d,
             )
-        if isinstance(budget, ApproxDP) and not (budget.epsilon > 0 and budget.delta > 0):
-            raise ValueError(f"budget must have epsilon > 0 and delta > 0 for AdaSSP; got {budget}")
-        if isinstance(budget, ZCDP) and not budget.rho > 0:
-            raise ValueError(f"budget must have rho > 0 for AdaSSP; got {budget}")
-        if isinstance(budget, GDP) and not budget.mu > 0:
-            raise ValueError(f"budget must have mu > 0 for AdaSSP; got {budget}")
-        return budget, params["bounds"], params["y_bound"], params["failure_probability"]
+            self._set_coefficients(coef, p)
+            self.ridge_ = 0.0
+            self.noisy_min_eigenvalue_ = float(np.linalg.eigvalsh(gram)[0])
+            self.solver_ = _solver_result(coef, info)
+            self.accountant_ = None
+            self._set_fitted(
+                X, n_samples=n, n_features=p, columns=columns,
+                privacy=ctx.guarantee(
+                    budget=settings.requested,
+                    mechanism="adassp (non-private reference: ordinary least squares)",
+                ),
+            )
+            return
+        noisy_lambda_min, noisy_gram, noisy_moment = release
+        eigen, gram_step, moment_step = (plan.step(name).measurement for name in self._STEPS)
+        sigma_eigen = eigen.sigma
+        if isinstance(settings.requested, ApproxDP):
+            shift = math.sqrt(math.log(6.0 / settings.requested.delta))
+        else:
+            shift = math.sqrt(2.0 * math.log(3.0 / beta))
+        noisy_min = max(noisy_lambda_min - sigma_eigen * shift, 0.0)
+        ridge = max(0.0, gram_step.sigma * math.sqrt(d * math.log(2.0 * d * d / beta)) - noisy_min)
+        joint = np.zeros((d + 1, d + 1))
+        joint[:d, :d] = noisy_gram
+        joint[:d, d] = joint[d, :d] = noisy_moment
+        coef, info = solve_normal_equations(joint, n_features=d, ridge=ridge)
+        self._set_coefficients(coef, p)
+        self.ridge_ = ridge
+        self.noisy_min_eigenvalue_ = noisy_min
+        self.solver_ = _solver_result(coef, info)
+        self.accountant_ = run.accountant
+        privacy = ctx.planned_guarantee(
+            plan, run, mechanism="adassp (Wang 2018, Algorithm 2)",
+            noise={
+                **eigen.record("min_eigenvalue_"),
+                "min_eigenvalue_shift": sigma_eigen * shift,
+                **gram_step.record("gram_"),
+                **moment_step.record("moment_"),
+                "budget_per_release": plan.step("smallest eigenvalue").budget,
+                "calibration": settings["calibration"]
+                if isinstance(settings.requested, ApproxDP) else "exact",
+            },
+            notes={"ridge": ridge},
+        )
+        # n is public under replace-one; under add/remove AdaSSP releases no count, so
+        # n_samples_ is not set (the exact count is never exposed there).
+        self._set_fitted(
+            X, n_samples=n if ctx.neighbors == "replace" else None, n_features=p,
+            columns=columns, privacy=privacy,
+        )
 
     def fit(self, X: Any, y: Any) -> AdaSSP:
         """Fit AdaSSP.
@@ -468,112 +735,7 @@ class AdaSSP(RegressorMixin, DPEstimator):
         -------
         self
         """
-        budget, bounds, y_bound, beta = self._validate()
-        gram, moment, n, columns, x_bound = _clipped_regression_statistics(
-            X, y, bounds=bounds, y_bound=y_bound, fit_intercept=self.fit_intercept
-        )
-        p, d = len(columns), gram.shape[0]
-        ctx = make_context(
-            self,
-            {
-                "x": bounds.to_dict(),
-                "y": {"kind": "abs", "bound": y_bound},
-                "data_derived": bool(bounds.data_derived),
-            },
-        )
-
-        if isinstance(budget, NonPrivate):
-            coef, info = solve_normal_equations(
-                np.block([[gram, moment[:, None]], [moment[None, :], np.zeros((1, 1))]]),
-                n_features=d,
-            )
-            self._set_coefficients(coef, p)
-            self.ridge_ = 0.0
-            self.noisy_min_eigenvalue_ = float(np.linalg.eigvalsh(gram)[0])
-            self.solver_info_ = info
-            self.accountant_ = None
-            self._set_fitted(
-                X, n_samples=n, n_features=p, columns=columns,
-                privacy=ctx.guarantee(
-                    budget=budget,
-                    mechanism="adassp (non-private reference: ordinary least squares)",
-                ),
-            )
-            return self
-
-        accountant = PrivacyAccountant(budget)
-        third = scale_budget(budget, Fraction(1, 3))
-        calibration = self.calibration
-        row = RowNorm(x_bound)
-
-        # lambda_min(X^T X) moves by at most ||x||^2 <= x_bound^2 (Weyl) under both relations.
-        eigen_sensitivity = gram_entry_sensitivity(row, p=1, neighbors="add-remove")[0, 0]
-        accountant.spend(third, mechanism="gaussian (smallest eigenvalue of X^T X)")
-        lambda_min = float(np.linalg.eigvalsh(gram)[0])
-        noisy_lambda_min, eigen_mechanism = ctx.gaussian(
-            lambda_min, sensitivity=eigen_sensitivity, budget=third, calibration=calibration
-        )
-        sigma_eigen = eigen_mechanism.sigma
-        if isinstance(budget, ApproxDP):
-            shift = math.sqrt(math.log(6.0 / budget.delta))
-        else:
-            shift = math.sqrt(2.0 * math.log(3.0 / beta))
-        noisy_min = max(float(noisy_lambda_min) - sigma_eigen * shift, 0.0)
-
-        gram_sensitivity = gram_l2_sensitivity(row, p=d, neighbors=ctx.neighbors)
-        accountant.spend(third, mechanism="gaussian (X^T X)")
-        noisy_gram, gram_mechanism = ctx.symmetric_gaussian(
-            gram, sensitivity=gram_sensitivity, budget=third, calibration=calibration
-        )
-        sigma_gram = gram_mechanism.sigma
-
-        moment_sensitivity = sum_l2_sensitivity(
-            RowNorm(x_bound * y_bound), p=d, neighbors=ctx.neighbors
-        )
-        last = accountant.remaining
-        accountant.spend(last, mechanism="gaussian (X^T y)")
-        noisy_moment, moment_mechanism = ctx.gaussian(
-            moment, sensitivity=moment_sensitivity, budget=last, calibration=calibration
-        )
-        noisy_moment = np.atleast_1d(np.asarray(noisy_moment, dtype=float))
-
-        ridge = max(0.0, sigma_gram * math.sqrt(d * math.log(2.0 * d * d / beta)) - noisy_min)
-        joint = np.zeros((d + 1, d + 1))
-        joint[:d, :d] = noisy_gram
-        joint[:d, d] = joint[d, :d] = noisy_moment
-        coef, info = solve_normal_equations(joint, n_features=d, ridge=ridge)
-        self._set_coefficients(coef, p)
-        self.ridge_ = ridge
-        self.noisy_min_eigenvalue_ = noisy_min
-        self.solver_info_ = info
-        self.accountant_ = accountant
-        privacy = ctx.guarantee(
-            budget=compose(
-                [m.delivered for m in (eigen_mechanism, gram_mechanism, moment_mechanism)]
-            ),
-            mechanism="adassp (Wang 2018, Algorithm 2)",
-            noise={
-                **eigen_mechanism.record("min_eigenvalue_"),
-                "min_eigenvalue_shift": sigma_eigen * shift,
-                **gram_mechanism.record("gram_"),
-                **moment_mechanism.record("moment_"),
-                "budget_per_release": third,
-                "calibration": calibration if isinstance(budget, ApproxDP) else "exact",
-            },
-            notes={
-                "ridge": ridge,
-                "spends": [
-                    {"mechanism": s.mechanism, "budget": s.budget} for s in accountant.spends
-                ],
-            },
-        )
-        # n is public under replace-one; under add/remove AdaSSP releases no count, so
-        # n_samples_ is not set (the exact count is never exposed there).
-        self._set_fitted(
-            X, n_samples=n if ctx.neighbors == "replace" else None, n_features=p,
-            columns=columns, privacy=privacy,
-        )
-        return self
+        return super().fit(X, y)
 
     def _set_coefficients(self, coef: np.ndarray, p: int) -> None:
         self.coef_ = coef[:p]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -30,6 +29,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from dpggm.io import write_atomic
 
 __all__ = [
     "NA_LIMIT",
@@ -296,44 +297,6 @@ def check_out_dir(out_dir: Any, names: Iterable[str], *, overwrite: bool) -> Pat
     return directory
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> Path:
-    path = Path(path)
-    if not overwrite and path.exists():
-        raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    temporary_path = Path(temporary)
-    try:
-        write(temporary_path)
-        # mkstemp creates the file readable by its owner only; give the result the
-        # permissions an ordinary new file would have.
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary_path, 0o666 & ~mask)
-        if overwrite:
-            os.replace(temporary_path, path)
-        else:
-            # A hard link fails if the target appeared meanwhile, so a file created by
-            # someone else after the check above is never clobbered.
-            try:
-                os.link(temporary_path, path)
-            except FileExistsError:
-                raise FileExistsError(
-                    f"{str(path)!r} exists; pass overwrite=True to replace it"
-                ) from None
-            except OSError:
-                if path.exists():
-                    raise FileExistsError(
-                        f"{str(path)!r} exists; pass overwrite=True to replace it"
-                    ) from None
-                os.replace(temporary_path, path)
-    finally:
-        if temporary_path.exists():
-            temporary_path.unlink()
-    return path
-
-
 def write_csv(frame: pd.DataFrame, path: Any, *, overwrite: bool = False) -> Path:
     """Write ``frame`` to ``path`` as CSV (no index), atomically.
 
@@ -342,9 +305,8 @@ def write_csv(frame: pd.DataFrame, path: Any, *, overwrite: bool = False) -> Pat
     FileExistsError
         If ``path`` exists and ``overwrite`` is false.
     """
-    return _atomic_write(
-        Path(path), lambda target: frame.to_csv(target, index=False), overwrite=overwrite
-    )
+    return write_atomic(Path(path), lambda fh: frame.to_csv(fh, index=False),
+                        overwrite=overwrite)
 
 
 def write_figure(figure: Any, path: Any, *, overwrite: bool = False, dpi: int = 120) -> Path:
@@ -355,8 +317,8 @@ def write_figure(figure: Any, path: Any, *, overwrite: bool = False, dpi: int = 
     FileExistsError
         If ``path`` exists and ``overwrite`` is false.
     """
-    return _atomic_write(
+    return write_atomic(
         Path(path),
-        lambda target: figure.savefig(target, format="png", dpi=dpi, bbox_inches="tight"),
-        overwrite=overwrite,
+        lambda fh: figure.savefig(fh, format="png", dpi=dpi, bbox_inches="tight"),
+        binary=True, overwrite=overwrite,
     )

@@ -17,8 +17,6 @@ Privacy: ``publish_csv`` is the one step that touches private data and adds nois
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from dpggm.estimators.data import iter_chunks
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
+from dpggm.io import write_atomic
 from dpggm.mechanisms.publish import NoisyRelease, publish
 
 __all__ = ["default_metadata_path", "publish_csv", "read_metadata", "recover_from_csv"]
@@ -42,26 +41,8 @@ def default_metadata_path(csv_path: Any) -> Path:
     return Path(csv_path).with_suffix(".json")
 
 
-def _write_text_atomic(path: Path, text: str, *, overwrite: bool) -> Path:
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp makes the file owner-only; a release gets the ordinary (umask) mode.
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return path
+def _write_text(path: Path, text: str, *, overwrite: bool) -> Path:
+    return write_atomic(Path(path), lambda fh: fh.write(text), overwrite=overwrite)
 
 
 def _read_csv(path: Any) -> pd.DataFrame:
@@ -160,7 +141,7 @@ def publish_csv(
         random_state=random_state,
     )
     write_csv(release.data, output_csv, overwrite=overwrite)
-    _write_text_atomic(
+    _write_text(
         metadata_path, json.dumps(release.to_json_metadata(), indent=2), overwrite=overwrite
     )
     return release
@@ -286,9 +267,9 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
         "n_features": estimator.n_features_in_,
         "n_edges": len(edges),
         "solver": {
-            "method": estimator.solver_result_.extra.get("method"),
-            "converged": bool(estimator.solver_result_.converged),
-            "duality_gap": estimator.solver_result_.extra.get("duality_gap"),
+            "method": estimator.solver_.extra.get("method"),
+            "converged": bool(estimator.solver_.converged),
+            "duality_gap": estimator.solver_.extra.get("duality_gap"),
         },
         "privacy": estimator.privacy_.to_dict(),
     }
@@ -300,6 +281,6 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
             "mean_mse": [float(m) if np.isfinite(m) else None for m in results["mean_mse"]],
             "selected_index": int(results["selected_index"]),
         }
-    _write_text_atomic(
+    _write_text(
         directory / "recovery.json", json.dumps(summary, indent=2, default=str), overwrite=overwrite
     )

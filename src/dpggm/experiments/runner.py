@@ -45,6 +45,7 @@ from dpggm.experiments._common import (
     write_csv,
     write_figure,
 )
+from dpggm.io import place
 
 __all__ = [
     "Aggregation",
@@ -470,21 +471,14 @@ def write_outputs(
                 write_figure(content, staging / name)
         for name in files:
             target = directory / name
-            if overwrite:
-                os.replace(staging / name, target)
-                continue
             try:
-                # A hard link fails if the target exists, so nothing is clobbered.
-                os.link(staging / name, target)
-            except OSError as error:
-                if isinstance(error, FileExistsError) or target.exists():
-                    for path in placed:
-                        path.unlink(missing_ok=True)
-                    raise FileExistsError(
-                        f"{str(target)!r} exists; pass overwrite=True to replace it"
-                    ) from None
-                # A file system without hard links: the check above is the guard.
-                os.replace(staging / name, target)
+                # One step per file; without overwrite a target that appeared meanwhile
+                # is never clobbered (and undoes the files already moved).
+                place(staging / name, target, overwrite=overwrite)
+            except FileExistsError:
+                for path in placed:
+                    path.unlink(missing_ok=True)
+                raise
             placed.append(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -238,7 +238,7 @@ def _agl_records(
         "penalty_value": private.alpha_,
         **common,
         **_errors(private.precision_, reference.precision_),
-        "converged": bool(private.converged_ and reference.converged_),
+        "converged": bool(private.solver_.converged and reference.solver_.converged),
         "repaired": float(_was_repaired(private)),
     }]
     if alpha != "auto":

@@ -271,7 +271,7 @@ def _gwishart_columns(data: Any, truth: SyntheticData, release: Any, n_iter: int
         est = GWishartGraph(**source, n_iter=n_iter, random_state=rng).fit(data)
     return {
         "auc_gwishart": edge_auc(est.edge_scores(), truth.adjacency),
-        "gwishart_max_abs_diff": est.convergence_["max_abs_diff"],
+        "gwishart_max_abs_diff": est.solver_.max_abs_diff,
     }
 
 

@@ -58,12 +58,21 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError, NumericalError
+from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError
 from dpggm.mechanisms.discrete_gaussian import (
     exact_scale_supported,
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
+from dpggm.mechanisms.grid import (
+    FLOAT_SLACK,
+    GRID_MARGIN,
+    from_grid,
+    grid_step,
+    inflated_sensitivity,
+    to_grid,
+)
+from dpggm.mechanisms.measurement import Measurement
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import (
     GDP,
@@ -72,36 +81,38 @@ from dpggm.privacy.budgets import (
     Budget,
     NonPrivate,
     PureDP,
-    budget_from_cost,
-    exact_cost,
+    accounting_total,
 )
-from dpggm.privacy.calibration import gaussian_sigma, laplace_scale
+from dpggm.privacy.calibration import (
+    gaussian_mu,
+    gaussian_sigma,
+    gaussian_zcdp,
+    laplace_epsilon,
+    laplace_scale,
+)
 from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
     "FLOAT_NOISE_REASON",
+    "FLOAT_SLACK",
+    "GRID_MARGIN",
     "MAX_RECORDS",
-    "NoisePart",
-    "check_budget_range",
-    "exact_parameter_range",
     "NOISE_MODES",
     "GaussianMechanism",
     "LaplaceMechanism",
+    "NoisePart",
+    "NoisyCount",
+    "check_budget_range",
     "check_noise_mode",
+    "exact_parameter_range",
     "grid_step",
 ]
 
 NOISE_MODES = ("exact", "float")
 
-#: Rounding to the grid may inflate the sensitivity by at most this share.
-GRID_MARGIN = 2.0**-10
-#: Relative allowance for the floating-point error of the statistic itself.
-FLOAT_SLACK = 2.0**-20
 #: The most records a release is analysed for (the allowance above assumes it); under
 #: add/remove, where n is private, it bounds the count and the Gram matrix publicly.
 MAX_RECORDS = 2**30
-#: Grid coordinates must stay below this so that ``t * k`` is an exact double.
-_MAX_GRID_COORDINATE = 2.0**52
 
 FLOAT_NOISE_REASON = (
     "noise='float': the noise was drawn by a floating-point sampler, whose set of possible "
@@ -119,54 +130,6 @@ def check_noise_mode(noise: Any) -> str:
     return noise
 
 
-def grid_step(sensitivity: float, inflation_per_step: float, scale: float) -> float:
-    """The largest power of two ``t`` with ``t * inflation_per_step <= sensitivity * 2^-10``
-    and ``t <= scale * 2^-10``.
-
-    ``inflation_per_step`` is ``sqrt(k)`` for an l2 sensitivity and ``k`` for an l1
-    sensitivity of a ``k``-coordinate statistic; ``scale`` is the continuous noise scale
-    the budget calls for. The first condition keeps the rounding allowance below 2^-10 of
-    the sensitivity, the second keeps the grid 1024 times finer than the noise. Public
-    parameters only.
-    """
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}")
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"noise scale must be a finite number > 0; got {scale!r}")
-    limit = GRID_MARGIN * min(sensitivity / inflation_per_step, scale)
-    step = 2.0 ** math.floor(math.log2(limit))
-    while step > limit:
-        step /= 2.0
-    while 2.0 * step <= limit:
-        step *= 2.0
-    return step
-
-
-def _round_up(value: float) -> float:
-    return math.nextafter(value, math.inf)
-
-
-def _grid_coordinates(values: np.ndarray, step: float) -> np.ndarray:
-    """``round(values / step)`` as int64; dividing by a power of two is exact."""
-    scaled = values / step
-    if not np.all(np.isfinite(scaled)) or np.max(np.abs(scaled), initial=0.0) >= _MAX_GRID_COORDINATE:
-        raise NumericalError(
-            "the statistic is too large for an exact release on the grid "
-            f"{step!r} (|value / grid| must stay below 2^52); check that the data were "
-            "clipped to sensible bounds"
-        )
-    return np.rint(scaled).astype(np.int64)
-
-
-def _from_grid(coordinates: np.ndarray, step: float) -> np.ndarray:
-    if np.max(np.abs(coordinates), initial=0) >= _MAX_GRID_COORDINATE:
-        raise NumericalError(
-            "the noisy release left the exactly representable range of the grid; the noise "
-            "scale is too large for the grid chosen"
-        )
-    return coordinates.astype(np.float64) * step
-
-
 def _add_noise(
     values: Any, *, size: int, independent: bool, grid: float | None, scale: float,
     float_draw: Any, exact_sampler: Any, random_state: Any,
@@ -178,26 +141,27 @@ def _add_noise(
         raise ValueError(f"this mechanism was calibrated for {size} coordinates; got {values.size}")
     if grid is None:
         return values + float_draw(0.0, scale, size=values.shape)
-    coordinates = _grid_coordinates(values, grid)
+    coordinates = to_grid(values, grid)
     noise = exact_sampler(
         Fraction(scale) / Fraction(grid), size=values.shape, random_state=random_state
     )
-    return _from_grid(coordinates + np.asarray(noise, dtype=np.int64), grid)
+    return from_grid(coordinates + np.asarray(noise, dtype=np.int64), grid)
 
 
 def _zcdp_target(budget: Budget) -> float:
-    """The zCDP parameter an exact Gaussian release is calibrated to for ``budget``."""
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, GDP):
-        # The largest float not above mu^2 / 2: the release is calibrated to (and states)
-        # this rho, so it never costs more than the mu^2 / 2 that mu-GDP books in zCDP.
-        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down").rho
-    return zcdp_rho_for(budget.epsilon, budget.delta)
+    """The zCDP parameter an exact Gaussian release is calibrated to for ``budget``: the
+    largest ``rho`` the budget implies (:func:`~dpggm.privacy.budgets.accounting_total`;
+    for ``GDP(mu)`` the largest float not above ``mu**2 / 2``, so the release never costs
+    more than the ``mu**2 / 2`` that mu-GDP books in zCDP)."""
+    if isinstance(budget, ApproxDP):
+        # The tight conversion itself (delta = 0 is refused there: Gaussian noise is never
+        # (epsilon, 0)-DP; an overflow is a BudgetRangeError upstream).
+        return zcdp_rho_for(budget.epsilon, budget.delta)
+    return accounting_total(budget, ZCDP).rho
 
 
 @dataclass(frozen=True)
-class GaussianMechanism:
+class GaussianMechanism(Measurement):
     """The Gaussian mechanism on ``size`` coordinates of l2 sensitivity ``sensitivity``.
 
     Parameters
@@ -235,8 +199,14 @@ class GaussianMechanism:
     delivered: Budget = field(init=False)
     derivation: str = field(init=False)
 
+    @property
+    def mechanism(self) -> str:  # type: ignore[override]
+        return "discrete gaussian" if self.noise == "exact" else "gaussian"
+
     def __post_init__(self) -> None:
         check_noise_mode(self.noise)
+        if int(self.size) != self.size or self.size < 1:
+            raise ValueError(f"size must be a positive integer; got {self.size!r}")
         if self.fixed_sigma is not None:
             self._calibrate_to_sigma(float(self.fixed_sigma))
             return
@@ -246,11 +216,9 @@ class GaussianMechanism:
                     "the Gaussian mechanism cannot satisfy pure epsilon-DP: use the Laplace "
                     "mechanism, or a ZCDP / ApproxDP / GDP budget"
                 )
-            raise TypeError(
+            raise IncompatibleBudgetError(
                 f"the Gaussian mechanism needs an ApproxDP, ZCDP or GDP budget; got {self.budget!r}"
             )
-        if int(self.size) != self.size or self.size < 1:
-            raise ValueError(f"size must be a positive integer; got {self.size!r}")
         budget = self.budget
         if self.noise == "float":
             sigma = gaussian_sigma(self.sensitivity, budget, calibration=self.calibration)
@@ -263,9 +231,7 @@ class GaussianMechanism:
             grid = grid_step(
                 self.sensitivity, math.sqrt(self.size), self.sensitivity / math.sqrt(2 * rho_target)
             )
-            inflated = _round_up(
-                (self.sensitivity + grid * math.sqrt(self.size)) * (1.0 + FLOAT_SLACK)
-            )
+            inflated = inflated_sensitivity(self.sensitivity, grid, math.sqrt(self.size))
             sigma = gaussian_sigma(inflated, ZCDP(rho_target))
             if isinstance(budget, ZCDP):
                 delivered = budget
@@ -300,28 +266,26 @@ class GaussianMechanism:
     def _calibrate_to_sigma(self, sigma: float) -> None:
         if not (math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
-        if self.noise == "float":
-            mu = self.sensitivity / sigma
-            while Fraction(mu) * Fraction(sigma) < Fraction(self.sensitivity):
-                mu = _round_up(mu)
-            grid, delivered = None, GDP(mu)
-            derivation = "continuous Gaussian mechanism: mu = Delta / sigma"
-        else:
-            grid = grid_step(self.sensitivity, math.sqrt(self.size), sigma)
-            inflated = _round_up(
-                (self.sensitivity + grid * math.sqrt(self.size)) * (1.0 + FLOAT_SLACK)
-            )
-            exact_rho = Fraction(inflated) ** 2 / (2 * Fraction(sigma) ** 2)
-            rho = float(exact_rho)
-            if Fraction(rho) < exact_rho:
-                rho = _round_up(rho)
-            delivered = ZCDP(rho)
-            derivation = "discrete Gaussian: rho = Delta'^2 / (2 sigma^2) (CKS 2020, Thm 4/14)"
-        object.__setattr__(self, "budget", delivered)
+        grid = None if self.noise == "float" else grid_step(
+            self.sensitivity, math.sqrt(self.size), sigma)
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "grid", grid)
+        delivered = self.privacy_map(self.sensitivity)
+        object.__setattr__(self, "budget", delivered)
         object.__setattr__(self, "delivered", delivered)
-        object.__setattr__(self, "derivation", derivation)
+        object.__setattr__(self, "derivation", (
+            "continuous Gaussian mechanism: mu = Delta / sigma" if grid is None
+            else "discrete Gaussian: rho = Delta'^2 / (2 sigma^2) (CKS 2020, Thm 4/14)"))
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        """The guarantee this noise gives a query of l2 ``sensitivity`` and :attr:`size`
+        coordinates: ``Delta'**2 / (2 sigma**2)``-zCDP with ``Delta'`` the sensitivity on
+        the grid (exact noise; CKS 2020, Thm 4 and 14), ``Delta / sigma``-GDP for float noise
+        (whose ``(epsilon, delta)`` calibration is that GDP's profile); rounded up."""
+        if self.grid is None:
+            return GDP(gaussian_mu(sensitivity, self.sigma))
+        inflated = inflated_sensitivity(float(sensitivity), self.grid, math.sqrt(self.size))
+        return ZCDP(gaussian_zcdp(inflated, self.sigma))
 
     def release(
         self,
@@ -358,7 +322,7 @@ class GaussianMechanism:
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(Measurement):
     """The Laplace mechanism on ``size`` coordinates of l1 sensitivity ``sensitivity``,
     for a ``PureDP`` budget; exact (discrete Laplace on a grid) by default."""
 
@@ -371,10 +335,14 @@ class LaplaceMechanism:
     delivered: Budget = field(init=False)
     derivation: str = field(init=False)
 
+    @property
+    def mechanism(self) -> str:  # type: ignore[override]
+        return "discrete laplace" if self.noise == "exact" else "laplace"
+
     def __post_init__(self) -> None:
         check_noise_mode(self.noise)
         if isinstance(self.budget, NonPrivate) or not isinstance(self.budget, PureDP):
-            raise TypeError(
+            raise IncompatibleBudgetError(
                 f"the Laplace mechanism is calibrated for a PureDP budget; got {self.budget!r}"
             )
         if int(self.size) != self.size or self.size < 1:
@@ -387,13 +355,20 @@ class LaplaceMechanism:
             grid = grid_step(
                 self.sensitivity, float(self.size), self.sensitivity / self.budget.epsilon
             )
-            inflated = _round_up((self.sensitivity + grid * self.size) * (1.0 + FLOAT_SLACK))
-            scale = laplace_scale(inflated, self.budget)
+            scale = laplace_scale(
+                inflated_sensitivity(self.sensitivity, grid, float(self.size)), self.budget)
             derivation = "discrete Laplace on the grid: epsilon = Delta_1' / scale"
         object.__setattr__(self, "scale", float(scale))
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "delivered", self.budget)
         object.__setattr__(self, "derivation", derivation)
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        """``Delta_1' / scale``-DP for a query of l1 ``sensitivity`` (``Delta_1'`` its
+        sensitivity on the grid for exact noise), rounded up."""
+        if self.grid is not None:
+            sensitivity = inflated_sensitivity(float(sensitivity), self.grid, float(self.size))
+        return PureDP(laplace_epsilon(sensitivity, self.scale))
 
     def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
         """``values`` plus noise, every random word from ``source``."""
@@ -413,6 +388,34 @@ class LaplaceMechanism:
         if self.grid is not None:
             out[f"{prefix}grid"] = self.grid
         return out
+
+
+class NoisyCount(Measurement):
+    """A count of sensitivity 1 (the number of records, private under add/remove
+    neighbours): discrete Laplace for a ``PureDP`` budget, the discrete Gaussian otherwise.
+    The count is an integer, so the release is one (the grid is a power of two that
+    divides 1)."""
+
+    mechanism = "noisy count"
+    sensitivity = 1.0
+
+    def __init__(self, budget: Budget, *, noise: str = "exact") -> None:
+        self.inner: GaussianMechanism | LaplaceMechanism
+        if isinstance(budget, PureDP):
+            self.inner = LaplaceMechanism(sensitivity=1.0, size=1, budget=budget, noise=noise)
+        else:
+            self.inner = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=noise)
+        self.delivered = self.inner.delivered
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        return self.inner.privacy_map(sensitivity)
+
+    def record(self, prefix: str = "count_") -> dict[str, Any]:
+        return self.inner.record(prefix)
+
+    def release(self, count: int, source: RandomSource | Any) -> float:
+        """The noisy count (an integer-valued float)."""
+        return float(self.inner.release(np.array([float(count)]), source)[0])
 
 
 # ----------------------------------------------------------------- budgets that work

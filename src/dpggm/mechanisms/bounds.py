@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpggm.privacy.budgets import NEIGHBOR_RELATIONS
+
 __all__ = [
     "NEIGHBOR_RELATIONS",
     "Box",
@@ -31,7 +33,6 @@ __all__ = [
 ]
 
 Neighbors = Literal["replace", "add-remove"]
-NEIGHBOR_RELATIONS: tuple[str, ...] = ("replace", "add-remove")
 
 
 def check_neighbors(neighbors: str) -> str:

@@ -25,13 +25,14 @@ The most severe applicable status is reported; every reason that applies is kept
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, GaussianMechanism, check_noise_mode
 from dpggm.mechanisms.bounds import Bounds, check_neighbors
+from dpggm.mechanisms.plan import PlanRun, ReleasePlan
 from dpggm.mechanisms.random import (
     SEEDED_REASON,
     RandomSource,
@@ -204,3 +205,46 @@ class ReleaseContext:
             curator_notes=dict(curator_notes or {}),
         )
 
+
+    def planned_guarantee(
+        self,
+        plan: ReleasePlan,
+        run: PlanRun | None,
+        *,
+        mechanism: str,
+        noise: dict[str, Any] | None = None,
+        notes: dict[str, Any] | None = None,
+        invalid_reason: str | None = None,
+        caveats: tuple[str, ...] | list[str] = (),
+        curator_notes: dict[str, Any] | None = None,
+    ) -> PrivacyGuarantee:
+        """The guarantee of a release made by running ``plan`` (``run`` holds what ran).
+
+        The budget is what the steps delivered (their composition), or the requested
+        ``(epsilon, delta)`` when the steps ran in the zCDP that implies it; ``equivalent``
+        holds every other form that holds (:meth:`ReleasePlan.forms`);
+        ``noise["breakdown"]`` lists every step run (mechanism, budget, noise), and
+        ``notes["plan"]`` the plan -- so record and plan cannot disagree.
+        """
+        record_notes = dict(notes or {})
+        if plan.non_private or run is None:
+            return self.guarantee(budget=plan.requested, mechanism=mechanism, noise=noise,
+                                  notes=record_notes, curator_notes=curator_notes)
+        budget = run.spent
+        forms = plan.forms(self.report_delta)
+        if type(plan.requested) is not type(plan.accounting):
+            record_notes["requested_budget"] = plan.requested
+            record_notes["accounted_as"] = plan.accounting
+            if plan.requested.notion in forms:
+                # An (epsilon, delta) budget run in the largest zCDP that implies it.
+                budget = plan.requested
+        record_notes["plan"] = plan.to_dict(self.report_delta)
+        record_notes["spent_exactly_total"] = run.spent_exactly_total
+        record = self.guarantee(
+            budget=budget, mechanism=mechanism,
+            noise={**(noise or {}), "breakdown": run.breakdown}, notes=record_notes,
+            invalid_reason=invalid_reason, caveats=caveats, curator_notes=curator_notes,
+        )
+        if budget == run.spent:
+            forms = {**forms, budget.notion: budget}
+        return replace(record, equivalent=tuple(b for b in forms.values() if b != budget))

@@ -1,5 +1,7 @@
-"""Noise primitives: symmetric Gaussian and Laplace matrices, Wishart matrices, and the
-exponential mechanism.
+"""Noise primitives and the selection mechanisms: symmetric Gaussian and Laplace matrices,
+Wishart matrices, and three measurements (:mod:`dpggm.mechanisms.measurement`) --
+:class:`ExponentialMechanism`, :class:`AboveThreshold` and :class:`WishartMechanism`. The
+functions :func:`exponential_mechanism` and :func:`above_threshold` run the first two once.
 
 Every function takes its randomness as ``rng``: a
 :class:`~dpggm.mechanisms.random.RandomSource` (a fit passes its context's ``source``) or
@@ -16,15 +18,24 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpggm.exceptions import IncompatibleBudgetError
 from dpggm.mechanisms._exact_selection import exact_exponential_selection
 from dpggm.mechanisms.discrete_gaussian import sample_discrete_laplace
+from dpggm.mechanisms.grid import binade_step, sampler_scale_at_least, to_grid_clipped
+from dpggm.mechanisms.measurement import Measurement
 from dpggm.mechanisms.random import RandomSource
+from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, budget_from_cost
+from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, PURE_DP_ZCDP, epsilon_for_zcdp
 
 __all__ = [
+    "AboveThreshold",
+    "ExponentialMechanism",
+    "WishartMechanism",
     "above_threshold",
     "above_threshold_min_epsilon",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
+    "selection_epsilon",
     "symmetric_gaussian_noise",
     "symmetric_laplace_noise",
     "wishart_noise",
@@ -79,6 +90,95 @@ def wishart_noise(p: int, df: int, scale: float, rng: RandomSource | Any) -> np.
     return scale * (lower @ lower.T)
 
 
+class WishartMechanism(Measurement):
+    """Wishart noise on a second moment: ``(statistic * divide_by + W) / divide_by`` with
+    ``W ~ Wishart_p(df, scale I)`` (:func:`wishart_noise`).
+
+    Its Gaussian vectors and chi-square draws are floating-point (no exact sampler exists
+    for it here), so a release with it is reported ``"invalid"`` whatever its analysis
+    (Mironov 2012); the parameters and the claimed guarantee are still stated exactly.
+
+    Parameters
+    ----------
+    p, df : int
+        Dimension and degrees of freedom (``df >= p``).
+    scale : float
+        The Wishart scale (of ``I``), > 0.
+    claimed : Budget
+        The guarantee the mechanism's analysis states for records of row norm at most
+        ``row_bound``.
+    row_bound : float
+        The row-norm bound the analysis assumes (from declared bounds).
+    divide_by : int, default=1
+        ``n`` when the noise is added to ``X^T X`` and the sum divided afterwards.
+    invalid_reason : str, optional
+        Why the claimed guarantee is known not to hold (the pure-DP Wishart of Jiang et al.
+        and the output perturbation of seed 001); ``None`` for Sheffet's analysis.
+    """
+
+    mechanism = "wishart"
+
+    def __init__(self, *, p: int, df: int, scale: float, claimed: Budget, row_bound: float,
+                 divide_by: int = 1, invalid_reason: str | None = None) -> None:
+        self.p, self.df = int(p), int(df)
+        if self.df < self.p:
+            raise ValueError(f"df must be an integer >= p = {p}; got {df!r}")
+        self.scale = _check_scale("scale", scale)
+        self.sensitivity = _check_scale("row_bound", row_bound)
+        self.claimed = claimed
+        self.divide_by = int(divide_by)
+        self.invalid_reason = invalid_reason
+        self.delivered = claimed
+
+    @classmethod
+    def sheffet(cls, budget: Budget, *, p: int, row_bound: float, n: int) -> WishartMechanism:
+        """Sheffet (2019): ``W ~ Wishart_p(m, B**2 I)`` added to ``X^T X``, divided by ``n``,
+        ``m = ceil(p + 14 ln(4/delta) / epsilon**2)``: ``(epsilon, delta)``-DP for rows of
+        norm at most ``B``, valid for ``epsilon`` in (0, 1) and ``delta`` in (0, 1/e)."""
+        if not isinstance(budget, ApproxDP):
+            raise IncompatibleBudgetError(
+                f"the Wishart mechanism needs an ApproxDP budget; got {type(budget).__name__}")
+        if not (0 < budget.epsilon < 1 and 0 < budget.delta < 1 / math.e):
+            raise ValueError(
+                "budget: the Wishart mechanism needs epsilon in (0, 1) and delta in (0, 1/e); "
+                f"got epsilon={budget.epsilon!r}, delta={budget.delta!r}"
+            )
+        df = math.ceil(p + 14.0 * math.log(4.0 / budget.delta) / budget.epsilon**2)
+        return cls(p=p, df=df, scale=row_bound**2, claimed=budget, row_bound=row_bound,
+                   divide_by=n)
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        """The claimed guarantee, for records of row norm at most the bound analysed; no
+        guarantee is known beyond it."""
+        if _check_scale("sensitivity", sensitivity) > self.sensitivity:
+            raise ValueError(
+                f"the Wishart analysis covers rows of norm at most {self.sensitivity!r}; got "
+                f"{sensitivity!r}")
+        return self.claimed
+
+    @property
+    def entry_std(self) -> float:
+        """The standard deviation of one off-diagonal entry of the released noise (after
+        the division): ``sqrt(df) * scale / divide_by``."""
+        return math.sqrt(self.df) * self.scale / self.divide_by
+
+    @property
+    def noise_mean(self) -> float:
+        """The mean of a diagonal entry of the released noise: ``df * scale / divide_by``."""
+        return self.df * self.scale / self.divide_by
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        out = {f"{prefix}wishart_df": self.df, f"{prefix}wishart_scale": self.scale}
+        if self.divide_by != 1:
+            out[f"{prefix}divided_by_n"] = self.divide_by
+        return out
+
+    def release(self, statistic: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """``statistic`` plus the Wishart draw over ``divide_by``."""
+        noise = wishart_noise(self.p, self.df, self.scale, source)
+        return statistic + (noise / self.divide_by if self.divide_by != 1 else noise)
+
+
 def exponential_mechanism_probabilities(
     scores: np.ndarray, *, sensitivity: float, epsilon: float
 ) -> np.ndarray:
@@ -93,6 +193,97 @@ def exponential_mechanism_probabilities(
         raise ValueError("scores must be a non-empty one-dimensional array of finite numbers")
     logits = epsilon * scores / (2 * sensitivity)
     return np.exp(logits - special.logsumexp(logits))
+
+
+def _float_at_most(value: Fraction) -> float:
+    result = float(value)
+    if Fraction(result) > value:
+        result = math.nextafter(result, 0.0)
+    return result
+
+
+def _scaled_epsilon(epsilon: float, sensitivity: float, calibrated: float) -> Fraction:
+    """The privacy loss ``epsilon * sensitivity / calibrated`` of a score (query) of
+    ``sensitivity`` under a mechanism calibrated for ``calibrated``, exactly."""
+    sensitivity = _check_scale("sensitivity", sensitivity)
+    return Fraction(epsilon) * Fraction(sensitivity) / Fraction(calibrated)
+
+
+def _pure_step_budget(loss: Fraction, notion: type[Budget], coefficient: Fraction) -> Budget:
+    """A pure ``loss``-DP step stated in ``notion`` (``ZCDP``: ``coefficient * loss**2``),
+    rounded up."""
+    if notion is ZCDP:
+        return budget_from_cost(ZCDP, (coefficient * loss**2,), rounding="up")
+    return budget_from_cost(PureDP, (loss,), rounding="up")
+
+
+def selection_epsilon(budget: Budget, coefficient: Fraction) -> float:
+    """The largest ``epsilon`` a pure-DP selection may run at for ``budget`` -- the one map
+    from a budget to a selection's ``epsilon``: ``ZCDP(rho)`` through ``coefficient *
+    epsilon**2 <= rho`` (exactly; ``coefficient`` is 1/8 for the exponential mechanism,
+    1/2 for AboveThreshold), ``PureDP(eps)`` (or the ``epsilon`` of ``ApproxDP``, delta
+    unused) as is (the largest float not above it)."""
+    if isinstance(budget, ZCDP):
+        return epsilon_for_zcdp(budget.rho, coefficient=coefficient)
+    if isinstance(budget, (PureDP, ApproxDP)):
+        return _float_at_most(Fraction(budget.epsilon))
+    raise IncompatibleBudgetError(
+        f"a selection mechanism's budget must be ZCDP, PureDP or ApproxDP; got {budget!r}"
+    )
+
+
+class ExponentialMechanism(Measurement):
+    """The exponential mechanism: an index chosen with probability proportional to
+    ``exp(epsilon u_r / (2 sensitivity))``, drawn **exactly**
+    (:mod:`dpggm.mechanisms._exact_selection`).
+
+    Parameters
+    ----------
+    epsilon, sensitivity : float
+        Finite and > 0 (the score sensitivity, from public parameters).
+    notion : {ZCDP, PureDP}, default=ZCDP
+        The notion the selection is accounted in: ``epsilon**2 / 8``-zCDP (Cesar & Rogers
+        2021) or ``epsilon``-DP.
+
+    Privacy
+    -------
+    ``privacy_map(d)``: a score of sensitivity ``d`` loses ``epsilon d / sensitivity``:
+    that pure DP, or its square over 8 in zCDP, rounded up.
+    """
+
+    mechanism = "exponential"
+
+    def __init__(self, *, epsilon: float, sensitivity: float, notion: type[Budget] = ZCDP) -> None:
+        self.sensitivity = _check_scale("sensitivity", sensitivity)
+        self.epsilon = _check_scale("epsilon", epsilon)
+        if notion not in (ZCDP, PureDP):
+            raise ValueError(f"notion must be ZCDP or PureDP; got {notion!r}")
+        self.notion = notion
+        self.delivered = self.privacy_map(self.sensitivity)
+
+    @classmethod
+    def for_budget(cls, budget: Budget, *, sensitivity: float) -> ExponentialMechanism:
+        """The selection that costs at most ``budget`` (the largest ``epsilon`` it allows;
+        ``ZCDP``: ``epsilon**2 / 8 <= rho`` exactly)."""
+        notion = ZCDP if isinstance(budget, ZCDP) else PureDP
+        return cls(epsilon=selection_epsilon(budget, EXPONENTIAL_MECHANISM_ZCDP),
+                   sensitivity=sensitivity, notion=notion)
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        return _pure_step_budget(_scaled_epsilon(self.epsilon, sensitivity, self.sensitivity),
+                                 self.notion, EXPONENTIAL_MECHANISM_ZCDP)
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        return {f"{prefix}epsilon": self.epsilon, f"{prefix}score_sensitivity": self.sensitivity}
+
+    def release(self, scores: np.ndarray, source: RandomSource | Any) -> int:
+        """The selected index (see :func:`exponential_mechanism`)."""
+        scores = np.asarray(scores, dtype=float)
+        if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
+            raise ValueError("scores must be a non-empty one-dimensional array of finite numbers")
+        return exact_exponential_selection(
+            scores, sensitivity=self.sensitivity, epsilon=self.epsilon, random_state=source
+        )
 
 
 def exponential_mechanism(
@@ -131,36 +322,19 @@ def exponential_mechanism(
     ``sensitivity`` (Cesar & Rogers 2021); the exact sampler makes these bounds hold for
     the released index as computed, not only for an idealised float sampler.
     """
-    sensitivity = _check_scale("sensitivity", sensitivity)
-    epsilon = _check_scale("epsilon", epsilon)
-    scores = np.asarray(scores, dtype=float)
-    if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be a non-empty one-dimensional array of finite numbers")
-    return exact_exponential_selection(
-        scores, sensitivity=sensitivity, epsilon=epsilon, random_state=rng
-    )
-
-
-def _exact_scale_at_least(value: Fraction) -> Fraction:
-    """A dyadic rational >= value with a numerator below 2**51 (a slightly larger noise
-    scale only strengthens the guarantee; the exact samplers need short rationals)."""
-    shift = max(0, 50 - value.numerator.bit_length() + value.denominator.bit_length())
-    return Fraction(math.ceil(value * 2**shift), 2**shift)
+    return ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity).release(scores, rng)
 
 
 # The exact AboveThreshold works on the grid t Z with t the power of two at 2**-20 of the
 # sensitivity: rounding a query to the grid moves it by at most t/2, which adds at most
 # one step (a relative 2**-20) to the sensitivity in grid units.
 _THRESHOLD_GRID_BITS = 20
-_GRID_LIMIT = float(2**52)
 
 
-def _to_grid(values: np.ndarray, step: float) -> np.ndarray:
-    """round(values / step), clipped to +-2**52: monotone, and moves a difference of d by
-    at most d / step + 1 steps."""
-    with np.errstate(over="ignore"):
-        scaled = np.rint(np.asarray(values, dtype=float) / step)
-    return np.clip(scaled, -_GRID_LIMIT, _GRID_LIMIT).astype(np.int64)
+def _threshold_grid(sensitivity: float) -> tuple[float, int]:
+    """The grid step and the sensitivity in grid units, ``ceil(sensitivity / t) + 1``."""
+    step = binade_step(sensitivity, _THRESHOLD_GRID_BITS)
+    return step, math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
 
 
 def above_threshold_min_epsilon(*, sensitivity: float, monotonic: bool = False) -> float:
@@ -168,9 +342,85 @@ def above_threshold_min_epsilon(*, sensitivity: float, monotonic: bool = False) 
     scales, ``(2 or 4) D / epsilon`` grid steps, must stay within the exact sampler's
     ``2**48`` (public parameters only; a hair is added for the rounding of the scales)."""
     sensitivity = _check_scale("sensitivity", sensitivity)
-    step = math.ldexp(1.0, math.frexp(sensitivity)[1] - 1 - _THRESHOLD_GRID_BITS)
-    grid_sensitivity = math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
+    _, grid_sensitivity = _threshold_grid(sensitivity)
     return (2 if monotonic else 4) * grid_sensitivity / 2.0**48 * (1 + 2.0**-30)
+
+
+class AboveThreshold(Measurement):
+    """AboveThreshold (Dwork & Roth 2014, Algorithm 1; Lyu, Su & Li 2017, Algorithm 1): the
+    index of the first query whose noisy value reaches the noisy threshold, or the number
+    of queries if none does; exact discrete Laplace noise on a grid.
+
+    Parameters
+    ----------
+    epsilon, sensitivity : float
+        Finite and > 0 (the queries' sensitivity, from public parameters).
+    monotonic : bool, default=False
+        Queries that all move in the same direction between neighbours (the caller
+        guarantees it): half the query noise (Lyu, Su & Li 2017, section 4.2).
+    notion : {PureDP, ZCDP}, default=PureDP
+        The notion the step is accounted in: ``epsilon``-DP, or ``epsilon**2 / 2``-zCDP.
+
+    Privacy
+    -------
+    ``privacy_map(d)``: queries of sensitivity ``d`` lose ``epsilon d / sensitivity``
+    whatever their number (that pure DP, or half its square in zCDP), rounded up.
+    """
+
+    mechanism = "above threshold (exact sparse vector)"
+
+    def __init__(self, *, epsilon: float, sensitivity: float, monotonic: bool = False,
+                 notion: type[Budget] = PureDP) -> None:
+        self.sensitivity = _check_scale("sensitivity", sensitivity)
+        self.epsilon = _check_scale("epsilon", epsilon)
+        self.monotonic = bool(monotonic)
+        if notion not in (ZCDP, PureDP):
+            raise ValueError(f"notion must be ZCDP or PureDP; got {notion!r}")
+        self.notion = notion
+        self.step, grid_sensitivity = _threshold_grid(self.sensitivity)
+        per_unit = Fraction(grid_sensitivity) / Fraction(self.epsilon)
+        self.threshold_scale = sampler_scale_at_least(2 * per_unit, significant_bits=51)
+        self.query_scale = sampler_scale_at_least((2 if self.monotonic else 4) * per_unit,
+                                                  significant_bits=51)
+        self.delivered = self.privacy_map(self.sensitivity)
+
+    @classmethod
+    def for_budget(cls, budget: Budget, *, sensitivity: float,
+                   monotonic: bool = False) -> AboveThreshold:
+        """The sparse vector that costs at most ``budget`` (``ZCDP``: ``epsilon**2 / 2 <=
+        rho`` exactly)."""
+        notion = ZCDP if isinstance(budget, ZCDP) else PureDP
+        return cls(epsilon=selection_epsilon(budget, PURE_DP_ZCDP), sensitivity=sensitivity,
+                   monotonic=monotonic, notion=notion)
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        return _pure_step_budget(_scaled_epsilon(self.epsilon, sensitivity, self.sensitivity),
+                                 self.notion, PURE_DP_ZCDP)
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        return {
+            f"{prefix}epsilon": self.epsilon,
+            f"{prefix}query_sensitivity": self.sensitivity,
+            f"{prefix}threshold_laplace_scale": float(self.threshold_scale * Fraction(self.step)),
+            f"{prefix}query_laplace_scale": float(self.query_scale * Fraction(self.step)),
+            f"{prefix}grid": self.step,
+        }
+
+    def release(self, queries: np.ndarray, threshold: float, source: RandomSource | Any) -> int:
+        """The index of the first noisy query at or above the noisy threshold."""
+        queries = np.asarray(queries, dtype=float)
+        if queries.ndim != 1 or not np.all(np.isfinite(queries)):
+            raise ValueError("queries must be a one-dimensional array of finite numbers")
+        if not math.isfinite(float(threshold)):
+            raise ValueError(f"threshold must be a finite number; got {threshold!r}")
+        source = RandomSource.of(source)
+        noisy_threshold = int(to_grid_clipped(np.array([threshold]), self.step)[0]) + (
+            sample_discrete_laplace(self.threshold_scale, random_state=source))
+        noisy_queries = to_grid_clipped(queries, self.step) + sample_discrete_laplace(
+            self.query_scale, len(queries), random_state=source
+        )
+        above = np.flatnonzero(noisy_queries >= noisy_threshold)
+        return int(above[0]) if above.size else len(queries)
 
 
 def above_threshold(
@@ -184,7 +434,7 @@ def above_threshold(
 ) -> int:
     """AboveThreshold (Dwork & Roth 2014, Algorithm 1; Lyu, Su & Li 2017, Algorithm 1):
     the index of the first query whose noisy value reaches the noisy threshold, or
-    ``len(queries)`` if none does.
+    ``len(queries)`` if none does (one run of :class:`AboveThreshold`).
 
     The noise is exact: queries and threshold are rounded to the grid ``t Z`` (``t`` the
     power of two at ``2**-20`` of ``sensitivity``'s binade), and integer discrete Laplace
@@ -206,24 +456,5 @@ def above_threshold(
     for integer queries with two-sided geometric noise (shifts by the integer ``D``). Only
     the index is released.
     """
-    sensitivity = _check_scale("sensitivity", sensitivity)
-    epsilon = _check_scale("epsilon", epsilon)
-    queries = np.asarray(queries, dtype=float)
-    if queries.ndim != 1 or not np.all(np.isfinite(queries)):
-        raise ValueError("queries must be a one-dimensional array of finite numbers")
-    if not math.isfinite(float(threshold)):
-        raise ValueError(f"threshold must be a finite number; got {threshold!r}")
-    step = math.ldexp(1.0, math.frexp(sensitivity)[1] - 1 - _THRESHOLD_GRID_BITS)
-    grid_sensitivity = math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
-    per_unit = Fraction(grid_sensitivity) / Fraction(epsilon)
-    threshold_scale = _exact_scale_at_least(2 * per_unit)
-    query_scale = _exact_scale_at_least((2 if monotonic else 4) * per_unit)
-    rng = RandomSource.of(rng)
-    noisy_threshold = int(_to_grid(np.array([threshold]), step)[0]) + sample_discrete_laplace(
-        threshold_scale, random_state=rng
-    )
-    noisy_queries = _to_grid(queries, step) + sample_discrete_laplace(
-        query_scale, len(queries), random_state=rng
-    )
-    above = np.flatnonzero(noisy_queries >= noisy_threshold)
-    return int(above[0]) if above.size else len(queries)
+    mechanism = AboveThreshold(epsilon=epsilon, sensitivity=sensitivity, monotonic=monotonic)
+    return mechanism.release(queries, threshold, rng)

@@ -15,10 +15,12 @@ that sensitivity (``noise_multiplier``); the budget of every step is fixed by th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
     ZCDP,
     ApproxDP,
@@ -29,9 +31,9 @@ from dpggm.privacy.budgets import (
     compose,
     exact_cost,
 )
-from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
+from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, jsonable
 
-__all__ = ["PlannedMeasurement", "ReleasePlan", "guarantee_forms"]
+__all__ = ["PlanRun", "PlannedMeasurement", "ReleasePlan", "guarantee_forms"]
 
 
 def guarantee_forms(requested: Budget, accounting: Budget,
@@ -39,7 +41,11 @@ def guarantee_forms(requested: Budget, accounting: Budget,
     """Every form of a guarantee delivered as ``accounting`` for a ``requested`` budget,
     from public facts (see :meth:`ReleasePlan.forms`)."""
     out: dict[str, Budget] = {accounting.notion: accounting}
-    if isinstance(requested, ApproxDP) or type(requested) is type(accounting):
+    # (epsilon, delta) holds when the steps ran in the zCDP that implies it -- not when
+    # delta = 0 (no zCDP budget implies pure DP), unless they ran in pure DP.
+    implied = isinstance(requested, ApproxDP) and (
+        requested.delta > 0 or isinstance(accounting, PureDP))
+    if implied or type(requested) is type(accounting):
         out[requested.notion] = requested
     if isinstance(accounting, PureDP):
         out.setdefault("zcdp", budget_from_cost(ZCDP, exact_cost(accounting, ZCDP),
@@ -74,6 +80,12 @@ class PlannedMeasurement:
         Public noise parameters of one repetition: ``epsilon`` (exponential), ``sigma``
         and ``grid`` (Gaussian), ``scale`` (Laplace); ``noise_multiplier`` (noise scale
         over sensitivity) when the sensitivity is set by an earlier step.
+    measurement : Measurement or None
+        The mechanism object the fit runs for this step (not serialised, not compared):
+        a step built from a measurement states exactly that measurement's figures, and
+        the fit releases through it, so plan and record cannot disagree. ``None`` for a
+        step whose mechanism is made at run time from released values (its sensitivity
+        then follows ``sensitivity_rule``) or that runs under a filter.
     """
 
     step: str
@@ -83,6 +95,7 @@ class PlannedMeasurement:
     sensitivity: float | None = None
     sensitivity_rule: str = ""
     noise: dict[str, Any] = field(default_factory=dict)
+    measurement: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -96,7 +109,7 @@ class PlannedMeasurement:
         if self.sensitivity_rule:
             out["sensitivity_rule"] = self.sensitivity_rule
         if self.noise:
-            out["noise"] = dict(self.noise)
+            out["noise"] = {k: jsonable(v) for k, v in self.noise.items()}
         return out
 
     def executed(self, **noise: Any) -> PlannedMeasurement:
@@ -171,10 +184,24 @@ class ReleasePlan:
             return {}
         return guarantee_forms(self.requested, self.accounting, report_delta)
 
+    def step(self, name: str) -> PlannedMeasurement:
+        """The planned step called ``name``."""
+        for planned in self.steps:
+            if planned.step == name:
+                return planned
+        raise KeyError(f"the plan of {self.estimator} has no step {name!r}")
+
+    @property
+    def empty(self) -> bool:
+        """Whether the release spends nothing (a non-private run, or post-processing of a
+        published release)."""
+        return self.non_private or not self.steps
+
     def to_dict(self, report_delta: float = DEFAULT_REPORT_DELTA) -> dict[str, Any]:
         return {
             "estimator": self.estimator,
-            "n_samples": self.n_samples,
+            # Under add/remove neighbours the number of records is private: never recorded.
+            "n_samples": self.n_samples if self.neighbors == "replace" else None,
             "n_features": self.n_features,
             "neighbors": self.neighbors,
             "requested": self.requested.to_dict(),
@@ -184,3 +211,56 @@ class ReleasePlan:
             "forms": {k: v.to_dict() for k, v in self.forms(report_delta).items()},
             "notes": dict(self.notes),
         }
+
+
+class PlanRun:
+    """Runs the steps of a plan: each is checked against one
+    :class:`~dpggm.privacy.PrivacyAccountant` (opened with the plan's accounting total)
+    before it runs and booked after, so only what ran is spent and nothing beyond the plan
+    can be; the record of every step run is kept for the guarantee (``breakdown``).
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    """
+
+    def __init__(self, plan: ReleasePlan) -> None:
+        self.plan = plan
+        self.accountant = None if plan.empty else PrivacyAccountant(plan.accounting)
+        self.breakdown: list[dict[str, Any]] = []
+        self.delivered: list[Budget] = []
+
+    def run(self, name: str, release: Callable[[PlannedMeasurement], Any],
+            **noise: Any) -> Any:
+        """Run the planned step ``name``: ``release(planned)`` makes the release (through
+        ``planned.measurement`` when the plan holds one) and returns the released value;
+        ``noise`` adds public figures known only once it ran (a step under a rule)."""
+        planned = self.plan.step(name)
+        if self.accountant is not None:
+            self.accountant.check(planned.budget)
+        result = release(planned)
+        self.book(planned, **noise)
+        return result
+
+    def book(self, planned: PlannedMeasurement, **noise: Any) -> None:
+        """Book a step that ran (see :meth:`run`)."""
+        if self.accountant is not None:
+            self.accountant.spend(planned.budget, mechanism=planned.mechanism, step=planned.step)
+        self.delivered.append(planned.budget)
+        self.breakdown.append({"step": planned.step, "mechanism": planned.mechanism,
+                               "budget": planned.budget, **planned.noise, **noise})
+
+    @property
+    def spent(self) -> Budget:
+        """What ran, composed (rounded up once)."""
+        if not self.delivered:
+            return self.plan.accounting
+        return compose(self.delivered)
+
+    @property
+    def spent_exactly_total(self) -> bool:
+        """Whether what ran adds up exactly to the plan's accounting total."""
+        if self.accountant is None:
+            return True
+        return tuple(self.accountant.exact_spent) == tuple(
+            exact_cost(self.plan.accounting, type(self.plan.accounting)))

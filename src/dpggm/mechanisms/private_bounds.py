@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.noise import exponential_mechanism
+from dpggm.mechanisms.noise import exponential_mechanism, selection_epsilon
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
-from dpggm.privacy.calibration import epsilon_for_zcdp
+from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zcdp
 
 __all__ = [
     "NORM_GRID_OCTAVES",
@@ -206,19 +206,14 @@ def private_quantile_cell(
 
 
 def exponential_epsilon(budget: Budget) -> float:
-    """The ``epsilon`` of one exponential mechanism that costs at most ``budget``.
+    """The ``epsilon`` of one exponential mechanism that costs at most ``budget``
+    (:func:`~dpggm.mechanisms.noise.selection_epsilon`, the one map).
 
     ``ZCDP(rho)``: the largest float ``epsilon`` with ``epsilon**2 / 8 <= rho`` exactly (the
     exponential mechanism is ``epsilon**2 / 8``-zCDP, Cesar & Rogers 2021). ``PureDP(eps)``
     (or ``ApproxDP(eps, delta)``, ``delta`` unused): the largest float ``<= eps``.
     """
-    if isinstance(budget, ZCDP):
-        return epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
-    if isinstance(budget, (PureDP, ApproxDP)):
-        return _float_below(Fraction(budget.epsilon))
-    raise TypeError(
-        f"an exponential mechanism's budget must be ZCDP, PureDP or ApproxDP; got {budget!r}"
-    )
+    return selection_epsilon(budget, EXPONENTIAL_MECHANISM_ZCDP)
 
 
 def _float_below(value: Fraction) -> float:

@@ -88,21 +88,24 @@ from dpggm.mechanisms.discrete_gaussian import (
     discrete_gaussian_variance,
     sample_discrete_gaussian,
 )
+from dpggm.mechanisms.grid import round_up, sampler_scale_at_least
+from dpggm.mechanisms.measurement import Measurement
+from dpggm.mechanisms.random import RandomSource
 from dpggm.mechanisms.sensitivity import row_l2_sensitivity
 from dpggm.privacy.budgets import (
     GDP,
     ZCDP,
     ApproxDP,
     Budget,
-    budget_from_cost,
 )
-from dpggm.privacy.calibration import gaussian_sigma
+from dpggm.privacy.calibration import gaussian_sigma, gaussian_zcdp
 from dpggm.privacy.conversion import gdp_to_approx_epsilon, zcdp_rho_for
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee, jsonable
 
 __all__ = [
     "METADATA_FORMAT",
     "NoisyRelease",
+    "RecordPublication",
     "guarantee_from_dict",
     "paper_accounting",
     "publish",
@@ -387,19 +390,6 @@ def _clip_lattice(
             total = sum(v * v for v in row)
         k[i] = row
     return k, n_changed
-
-
-def _gdp_mu_at_least(sensitivity: float, sigma: float) -> float:
-    """``Delta / sigma`` rounded up, so the stated ``mu`` is never below the exact one."""
-    mu = sensitivity / sigma
-    if not math.isfinite(mu):
-        raise ValueError(
-            f"sigma={sigma!r} is too small for the sensitivity {sensitivity!r}: the privacy "
-            "parameter Delta / sigma overflows"
-        )
-    while Fraction(mu) * Fraction(sigma) < Fraction(sensitivity):
-        mu = math.nextafter(mu, math.inf)
-    return mu
 
 
 # -------------------------------------------------------------------- paper's accounting
@@ -720,9 +710,8 @@ def _publish_continuous(
         clipped, sensitivity=sensitivity, kind=kind, request=request, ctx=ctx
     )
     # Every row is one query of p coordinates; neighbours differ in one row only.
-    released = mechanism.release(
-        clipped.reshape(-1), ctx.source, independent=True
-    ).reshape(clipped.shape)
+    released = RecordPublication(sensitivity=sensitivity, p=clipped.shape[1],
+                                 gaussian=mechanism).release(clipped, ctx.source)
     record = {**mechanism.record(), "variance": mechanism.sigma**2, "calibrated_from": kind}
     if mechanism.grid is None:
         note = (
@@ -743,7 +732,7 @@ def _check_lattice_budget(asked: Budget, *, sensitivity: float, step: Fraction) 
     """A lattice release draws ``sigma / step`` in lattice units, at most ``2**48`` of them:
     refuse, naming the smallest budget that works, a budget calling for more."""
     # The smallest rho: sigma = sensitivity / sqrt(2 rho) <= 2**48 step (with a margin).
-    rho_low = float(Fraction(sensitivity) ** 2 / (2 * (Fraction(2**48) * step) ** 2)) * (1 + 1e-6)
+    rho_low = gaussian_zcdp(sensitivity, Fraction(2**48) * step) * (1 + 1e-6)
     if isinstance(asked, GDP):
         name, value, low = "mu", asked.mu, math.sqrt(2 * rho_low)
     else:
@@ -758,15 +747,64 @@ def _check_lattice_budget(asked: Budget, *, sensitivity: float, step: Fraction) 
         )
 
 
-def _sampler_scale_at_least(units: Fraction) -> Fraction:
-    """``units`` rounded up to a dyadic rational the exact sampler takes (numerator and
-    denominator below 2**57): rounding up only adds noise, so the guarantee computed from
-    the scale actually used still holds."""
-    limit = 1 << 57
-    if units.numerator < limit and units.denominator < limit:
-        return units
-    bits = 56 - max(units.numerator.bit_length() - units.denominator.bit_length() + 1, 0)
-    return Fraction(-((-units.numerator << bits) // units.denominator), 1 << bits)
+class RecordPublication(Measurement):
+    """Noise on every published record: each row of ``p`` coordinates is one query of l2
+    ``sensitivity`` (``2B`` under replace-one), answered with independent noise of scale
+    ``sigma``.
+
+    Continuous records get the Gaussian mechanism (:class:`GaussianMechanism`, exact on a
+    power-of-two grid or float); records on a lattice ``step Z`` get discrete Gaussian
+    noise on the same lattice, of scale ``units * step`` with ``units`` the exact rational
+    the sampler draws in lattice steps.
+
+    Privacy
+    -------
+    ``privacy_map(d)``: the Gaussian mechanism's map (continuous), or ``d**2 / (2 (units *
+    step)**2)``-zCDP for the lattice (Canonne, Kamath & Steinke 2020, Thm 4 and 14; the
+    lattice coordinates have sensitivity ``d / step`` and scale ``units``), rounded up.
+    """
+
+    mechanism = "noise on every record"
+
+    def __init__(self, *, sensitivity: float, p: int, gaussian: GaussianMechanism | None = None,
+                 units: Fraction | None = None, step: Fraction | None = None) -> None:
+        self.sensitivity, self.p = float(sensitivity), int(p)
+        self.gaussian, self.units, self.step = gaussian, units, step
+        if gaussian is not None:
+            self.sigma = gaussian.sigma
+        else:
+            assert units is not None and step is not None
+            # The noise drawn has scale units * step (never below the scale asked for).
+            scale = float(units * step)
+            self.sigma = scale if Fraction(scale) >= units * step else round_up(scale)
+        self.delivered = self.privacy_map(self.sensitivity)
+
+    @classmethod
+    def on_lattice(cls, *, sensitivity: float, p: int, sigma: float,
+                   step: Fraction) -> RecordPublication:
+        """Discrete Gaussian noise of scale at least ``sigma`` on the lattice ``step Z``."""
+        return cls(sensitivity=sensitivity, p=p, step=step,
+                   units=sampler_scale_at_least(Fraction(sigma) / step))
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        if self.gaussian is not None:
+            return self.gaussian.privacy_map(sensitivity)
+        return ZCDP(gaussian_zcdp(sensitivity, self.units * self.step))
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        if self.gaussian is not None:
+            return self.gaussian.record(prefix)
+        return {f"{prefix}distribution": "discrete-gaussian", f"{prefix}sigma": self.sigma,
+                f"{prefix}l2_sensitivity": self.sensitivity}
+
+    def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """Every row plus its noise: float (or grid) values for the continuous release,
+        lattice coordinates (integers) plus integer noise for the lattice."""
+        if self.gaussian is not None:
+            return self.gaussian.release(values.reshape(-1), source,
+                                         independent=True).reshape(values.shape)
+        return values + sample_discrete_gaussian(self.units, size=values.shape,
+                                                 random_state=RandomSource.of(source))
 
 
 def _publish_discrete(
@@ -792,18 +830,12 @@ def _publish_discrete(
             )
         scale = math.sqrt(power / 10.0 ** (request["snr_db"] / 10.0))
     step = Fraction(1) if grid is None else Fraction(grid)
-    units = _sampler_scale_at_least(Fraction(scale) / step)
-    # The noise actually drawn has scale units * step (never below the scale asked for).
-    scale = float(units * step)
-    if Fraction(scale) < units * step:
-        scale = math.nextafter(scale, math.inf)
-    noise_steps = sample_discrete_gaussian(
-        units, size=lattice.shape, random_state=ctx.source,
-    )
-    total = lattice + noise_steps
+    mechanism = RecordPublication.on_lattice(sensitivity=sensitivity, p=lattice.shape[1],
+                                             sigma=scale, step=step)
+    scale, units = mechanism.sigma, mechanism.units
+    total = mechanism.release(lattice, ctx.source)
     variance = discrete_gaussian_variance(units * step, grid=grid)
-    rho_cost = Fraction(sensitivity) ** 2 / (2 * (units * step) ** 2)
-    budget = budget_from_cost(ZCDP, (rho_cost,), rounding="up")
+    budget = mechanism.delivered
     if (grid is None or float(grid).is_integer()) and integer_storage:
         released = total if grid is None else total * int(grid)
     else:

@@ -37,28 +37,43 @@ mechanisms are analysed for replace-one only and refuse add/remove.
 
 Every Gaussian and Laplace release here is exact by default (integer noise on a grid, see
 :mod:`dpggm.mechanisms.additive`).
+
+Plan, then release. :func:`second_moment_plan` states, from public facts only, every
+measurement of a release (the noisy count under add/remove, the matrix, a private mean)
+with its mechanism object, budget and noise, and refuses before any draw what cannot be
+released (a budget of the wrong notion or out of range, an invalid mechanism not opted
+into, a relation the mechanism has no analysis for). :func:`release_planned_second_moment`
+runs exactly those measurements, each checked against an accountant before and booked
+after, and states the guarantee from what ran. :func:`release_second_moment` does both.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpggm.exceptions import InvalidGuaranteeError, UnsupportedNeighborsError
+from dpggm.exceptions import (
+    IncompatibleBudgetError,
+    InvalidGuaranteeError,
+    UnsupportedNeighborsError,
+)
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
     GaussianMechanism,
     LaplaceMechanism,
     NoisePart,
+    NoisyCount,
     check_budget_range,
 )
 from dpggm.mechanisms.bounds import Bounds
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.measurement import Measurement
+from dpggm.mechanisms.noise import WishartMechanism
+from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
 from dpggm.mechanisms.random import RandomSource
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
@@ -75,6 +90,7 @@ from dpggm.privacy.budgets import (
     Budget,
     NonPrivate,
     PureDP,
+    accounting_total,
     compose,
     scale_budget,
     split_budget,
@@ -86,12 +102,16 @@ __all__ = [
     "FLOAT_NOISE_MECHANISMS",
     "INVALID_MECHANISMS",
     "WISHART_FLOAT_REASON",
+    "EntrywiseGaussian",
     "SecondMomentRelease",
     "release_count",
     "release_mean",
     "release_observed_counts",
+    "release_planned_second_moment",
     "release_second_moment",
     "release_value",
+    "second_moment_accounting",
+    "second_moment_plan",
 ]
 
 COVARIANCE_MECHANISMS = ("gaussian", "laplace", "sulq", "wishart", "wishart-pure")
@@ -128,12 +148,18 @@ _BUDGETS_FOR = {
 
 
 def _check_budget(mechanism: str, budget: Budget) -> None:
+    if mechanism != "laplace" and isinstance(budget, ApproxDP) and not budget.delta > 0:
+        raise IncompatibleBudgetError(
+            f"budget: mechanism {mechanism!r} needs delta > 0 (Gaussian and Wishart noise "
+            f"cannot satisfy (epsilon, 0)-DP; use mechanism='laplace'); got {budget}"
+        )
     allowed = _BUDGETS_FOR[mechanism]
     if not isinstance(budget, allowed):
         names = " or ".join(cls.__name__ for cls in allowed)
         article = "an" if names[0] in "AEIOU" else "a"
-        raise TypeError(
-            f"mechanism {mechanism!r} needs {article} {names} budget; got {type(budget).__name__}"
+        raise IncompatibleBudgetError(
+            f"budget: mechanism {mechanism!r} needs {article} {names} budget; got "
+            f"{type(budget).__name__}"
         )
 
 
@@ -206,21 +232,14 @@ def release_value(
 def release_count(
     n: int, *, budget: Budget, ctx: ReleaseContext
 ) -> tuple[float, Budget, dict[str, Any]]:
-    """A noisy count of sensitivity 1 (add/remove): discrete Laplace for ``PureDP``, the
-    discrete Gaussian otherwise; the count is an integer, so no grid rounding is needed
-    and the release is an integer. Returns the noisy count, the budget delivered and the
-    public noise record."""
-    mechanism: GaussianMechanism | LaplaceMechanism
-    if isinstance(budget, PureDP):
-        mechanism = LaplaceMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
-    else:
-        mechanism = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
-    noisy = mechanism.release(np.array([float(n)]), ctx.source)[0]
-    return float(noisy), mechanism.delivered, mechanism.record("count_")
+    """A noisy count of sensitivity 1 (add/remove) by :class:`NoisyCount`. Returns the
+    noisy count, the budget delivered and the public noise record."""
+    mechanism = NoisyCount(budget, noise=ctx.noise)
+    return mechanism.release(n, ctx.source), mechanism.delivered, mechanism.record("count_")
 
 
 def release_observed_counts(
-    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext
+    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext, prefix: str = "observed_"
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Noisy per-column counts of the values present (not missing), for replace-one
     neighbours: discrete Gaussian (discrete Laplace for ``PureDP``), exact.
@@ -236,87 +255,150 @@ def release_observed_counts(
     observed = np.asarray(observed, dtype=float)
     p = observed.shape[0]
     mechanism = _gaussian_or_laplace(budget, l2=indicator_l2_sensitivity(p), l1=float(p),
-                                     size=p, ctx=ctx, calibration="analytic")
-    return mechanism.release(observed, ctx.source), mechanism.record("observed_")
+                                     size=p, noise=ctx.noise, calibration="analytic")
+    return mechanism.release(observed, ctx.source), mechanism.record(prefix)
 
 
 def _gaussian_or_laplace(
-    budget: Budget, *, l2: float, l1: float, size: int, ctx: ReleaseContext, calibration: str
+    budget: Budget, *, l2: float, l1: float, size: int, noise: str, calibration: str
 ) -> GaussianMechanism | LaplaceMechanism:
     if isinstance(budget, PureDP):
-        return LaplaceMechanism(sensitivity=l1, size=size, budget=budget, noise=ctx.noise)
+        return LaplaceMechanism(sensitivity=l1, size=size, budget=budget, noise=noise)
     return GaussianMechanism(
-        sensitivity=l2, size=size, budget=budget, calibration=calibration, noise=ctx.noise
+        sensitivity=l2, size=size, budget=budget, calibration=calibration, noise=noise
     )
 
 
-def _sulq(
-    statistic: np.ndarray,
-    entry_sensitivity: np.ndarray,
-    budget: Budget,
-    ctx: ReleaseContext,
-    calibration: str,
-) -> tuple[np.ndarray, Budget, dict[str, Any], np.ndarray]:
-    """Every upper-triangle entry as its own Gaussian query; the budget split evenly."""
-    p = statistic.shape[0]
-    iu, values = _upper(statistic)
-    k = values.size
-    # Rounded down, so that k spends of it never exceed the budget.
-    per_entry = scale_budget(budget, Fraction(1, k))
-    sensitivities = entry_sensitivity[iu]
-    noisy = np.empty(k)
-    sigmas = np.empty(k)
-    grids = set()
-    # Entries sharing a sensitivity share a mechanism (a row-norm bound has two values).
-    for value in np.unique(sensitivities):
-        where = np.flatnonzero(sensitivities == value)
-        mechanism = GaussianMechanism(
-            sensitivity=float(value), size=1, budget=per_entry, calibration=calibration,
-            noise=ctx.noise,
-        )
-        noisy[where] = mechanism.release(
-            values[where], ctx.source, independent=True
-        )
-        sigmas[where] = mechanism.sigma
-        grids.add(mechanism.grid)
-        delivered_each = mechanism.delivered
-    delivered = scale_budget(delivered_each, k) if isinstance(delivered_each, ZCDP) else budget
-    record: dict[str, Any] = {
-        "per_entry_budget": per_entry,
-        "max_entry_sigma": float(sigmas.max()),
-        "max_entry_sensitivity": float(sensitivities.max()),
-        "distribution": "discrete-gaussian" if ctx.noise == "exact" else "gaussian",
-    }
-    if ctx.noise == "exact":
-        record["grid"] = min(grids)
-    return _mirror(p, iu, noisy), delivered, record, _mirror(p, iu, sigmas)
+class EntrywiseGaussian(Measurement):
+    """Every coordinate of a vector answered as its own one-coordinate Gaussian query:
+    SULQ (Blum et al. 2005, every upper-triangle entry of the second moment with an equal
+    share of the budget), the diagonal baselines (one entry per column). Coordinates that
+    share a sensitivity and a budget share a mechanism.
+
+    Parameters
+    ----------
+    sensitivities : array of shape (k,)
+        The l2 sensitivity of every coordinate (from public parameters).
+    budgets : Budget or sequence of k Budgets
+        What every coordinate's query may spend.
+
+    Privacy
+    -------
+    ``privacy_map(d)``: the coordinates' sensitivities scaled by ``d`` over the largest,
+    each query's map composed over the ``k`` queries; ``delivered`` is the composition of
+    the per-coordinate budgets (basic composition for ``(epsilon, delta)``).
+    """
+
+    mechanism = "one gaussian query per entry"
+
+    def __init__(self, sensitivities: np.ndarray, budgets: Budget | Any, *,
+                 calibration: str = "analytic", noise: str = "exact") -> None:
+        self.sensitivities = np.asarray(sensitivities, dtype=float).reshape(-1)
+        k = self.sensitivities.size
+        self.budgets = [budgets] * k if isinstance(budgets, Budget) else list(budgets)
+        if len(self.budgets) != k:
+            raise ValueError(f"budgets must be one budget or {k} of them; got {len(self.budgets)}")
+        self.noise, self.runs = noise, k
+        self._where: dict[tuple[float, Budget], list[int]] = {}
+        for index, key in enumerate(self._keys()):
+            self._where.setdefault(key, []).append(index)
+        self.mechanisms = {
+            key: GaussianMechanism(sensitivity=key[0], size=1, budget=key[1],
+                                   calibration=calibration, noise=noise)
+            for key in self._where
+        }
+        self.sensitivity = float(self.sensitivities.max())
+        self.delivered = compose([self.mechanisms[key].delivered for key in self._keys()])
+
+    def _keys(self) -> list[tuple[float, Budget]]:
+        return [(float(s), b) for s, b in zip(self.sensitivities, self.budgets)]
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        factor = Fraction(float(sensitivity)) / Fraction(self.sensitivity)
+        return compose([self.mechanisms[key].privacy_map(float(Fraction(key[0]) * factor))
+                        for key in self._keys()])
+
+    @property
+    def sigmas(self) -> np.ndarray:
+        """The noise scale of every coordinate."""
+        return np.array([self.mechanisms[key].sigma for key in self._keys()])
+
+    @property
+    def grids(self) -> list[float | None]:
+        """The grid step of every coordinate's exact noise (``None`` for float noise)."""
+        return [self.mechanisms[key].grid for key in self._keys()]
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {
+            f"{prefix}per_entry_budget": self.budgets[0],
+            f"{prefix}max_entry_sigma": float(self.sigmas.max()),
+            f"{prefix}max_entry_sensitivity": self.sensitivity,
+            f"{prefix}distribution": "discrete-gaussian" if self.noise == "exact" else "gaussian",
+        }
+        if self.noise == "exact":
+            out[f"{prefix}grid"] = min(m.grid for m in self.mechanisms.values())
+        return out
+
+    def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """Every coordinate plus its own noise."""
+        values = np.asarray(values, dtype=float).reshape(-1)
+        if values.size != self.runs:
+            raise ValueError(f"this measurement was planned for {self.runs} coordinates; "
+                             f"got {values.size}")
+        noisy = np.empty(values.size)
+        for key, mechanism in self.mechanisms.items():
+            where = np.asarray(self._where[key])
+            noisy[where] = mechanism.release(values[where], source, independent=True)
+        return noisy
 
 
-def _wishart(
-    statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
-    rng: RandomSource, mean_removal: bool,
-) -> tuple[np.ndarray, dict[str, Any], float]:
-    p = statistic.shape[0]
+def _per_record(sensitivity: float, n: int) -> float:
+    """``sensitivity / n`` rounded up (the normalised statistic, replace-one)."""
+    value = sensitivity / n
+    if Fraction(value) < Fraction(sensitivity) / n:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def _matrix_measurement(
+    *, mechanism: str, p: int, n: int, bounds: Bounds, budget: Budget, neighbors: str,
+    noise: str, calibration: str,
+) -> Measurement:
+    """The measurement of the symmetric statistic: ``S`` under replace-one, the Gram ``G``
+    under add/remove (whose sensitivity does not involve the private ``n``)."""
+    add_remove = neighbors == "add-remove"
+    if mechanism in ("gaussian", "laplace"):
+        l2 = gram_l2_sensitivity(bounds, p=p, neighbors=neighbors)
+        l1 = gram_l1_sensitivity(bounds, p=p, neighbors=neighbors)
+        if not add_remove:
+            l2, l1 = _per_record(l2, n), _per_record(l1, n)
+        return _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p * (p + 1) // 2, noise=noise,
+                                    calibration=calibration)
+    if mechanism == "sulq":
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=neighbors)
+        if not add_remove:
+            entry = np.nextafter(entry / n, np.inf)
+        # Rounded down, so that k spends of it never exceed the budget.
+        per_entry = scale_budget(budget, Fraction(1, p * (p + 1) // 2))
+        return EntrywiseGaussian(entry[np.triu_indices(p)], per_entry, calibration=calibration,
+                                 noise=noise)
     B = bounds.row_norm(p)
     if mechanism == "wishart":
-        if not (budget.epsilon < 1 and 0 < budget.delta < 1 / math.e):
-            raise ValueError(
-                "the Wishart mechanism needs epsilon in (0, 1) and delta in (0, 1/e); got "
-                f"epsilon={budget.epsilon!r}, delta={budget.delta!r}"
-            )
-        df = math.ceil(p + 14.0 * math.log(4.0 / budget.delta) / budget.epsilon**2)
-        noisy = statistic + wishart_noise(p, df, B**2, rng) / n
-        noise: dict[str, Any] = {"wishart_df": df, "wishart_scale": B**2, "divided_by_n": n}
-        if mean_removal:
-            noisy = noisy - (df * B**2 / n) * np.eye(p)
-            noise["mean_removed"] = df * B**2 / n
-        entry_std = math.sqrt(df) * B**2 / n
-    else:
-        scale = 3.0 * B**2 / (2.0 * n * budget.epsilon)
-        noisy = statistic + wishart_noise(p, p + 1, scale, rng)
-        noise = {"wishart_df": p + 1, "wishart_scale": scale}
-        entry_std = math.sqrt(p + 1) * scale
-    return noisy, noise, entry_std
+        return WishartMechanism.sheffet(budget, p=p, row_bound=B, n=n)
+    return WishartMechanism(p=p, df=p + 1, scale=3.0 * B**2 / (2.0 * n * budget.epsilon),
+                            claimed=budget, row_bound=B,
+                            invalid_reason=INVALID_MECHANISMS["wishart-pure"])
+
+
+def _sums_measurement(*, p: int, n: int, bounds: Bounds, budget: Budget, neighbors: str,
+                      noise: str, calibration: str) -> GaussianMechanism | LaplaceMechanism:
+    """The measurement of the column sums (add/remove) or the mean (replace-one)."""
+    l2 = sum_l2_sensitivity(bounds, p=p, neighbors=neighbors)
+    l1 = sum_l1_sensitivity(bounds, p=p, neighbors=neighbors)
+    if neighbors == "replace":
+        l2, l1 = _per_record(l2, n), _per_record(l1, n)
+    return _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p, noise=noise,
+                                calibration=calibration)
 
 
 def _split_off(budget: Budget, fraction: float | None) -> tuple[Budget | None, Budget]:
@@ -325,9 +407,213 @@ def _split_off(budget: Budget, fraction: float | None) -> tuple[Budget | None, B
     return split_budget(budget, fraction)
 
 
-# One piece (over 120 lines, half of it the parameter documentation): the one place where
-# the parts of a release (count, matrix, mean) are split off one budget and composed back
-# into one guarantee; the statistics themselves are released by the helpers below.
+def second_moment_accounting(budget: Budget, mechanism: str, noise: str) -> Budget:
+    """The total the parts are split from: a ``GDP(mu)`` budget of exact Gaussian noise is
+    run (and stated) in the ``mu**2 / 2``-zCDP it implies (the discrete Gaussian delivers
+    zCDP, not GDP); every other budget as given."""
+    if isinstance(budget, GDP) and noise == "exact" and mechanism == "gaussian":
+        return accounting_total(budget, ZCDP)
+    return budget
+
+
+def second_moment_plan(
+    *,
+    n: int,
+    p: int,
+    bounds: Bounds,
+    budget: Budget,
+    mechanism: str = "gaussian",
+    neighbors: str = "replace",
+    noise: str = "exact",
+    calibration: str = "analytic",
+    allow_invalid: bool = False,
+    mean_fraction: float | None = None,
+    count_fraction: float = DEFAULT_COUNT_FRACTION,
+    estimator: str = "second moment",
+) -> ReleasePlan:
+    """The measurements of one release of the second moment of ``n`` records of ``p``
+    columns clipped to ``bounds``, from public facts only; refuses (before any draw) what
+    cannot be released.
+
+    Steps, in the order they run: ``"count"`` (add/remove: a noisy count from
+    ``count_fraction`` of the budget), ``"second moment"`` (the matrix, by ``mechanism``),
+    ``"mean"`` (with ``mean_fraction``: the private mean, or the column sums under
+    add/remove). Each holds its measurement object (:mod:`dpggm.mechanisms.measurement`).
+
+    Raises
+    ------
+    ValueError
+        An unknown mechanism, a dimension the bounds do not fit, a budget out of range
+        (:class:`~dpggm.exceptions.BudgetRangeError`), a budget of the wrong notion
+        (:class:`~dpggm.exceptions.IncompatibleBudgetError`), an invalid mechanism without
+        ``allow_invalid`` (:class:`~dpggm.exceptions.InvalidGuaranteeError`), a relation
+        the mechanism has no analysis for
+        (:class:`~dpggm.exceptions.UnsupportedNeighborsError`).
+    """
+    if mechanism not in COVARIANCE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
+    bounds.check_dimension(p)
+    add_remove = neighbors == "add-remove"
+    if isinstance(budget, NonPrivate):
+        return ReleasePlan(estimator, n, p, budget, budget, (), neighbors,
+                           {"reason": "NonPrivate(): the exact statistic, no noise",
+                            "mechanism": mechanism, "mean": mean_fraction is not None})
+    _check_budget(mechanism, budget)
+    invalid_reason = None
+    if mechanism in INVALID_MECHANISMS:
+        if not allow_invalid:
+            raise InvalidGuaranteeError(
+                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
+                "allow_invalid=True only to reproduce the paper; the result will be reported "
+                "as invalid."
+            )
+        invalid_reason = INVALID_MECHANISMS[mechanism]
+    if mechanism in FLOAT_NOISE_MECHANISMS:
+        invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
+    if add_remove and mechanism in ("wishart", "wishart-pure"):
+        raise UnsupportedNeighborsError(
+            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
+            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
+        )
+    # Before any draw: every noisy part must be drawable at this budget.
+    check_budget_range(
+        budget,
+        _planned_parts(p=p, n=n, bounds=bounds, budget=budget, mechanism=mechanism,
+                       neighbors=neighbors, noise=noise, mean_fraction=mean_fraction,
+                       count_fraction=count_fraction if add_remove else None),
+        release=f"the {mechanism!r} release of a {p} x {p} second moment from n = {n} rows"
+        if not add_remove else f"the {mechanism!r} release of a {p} x {p} Gram matrix",
+    )
+    working = second_moment_accounting(budget, mechanism, noise)
+    count_budget, rest = _split_off(working, count_fraction if add_remove else None)
+    mean_budget, matrix_budget = _split_off(rest, mean_fraction)
+    steps: list[PlannedMeasurement] = []
+    if count_budget is not None:
+        steps.append(NoisyCount(count_budget, noise=noise).planned("count"))
+    matrix = _matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds,
+                                 budget=matrix_budget, neighbors=neighbors, noise=noise,
+                                 calibration=calibration)
+    steps.append(matrix.planned("second moment"))
+    if mean_budget is not None:
+        steps.append(_sums_measurement(p=p, n=n, bounds=bounds, budget=mean_budget,
+                                       neighbors=neighbors, noise=noise,
+                                       calibration=calibration).planned("mean"))
+    notes: dict[str, Any] = {"mechanism": mechanism}
+    if invalid_reason:
+        notes["invalid_reason"] = invalid_reason
+    return ReleasePlan(estimator, n, p, budget, working, tuple(steps), neighbors, notes)
+
+
+def _release_matrix(measurement: Any, statistic: np.ndarray,
+                    source: RandomSource) -> tuple[np.ndarray, float]:
+    """The noisy symmetric statistic and the noise standard deviation of one off-diagonal
+    entry, by the planned measurement."""
+    p = statistic.shape[0]
+    if isinstance(measurement, (GaussianMechanism, LaplaceMechanism)):
+        iu, values = _upper(statistic)
+        noisy = _mirror(p, iu, measurement.release(values, source))
+        entry_std = (measurement.sigma if isinstance(measurement, GaussianMechanism)
+                     else math.sqrt(2.0) * measurement.scale)
+        return noisy, entry_std
+    if isinstance(measurement, EntrywiseGaussian):
+        iu, values = _upper(statistic)
+        return _mirror(p, iu, measurement.release(values, source)), float(measurement.sigmas.max())
+    return measurement.release(statistic, source), measurement.entry_std
+
+
+def release_planned_second_moment(
+    plan: ReleasePlan,
+    gram: np.ndarray,
+    *,
+    total: np.ndarray | None = None,
+    n: int,
+    ctx: ReleaseContext,
+    wishart_mean_removal: bool = False,
+    run: PlanRun | None = None,
+) -> SecondMomentRelease:
+    """Run the measurements of ``plan`` (:func:`second_moment_plan`) on the exact
+    statistics of the clipped records -- ``gram = X^T X`` and the column sums ``total``
+    (needed with a ``"mean"`` step) of ``n`` records (private under add/remove, where it
+    is only the value of the count query) -- each checked against an accountant before it
+    runs and booked after; the guarantee states what ran (``noise["breakdown"]``) and the
+    plan (``notes["plan"]``).
+
+    ``wishart_mean_removal`` subtracts the Wishart noise's known mean (post-processing);
+    ``run`` is the :class:`~dpggm.mechanisms.plan.PlanRun` of the calling fit (a new one by
+    default).
+    """
+    p = plan.n_features
+    add_remove = plan.neighbors == "add-remove"
+    steps = {s.step for s in plan.steps}
+    if plan.non_private:
+        mean = None if total is None or not plan.notes.get("mean") else total / n
+        return SecondMomentRelease(
+            second_moment=(gram + gram.T) / (2 * n), mean=mean, count=n,
+            gram=gram.copy() if add_remove else None, entry_noise_std=0.0,
+            guarantee=ctx.guarantee(
+                budget=plan.requested,
+                mechanism=f"{plan.notes.get('mechanism', 'second moment')} (non-private "
+                          "reference: exact statistic)"),
+        )
+    if "mean" in steps and total is None:
+        raise ValueError("a private mean needs the column sums (total)")
+    run = PlanRun(plan) if run is None else run
+    source = ctx.source
+    count: int | float = n
+    if "count" in steps:
+        count = run.run("count", lambda s: s.measurement.release(n, source))
+    divisor = max(float(count), 1.0)
+    # Under replace-one the normalised statistic is released (n public); under add/remove
+    # the Gram itself, whose sensitivity does not involve n.
+    scale_by = 1 if add_remove else n
+    noisy, entry_std = run.run("second moment", lambda s: _release_matrix(
+        s.measurement, (gram + gram.T) / (2 * scale_by), source))
+    matrix = plan.step("second moment").measurement
+    noise: dict[str, Any] = {}
+    notes: dict[str, Any] = {}
+    if "count" in steps:
+        noise.update(plan.step("count").measurement.record("count_"),
+                     count_budget=plan.step("count").budget)
+    noise.update(matrix.record())
+    if hasattr(matrix, "derivation"):
+        notes["derivation"] = matrix.derivation
+    if isinstance(matrix, WishartMechanism) and wishart_mean_removal:
+        noisy = noisy - matrix.noise_mean * np.eye(p)
+        noise["mean_removed"] = matrix.noise_mean
+    mean = None
+    if "mean" in steps:
+        assert total is not None
+        sums = run.run("mean", lambda s: s.measurement.release(
+            np.asarray(total, dtype=float) / scale_by, source))
+        mean = sums / divisor if add_remove else sums
+        noise.update(plan.step("mean").measurement.record("mean_"),
+                     mean_budget=plan.step("mean").budget)
+    if len(plan.steps) > 1:
+        noise["second_moment_budget"] = plan.step("second moment").budget
+    if add_remove:
+        released_gram, second_moment = noisy, noisy / divisor
+        entry_std = entry_std / divisor
+        notes["normalisation"] = (
+            "add/remove neighbours: the Gram matrix X^T X and a noisy count were released; "
+            "the second moment is their ratio (post-processing)"
+        )
+    else:
+        released_gram, second_moment = None, noisy
+    guarantee = ctx.planned_guarantee(
+        plan, run, mechanism=str(plan.notes.get("mechanism", "second moment")), noise=noise,
+        notes=notes, invalid_reason=plan.notes.get("invalid_reason"),
+    )
+    return SecondMomentRelease(
+        second_moment=second_moment,
+        mean=mean,
+        # A noisy count can be small or negative; estimators divide by it.
+        count=max(int(round(count)), 1) if add_remove else n,
+        gram=released_gram,
+        entry_noise_std=float(entry_std),
+        guarantee=guarantee,
+    )
+
+
 def release_second_moment(
     gram: np.ndarray,
     *,
@@ -343,7 +629,9 @@ def release_second_moment(
     mean_fraction: float | None = None,
     count_fraction: float = DEFAULT_COUNT_FRACTION,
 ) -> SecondMomentRelease:
-    """Release the second moment of records clipped to ``bounds``.
+    """Release the second moment of records clipped to ``bounds``: the plan
+    (:func:`second_moment_plan`, every check before any draw), then its measurements
+    (:func:`release_planned_second_moment`).
 
     Parameters
     ----------
@@ -378,133 +666,28 @@ def release_second_moment(
     -------
     SecondMomentRelease
     """
-    if mechanism not in COVARIANCE_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
-    p = gram.shape[0]
-    bounds.check_dimension(p)
-    add_remove = ctx.neighbors == "add-remove"
-    if isinstance(budget, NonPrivate):
-        S = (gram + gram.T) / (2 * n)
-        return SecondMomentRelease(
-            second_moment=S,
-            mean=None if mean_fraction is None or total is None else total / n,
-            count=n,
-            gram=gram.copy() if add_remove else None,
-            entry_noise_std=0.0,
-            guarantee=ctx.guarantee(
-                budget=budget, mechanism=f"{mechanism} (non-private reference: exact statistic)"
-            ),
-        )
-    _check_budget(mechanism, budget)
-    invalid_reason = None
-    if mechanism in INVALID_MECHANISMS:
-        if not allow_invalid:
-            raise InvalidGuaranteeError(
-                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
-                "allow_invalid=True only to reproduce the paper; the result will be reported "
-                "as invalid."
-            )
-        invalid_reason = INVALID_MECHANISMS[mechanism]
-    if mechanism in FLOAT_NOISE_MECHANISMS:
-        invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
-    if add_remove and mechanism in ("wishart", "wishart-pure"):
-        raise UnsupportedNeighborsError(
-            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
-            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
-        )
-    if mean_fraction is not None and total is None:
-        raise ValueError("a private mean needs the column sums (total)")
-    # Before any draw: every noisy part must be drawable at this budget.
-    check_budget_range(
-        budget,
-        _planned_parts(p=p, n=n, bounds=bounds, budget=budget, mechanism=mechanism, ctx=ctx,
-                       mean_fraction=mean_fraction,
-                       count_fraction=count_fraction if add_remove else None),
-        release=f"the {mechanism!r} release of a {p} x {p} second moment from n = {n} rows"
-        if not add_remove else f"the {mechanism!r} release of a {p} x {p} Gram matrix",
+    plan = second_moment_plan(
+        n=n, p=gram.shape[0], bounds=bounds, budget=budget, mechanism=mechanism,
+        neighbors=ctx.neighbors, noise=ctx.noise, calibration=calibration,
+        allow_invalid=allow_invalid, mean_fraction=mean_fraction,
+        count_fraction=count_fraction,
     )
-
-    count_budget, rest = _split_off(budget, count_fraction if add_remove else None)
-    mean_budget, matrix_budget = _split_off(rest, mean_fraction)
-    noise: dict[str, Any] = {}
-    delivered: list[Budget] = []
-    notes: dict[str, Any] = {}
-
-    count: int | float = n
-    if count_budget is not None:
-        count, count_delivered, count_record = release_count(n, budget=count_budget, ctx=ctx)
-        delivered.append(count_delivered)
-        noise.update(count_record, count_budget=count_budget)
-    divisor = max(float(count), 1.0)
-
-    # Under replace-one the normalised statistic is released (n public); under add/remove
-    # the Gram itself, whose sensitivity does not involve n.
-    scale_by = 1 if add_remove else n
-    matrix = _release_matrix(
-        (gram + gram.T) / (2 * scale_by), n=n, bounds=bounds, budget=matrix_budget,
-        mechanism=mechanism, ctx=ctx, calibration=calibration,
-        wishart_mean_removal=wishart_mean_removal,
-    )
-    noisy, gram_noise_std = matrix.values, matrix.entry_std
-    delivered.append(matrix.delivered)
-    noise.update(matrix.noise)
-    notes.update(matrix.notes)
-
-    mean = None
-    if mean_budget is not None:
-        assert total is not None
-        mean_release = _release_sums(
-            np.asarray(total, dtype=float) / scale_by, n=n, bounds=bounds, budget=mean_budget,
-            ctx=ctx, calibration=calibration,
-        )
-        mean = mean_release.values / divisor if add_remove else mean_release.values
-        delivered.append(mean_release.delivered)
-        noise.update(mean_release.noise, mean_budget=mean_budget)
-
-    if add_remove:
-        released_gram = noisy
-        second_moment = noisy / divisor
-        entry_std = gram_noise_std / divisor
-        notes["normalisation"] = (
-            "add/remove neighbours: the Gram matrix X^T X and a noisy count were released; "
-            "the second moment is their ratio (post-processing)"
-        )
-    else:
-        released_gram = None
-        second_moment = noisy
-        entry_std = gram_noise_std
-    if len(delivered) > 1:
-        noise["second_moment_budget"] = matrix_budget
-    guarantee = ctx.guarantee(
-        budget=compose(delivered),
-        mechanism=mechanism,
-        noise=noise,
-        notes=notes,
-        invalid_reason=invalid_reason,
-    )
-    return SecondMomentRelease(
-        second_moment=second_moment,
-        mean=mean,
-        # A noisy count can be small or negative; estimators divide by it.
-        count=max(int(round(count)), 1) if add_remove else n,
-        gram=released_gram,
-        entry_noise_std=float(entry_std),
-        guarantee=guarantee,
-    )
+    return release_planned_second_moment(plan, gram, total=total, n=n, ctx=ctx,
+                                         wishart_mean_removal=wishart_mean_removal)
 
 
 def _planned_parts(
-    *, p: int, n: int, bounds: Bounds, budget: Budget, mechanism: str, ctx: ReleaseContext,
-    mean_fraction: float | None, count_fraction: float | None,
+    *, p: int, n: int, bounds: Bounds, budget: Budget, mechanism: str, neighbors: str,
+    noise: str, mean_fraction: float | None, count_fraction: float | None,
 ) -> list[NoisePart]:
-    """The exact noisy parts :func:`release_second_moment` will draw, with their shares of
-    the budget, sensitivities and public value bounds (for :func:`check_budget_range`).
-    Float noise has no grid, hence no part (a zero budget is still refused)."""
+    """The exact noisy parts of a release of the second moment, with their shares of the
+    budget, sensitivities and public value bounds (for :func:`check_budget_range`). Float
+    noise has no grid, hence no part (a zero budget is still refused)."""
     if mechanism not in ("gaussian", "laplace", "sulq"):
         return []  # the Wishart mechanisms check their own epsilon and delta
-    add_remove = ctx.neighbors == "add-remove"
+    add_remove = neighbors == "add-remove"
     laplace = isinstance(budget, PureDP)
-    if ctx.noise == "float":
+    if noise == "float":
         return []  # no grid: only a zero budget is out of range
     rest = Fraction(1)
     parts: list[NoisePart] = []
@@ -518,8 +701,8 @@ def _planned_parts(
     if mean_fraction is not None:
         mean_share = rest * Fraction(mean_fraction)
         matrix_share = rest - mean_share
-        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=neighbors)
+        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=neighbors)
         parts.append(NoisePart(
             share=mean_share, sensitivity=(l1 if laplace else l2) / scale, size=p,
             value_bound=bounds.row_norm(p) * (MAX_RECORDS if add_remove else 1),
@@ -527,107 +710,33 @@ def _planned_parts(
     # n is private under add/remove: the Gram matrix is bounded through MAX_RECORDS.
     value_bound = square * (MAX_RECORDS if add_remove else 1)
     if mechanism == "sulq":
-        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=neighbors) / scale
         k = p * (p + 1) // 2
         for sensitivity in {float(entry.min()), float(entry.max())}:
             parts.append(NoisePart(share=matrix_share / k, sensitivity=sensitivity, size=1,
                                    value_bound=value_bound))
         return parts
-    l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
-    l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+    l2 = gram_l2_sensitivity(bounds, p=p, neighbors=neighbors) / scale
+    l1 = gram_l1_sensitivity(bounds, p=p, neighbors=neighbors) / scale
     parts.append(NoisePart(share=matrix_share, sensitivity=l1 if laplace else l2,
                            size=p * (p + 1) // 2, value_bound=value_bound, laplace=laplace))
     return parts
 
 
-@dataclass(frozen=True)
-class _Part:
-    """One noisy statistic of a release and its public record."""
-
-    values: np.ndarray
-    delivered: Budget
-    noise: dict[str, Any]
-    entry_std: float = 0.0
-    notes: dict[str, Any] = field(default_factory=dict)
-
-
 def release_mean(
     total: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
-    calibration: str = "analytic",
+    calibration: str = "analytic", prefix: str = "mean_",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The private mean ``total / n`` of records clipped to ``bounds`` (replace-one: ``n``
     public), with the Gaussian mechanism (Laplace for ``PureDP``), exact by default.
-    Returns the noisy mean and its public noise record (``mean_*`` keys)."""
+    Returns the noisy mean and its public noise record (keys with ``prefix``)."""
     if ctx.neighbors != "replace":
         raise UnsupportedNeighborsError(
             "a mean divides by n, which is private under add/remove neighbours; release the "
             "column sums with a noisy count (release_second_moment with mean_fraction)"
         )
-    part = _release_sums(
-        np.asarray(total, dtype=float) / n, n=n, bounds=bounds, budget=budget, ctx=ctx,
-        calibration=calibration,
-    )
-    return part.values, part.noise
-
-
-def _release_matrix(
-    statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
-    ctx: ReleaseContext, calibration: str, wishart_mean_removal: bool,
-) -> _Part:
-    """The noisy symmetric ``statistic`` (``S`` under replace-one, ``G`` under add/remove)."""
-    p = statistic.shape[0]
-    add_remove = ctx.neighbors == "add-remove"
-    if mechanism in ("gaussian", "laplace"):
-        l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        if not add_remove:
-            l2, l1 = _per_record(l2, n), _per_record(l1, n)
-        iu, values = _upper(statistic)
-        noiser = _gaussian_or_laplace(
-            budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
-        )
-        noisy = _mirror(p, iu, noiser.release(values, ctx.source))
-        entry_std = (
-            noiser.sigma if isinstance(noiser, GaussianMechanism)
-            else math.sqrt(2.0) * noiser.scale
-        )
-        return _Part(
-            noisy, noiser.delivered, noiser.record(), entry_std,
-            notes={"derivation": noiser.derivation},
-        )
-    if mechanism == "sulq":
-        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-        if not add_remove:
-            entry = np.nextafter(entry / n, np.inf)
-        noisy, delivered, record, sigmas = _sulq(statistic, entry, budget, ctx, calibration)
-        return _Part(noisy, delivered, record, float(np.max(sigmas)))
-    noisy, record, entry_std = _wishart(
-        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.source,
-        mean_removal=wishart_mean_removal,
-    )
-    return _Part(noisy, budget, record, entry_std)
-
-
-def _release_sums(
-    vector: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
-    calibration: str,
-) -> _Part:
-    """Noisy column sums (add/remove) or mean (replace-one, ``vector`` already over n)."""
-    p = vector.shape[0]
-    l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-    l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
-    if ctx.neighbors == "replace":
-        l2, l1 = _per_record(l2, n), _per_record(l1, n)
-    noiser = _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration)
-    return _Part(
-        noiser.release(vector, ctx.source), noiser.delivered,
-        noiser.record("mean_"),
-    )
-
-
-def _per_record(sensitivity: float, n: int) -> float:
-    """``sensitivity / n`` rounded up (the normalised statistic, replace-one)."""
-    value = sensitivity / n
-    if Fraction(value) < Fraction(sensitivity) / n:
-        value = math.nextafter(value, math.inf)
-    return value
+    total = np.asarray(total, dtype=float)
+    measurement = _sums_measurement(p=total.shape[0], n=n, bounds=bounds, budget=budget,
+                                    neighbors="replace", noise=ctx.noise,
+                                    calibration=calibration)
+    return measurement.release(total / n, ctx.source), measurement.record(prefix)

@@ -34,7 +34,13 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError, InvalidGuaranteeError
-from dpggm.privacy.budgets import Budget, NonPrivate, budget_from_cost, exact_cost
+from dpggm.privacy.budgets import (
+    NEIGHBOR_RELATIONS,
+    Budget,
+    NonPrivate,
+    budget_from_cost,
+    exact_cost,
+)
 
 if TYPE_CHECKING:
     from dpggm.privacy.guarantee import PrivacyGuarantee
@@ -53,7 +59,6 @@ __all__ = [
     "reported_spent",
 ]
 
-NEIGHBOR_RELATIONS = ("replace", "add-remove")
 
 
 @runtime_checkable

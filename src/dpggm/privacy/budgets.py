@@ -31,17 +31,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpggm.exceptions import IncompatibleBudgetError
+from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError
 from dpggm.privacy import conversion
 
 __all__ = [
+    "NEIGHBOR_RELATIONS",
     "ApproxDP",
     "Budget",
     "GDP",
     "NonPrivate",
     "PureDP",
     "ZCDP",
+    "accounting_total",
     "budget_from_dict",
+    "dyadic_share",
     "exact_cost",
     "budget_from_cost",
     "compose",
@@ -253,6 +256,10 @@ class NonPrivate(Budget):
         return "NonPrivate()"
 
 
+#: The neighbouring relations a guarantee may be stated under (the one list): replace one
+#: record (bounded DP, ``n`` public), or add or remove one (unbounded DP, ``n`` private).
+NEIGHBOR_RELATIONS: tuple[str, ...] = ("replace", "add-remove")
+
 _BY_NOTION: dict[str, type[Budget]] = {
     cls.notion: cls for cls in (PureDP, ApproxDP, ZCDP, GDP, NonPrivate)
 }
@@ -445,7 +452,8 @@ def compose(budgets: list[Budget] | tuple[Budget, ...]) -> Budget:
 
 def split_budget(budget: Budget, fraction: float) -> tuple[Budget, Budget]:
     """Split ``budget`` into a ``fraction`` part and the rest, such that the two compose
-    back to no more than ``budget``.
+    back to no more than ``budget`` -- exactly to it for pure DP, approximate DP and zCDP
+    (the part is a multiple of the budget's last binary digit: :func:`dyadic_share`).
 
     The split is by additive cost: epsilon (and delta) for pure and approximate DP, rho for
     zCDP, ``mu**2`` for GDP.
@@ -456,10 +464,15 @@ def split_budget(budget: Budget, fraction: float) -> tuple[Budget, Budget]:
         return NonPrivate(), NonPrivate()
     notion = type(budget)
     cost = exact_cost(budget, notion)
-    first = budget_from_cost(notion, tuple(c * Fraction(fraction) for c in cost))
+    first = dyadic_share(budget, Fraction(fraction))
     used = exact_cost(first, notion)
     second = budget_from_cost(notion, tuple(c - u for c, u in zip(cost, used)))
     return first, second
+
+
+def _last_digit(value: Fraction) -> Fraction:
+    """The last binary digit (ulp) of the float ``value`` (0 for 0)."""
+    return Fraction(math.ulp(float(value))) if value > 0 else Fraction(1)
 
 
 def scale_budget(budget: Budget, fraction: Fraction | float) -> Budget:
@@ -468,3 +481,83 @@ def scale_budget(budget: Budget, fraction: Fraction | float) -> Budget:
     return budget_from_cost(
         notion, tuple(c * Fraction(fraction) for c in exact_cost(budget, notion))
     )
+
+
+def dyadic_share(budget: Budget, fraction: Fraction | float) -> Budget:
+    """``fraction`` of ``budget``'s additive cost, rounded down -- for pure DP, approximate
+    DP and zCDP to a multiple of the budget's own last binary digit, so that the budget
+    minus any sum of such shares is an exact float and a last step can take exactly what
+    remains (the parts add up to the budget exactly). GDP (whose cost ``mu**2`` is no
+    parameter): :func:`scale_budget`."""
+    notion = type(budget)
+    if notion is GDP:
+        return scale_budget(budget, fraction)
+    cost = exact_cost(budget, notion)
+    share = Fraction(fraction)
+    digits = tuple(_last_digit(c) for c in cost)
+    return budget_from_cost(notion, tuple(
+        math.floor(c * share / d) * d for c, d in zip(cost, digits)))
+
+
+def _parameter_of(budget: Budget) -> tuple[str, float]:
+    if isinstance(budget, ZCDP):
+        return "rho", budget.rho
+    if isinstance(budget, GDP):
+        return "mu", budget.mu
+    return "epsilon", budget.epsilon
+
+
+def _rho_implying(epsilon: float, delta: float) -> float:
+    """The largest ``rho`` whose tight conversion implies ``(epsilon, delta)``; where that
+    search overflows (an enormous ``epsilon``), the simple conversion ``epsilon = rho +
+    2 sqrt(rho ln(1/delta))`` solved for ``rho`` (a smaller ``rho``, so still implying it)."""
+    if epsilon == 0:
+        return 0.0
+    try:
+        return conversion.zcdp_rho_for(epsilon, delta)
+    except (OverflowError, ArithmeticError):
+        log_term = math.log(1.0 / delta)
+        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
+        rho = root * root
+        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
+            rho = math.nextafter(rho, 0.0)
+        return rho
+
+
+def accounting_total(budget: Budget, notion: type[Budget]) -> Budget:
+    """The total, in ``notion``, that a release given ``budget`` may spend: the one place a
+    requested budget is converted into the notion its steps compose in.
+
+    * the same notion (and ``NonPrivate()``): ``budget`` itself;
+    * ``ZCDP`` from ``PureDP(epsilon)`` or ``GDP(mu)``: ``epsilon**2 / 2`` or ``mu**2 / 2``
+      (Bun & Steinke 2016, Prop. 1.4; Gaussian DP implies this zCDP), computed exactly and
+      rounded **down**, so the steps never spend more than the budget implies. The release
+      then guarantees this zCDP budget, *not* the pure-DP or GDP one;
+    * ``ZCDP`` from ``ApproxDP(epsilon, delta)``: the largest ``rho`` whose tight conversion
+      (Canonne, Kamath & Steinke 2020) implies ``(epsilon, delta)`` (``delta = 0`` is
+      ``PureDP(epsilon)``); the release then holds both forms;
+    * ``PureDP`` from ``ApproxDP(epsilon, 0)``: ``PureDP(epsilon)``.
+
+    Raises
+    ------
+    IncompatibleBudgetError
+        ``budget`` implies no guarantee in ``notion``.
+    BudgetRangeError
+        The converted parameter would exceed the largest float.
+    """
+    if isinstance(budget, NonPrivate) or type(budget) is notion:
+        return budget
+    if isinstance(budget, ApproxDP) and budget.delta == 0:
+        return accounting_total(PureDP(budget.epsilon), notion)
+    if notion is ZCDP and isinstance(budget, ApproxDP):
+        return ZCDP(_rho_implying(budget.epsilon, budget.delta))
+    cost = exact_cost(budget, notion)
+    try:
+        return budget_from_cost(notion, cost, rounding="down")
+    except ValueError:
+        name, value = _parameter_of(budget)
+        raise BudgetRangeError(
+            f"budget: {name} must be below 1.8e+154 to be accounted in {notion.__name__} "
+            f"({name}**2/2 exceeds the largest float); got {name}={value!r}",
+            parameter=name, value=value,
+        ) from None

@@ -22,7 +22,10 @@ __all__ = [
     "PURE_DP_ZCDP",
     "classical_gaussian_sigma",
     "epsilon_for_zcdp",
+    "gaussian_mu",
     "gaussian_sigma",
+    "gaussian_zcdp",
+    "laplace_epsilon",
     "laplace_scale",
 ]
 
@@ -196,3 +199,62 @@ def epsilon_for_zcdp(rho: float | Fraction, *, coefficient: Fraction = EXPONENTI
     while epsilon < _LARGEST_FLOAT and Fraction(math.nextafter(epsilon, math.inf)) ** 2 <= square:
         epsilon = math.nextafter(epsilon, math.inf)
     return epsilon
+
+
+def _float_at_least(value: Fraction) -> float:
+    result = float(value)
+    if Fraction(result) < value:
+        result = math.nextafter(result, math.inf)
+    return result
+
+
+def gaussian_zcdp(sensitivity: float, sigma: float | Fraction) -> float:
+    """``rho = Delta**2 / (2 sigma**2)``: the zCDP a Gaussian (or discrete Gaussian) noise of
+    scale ``sigma`` gives a query of l2 sensitivity ``Delta`` (Bun & Steinke 2016, Prop.
+    1.6; Canonne, Kamath & Steinke 2020, Thm 4 and 14 for the discrete one).
+
+    The one place this map is computed: exactly, from the binary values of the floats,
+    rounded **up** (a stated guarantee is never below the true loss); ``sigma`` may be an
+    exact :class:`~fractions.Fraction` (a lattice scale). The inverse is
+    :func:`gaussian_sigma` with a ``ZCDP`` budget.
+    """
+    sensitivity = _check_sensitivity(sensitivity)
+    if not (math.isfinite(float(sigma)) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
+    rho = _float_at_least(Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
+    if not math.isfinite(rho):
+        raise ValueError(
+            f"sigma={sigma!r} is too small for the sensitivity {sensitivity!r}: "
+            "rho = Delta**2 / (2 sigma**2) overflows"
+        )
+    return rho
+
+
+def gaussian_mu(sensitivity: float, sigma: float) -> float:
+    """``mu = Delta / sigma``: the Gaussian DP of continuous Gaussian noise of scale
+    ``sigma`` on a query of l2 sensitivity ``Delta`` (Dong, Roth & Su 2022, Thm 2.7),
+    rounded up (checked exactly)."""
+    sensitivity = _check_sensitivity(sensitivity)
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
+    mu = sensitivity / sigma
+    if not math.isfinite(mu):
+        raise ValueError(
+            f"sigma={sigma!r} is too small for the sensitivity {sensitivity!r}: the privacy "
+            "parameter Delta / sigma overflows"
+        )
+    return _round_up_until(mu, lambda m: Fraction(m) * Fraction(sigma) >= Fraction(sensitivity))
+
+
+def laplace_epsilon(sensitivity: float, scale: float) -> float:
+    """``epsilon = Delta_1 / scale``: the pure DP of Laplace (or discrete Laplace) noise of
+    ``scale`` on a query of l1 sensitivity ``Delta_1``, rounded up (checked exactly). The
+    inverse of :func:`laplace_scale`."""
+    sensitivity = _check_sensitivity(sensitivity)
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number > 0; got {scale!r}")
+    return _round_up_until(
+        sensitivity / scale, lambda e: Fraction(e) * Fraction(scale) >= Fraction(sensitivity)
+    )

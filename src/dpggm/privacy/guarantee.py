@@ -7,7 +7,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, PureDP, budget_from_dict
+from dpggm.privacy.budgets import (
+    NEIGHBOR_RELATIONS,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    budget_from_dict,
+)
 
 __all__ = ["PrivacyGuarantee", "DEFAULT_REPORT_DELTA"]
 
@@ -106,7 +113,7 @@ class PrivacyGuarantee:
                 "budget must be a PureDP, ApproxDP, ZCDP, GDP or NonPrivate budget; "
                 f"got {type(self.budget).__name__}"
             )
-        if self.neighbors not in ("replace", "add-remove"):
+        if self.neighbors not in NEIGHBOR_RELATIONS:
             raise ValueError(f"neighbors must be 'replace' or 'add-remove'; got {self.neighbors!r}")
         if self.validity not in ("valid", "data-dependent", "invalid", "none"):
             raise ValueError(

@@ -916,6 +916,44 @@ class Ledger:
 
         self._transact(work, write=False)
 
+    def check_forms(self, dataset: str, forms: tuple[Budget, ...] | list[Budget], *,
+                    neighbors: str | None = None) -> None:
+        """Raise unless a release holding every budget of ``forms`` (the forms of one
+        guarantee, as a plan states them before any data are read) could be charged to
+        ``dataset`` right now: the first form that converts into the dataset's notion is
+        the one checked, as :meth:`spend` would charge it. Records nothing.
+
+        Raises
+        ------
+        IncompatibleBudgetError
+            No form converts into the dataset's notion, or the relation differs.
+        BudgetExceededError, UnknownDatasetError
+            As :meth:`spend` would.
+        """
+        name = _check_dataset(dataset)
+        forms = tuple(_check_budget(b, name="budget", dataset=name) for b in forms)
+        if not forms:
+            raise IncompatibleBudgetError(
+                f"dataset {name!r}: a release with no privacy guarantee (non-private, or "
+                "post-processing only) is never charged")
+        relation = None if neighbors is None else check_neighbors(neighbors)
+
+        def work(conn: sqlite3.Connection) -> None:
+            state = self._state(conn, name)
+            self._check_relation(state, relation)
+            notion = type(state.total)
+            chosen = form_for(forms, notion)
+            try:
+                exact_cost(chosen, notion)
+            except IncompatibleBudgetError as exc:
+                raise IncompatibleBudgetError(
+                    f"the ledger cannot book this release: it would hold "
+                    f"{', '.join(map(str, forms))}, none of which the {notion.__name__} "
+                    f"total of dataset {name!r} accepts ({exc})") from None
+            charge(state.limit, state.spent, chosen, notion, what=f"dataset {name!r}")
+
+        self._transact(work, write=False)
+
     def can_spend(self, dataset: str, budget: Budget) -> bool:
         """Whether ``budget`` fits in what ``dataset`` has left right now.
 

@@ -540,14 +540,16 @@ def _forest_figure(record: dict[str, Any], edges: pd.DataFrame | None,
              "below and edges.csv have every one. " if len(edges) > FOREST_LIMIT else "")
     point = ("the graphical lasso's partial correlation (the interval is centred on the "
              "de-biased estimate)" if inference.get("select") == "threshold"
-             else "the de-biased partial correlation")
+             else "the de-biased partial correlation (corrected for the clipping)")
     caption = (
         f"The edges' {format_number(100 * level)} % intervals, sorted by partial "
         f"correlation; the dot is {point}, blue when positive, red when negative; the "
         f"q-value is on the right. {_evidence_caption(edges, fdr)} {shown}"
         "The grey band holds the partial correlations this release cannot tell from noise. "
         "The intervals are per pair, not widened for the selection: among the edges "
-        "selected because they looked strongest, a few more may miss."
+        "selected because they looked strongest, a few more may miss, and a selected "
+        "edge's interval may touch zero (the selection is adjusted for every pair tested, "
+        "the interval is not)."
     )
     return (f'<figure role="img" aria-label="intervals of the edges">{svg}'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")

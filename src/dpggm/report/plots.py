@@ -282,16 +282,7 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
         ax.set_ylim(-limit, limit)
         ax.add_patch(Circle((0, 0), 1.0, fill=False, edgecolor="#e3e3e3", linewidth=0.8,
                             zorder=0))
-        partial = _column(edges, "partial_correlation")
-        q_values = _column(edges, "q_value")
-        drawn = []
-        for k, row in enumerate(edges.itertuples(index=False)):
-            a, b = str(row.source), str(row.target)
-            if a not in index or b not in index or a == b:
-                continue
-            value = float(partial[k])
-            drawn.append((abs(value) if math.isfinite(value) else 0.3, value, index[a],
-                          index[b], edge_evidence(float(q_values[k]), fdr)))
+        drawn = _drawn_edges(edges, index, fdr)
         # Strongest edges last, on top.
         for strength, value, i, j, kind in sorted(drawn, key=lambda item: item[0]):
             colour = _NEGATIVE if math.isfinite(value) and value < 0 else _POSITIVE
@@ -348,6 +339,23 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
         if handles:
             _style_legend(figure, handles, top=1 - (text_inches - 0.05) / (height + heading))
         return _render(figure, fmt)
+
+
+def _drawn_edges(edges: pd.DataFrame, index: dict[str, int],
+                 fdr: float) -> list[tuple[float, float, int, int, str | None]]:
+    """(width strength, partial correlation, i, j, evidence) of every edge between two
+    known variables."""
+    partial = _column(edges, "partial_correlation")
+    q_values = _column(edges, "q_value")
+    drawn = []
+    for k, row in enumerate(edges.itertuples(index=False)):
+        a, b = str(row.source), str(row.target)
+        if a not in index or b not in index or a == b:
+            continue
+        value = float(partial[k])
+        drawn.append((abs(value) if math.isfinite(value) else 0.3, value, index[a],
+                      index[b], edge_evidence(float(q_values[k]), fdr)))
+    return drawn
 
 
 def _column(edges: pd.DataFrame, name: str) -> np.ndarray:

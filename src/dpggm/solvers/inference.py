@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -745,6 +745,8 @@ class EdgeInference:
 # ---------------------------------------------------------------------------------------
 
 
+# over 120 lines: 83 of them are the numpydoc documentation of its options and of the
+# estimand; the computation (about 110 lines) reads as one sequence of steps 1-4.
 def edge_inference(
     noisy_covariance: Any,
     *,
@@ -753,6 +755,7 @@ def edge_inference(
     precision: Any = None,
     alpha: Any = "auto",
     clipping: ClippingModel | None = None,
+    clipping_correction: str = "intervals",
     present: Any = None,
     confidence_level: float = 0.9,
     fdr: float = 0.1,
@@ -788,6 +791,13 @@ def edge_inference(
         estimand is then the population's partial correlations); without it the estimand
         is that of the clipped records. Recommended whenever rows were clipped onto a
         ball (it changes a 0.45 partial correlation by 0.03 at p = 10 with a median bound).
+    clipping_correction : {"intervals", "all"}, default="intervals"
+        What the correction (with ``clipping``) applies to. ``"intervals"``: the estimate
+        and its interval are corrected, while the test of "no edge" (p-value, q-value,
+        selection) reads the release as clipped, because clipping keeps a zero partial
+        correlation at zero (within 0.002 in our measurements) and the correction's own
+        variability only costs power (F1 0.92 against 0.71 on the 30-node raw chain).
+        ``"all"``: the tests use the corrected release too.
     present : array_like of shape (p,), optional
         The shares of values present per variable, when missing values were imputed at 0
         and every moment divided by the shares present (a pair's by the product of its
@@ -859,6 +869,20 @@ def edge_inference(
         if not isinstance(clipping, ClippingModel):
             raise TypeError(f"clipping must be a ClippingModel or None; got {type(clipping).__name__}")
         clipping = clipping.check(p)
+    clipping_correction = _choice(clipping_correction, "clipping_correction",
+                                  ("intervals", "all"))
+    if clipping is not None and clipping_correction == "intervals":
+        common = dict(n_samples=n, noise_variance=variance, precision=precision, alpha=alpha,
+                      present=present, confidence_level=level, fdr=fdr,
+                      fdr_method=fdr_method, method=method, n_bootstrap=replicates,
+                      random_state=random_state)
+        corrected = edge_inference(S, clipping=clipping, clipping_correction="all", **common)
+        tests = edge_inference(S, clipping=None, **common)
+        return replace(
+            corrected, p_value=tests.p_value, q_value=tests.q_value, selected=tests.selected,
+            null_std_error=tests.null_std_error,
+            diagnostics={**corrected.diagnostics,
+                         "tests": "on the release as clipped (no clipping correction)"})
     shares = None
     if present is not None:
         shares = np.asarray(present, dtype=float)
@@ -1070,6 +1094,7 @@ def _edge_standard_errors(t: float, n: int, sigma: float, clipped_variance: floa
     return out[0], out[1]
 
 
+# over 120 lines: its documentation states every assumption (46 lines); the solve is 65.
 def detectable_partial_correlation(
     n_samples: int,
     n_features: int,

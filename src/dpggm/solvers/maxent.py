@@ -150,12 +150,14 @@ from dpggm.solvers.psd import project_psd
 from dpggm.solvers.toolkit import components_of, single_threaded_blas
 
 __all__ = [
+    "RECONSTRUCTION_METHODS",
     "MaxEntropyReconstructor",
     "max_entropy_completion",
     "pattern_components",
 ]
 
-_METHODS = ("auto", "dual-newton", "ipm-cholesky")
+#: The methods :class:`MaxEntropyReconstructor` offers.
+RECONSTRUCTION_METHODS = ("auto", "dual-newton", "ipm-cholesky")
 
 # Barrier schedule shared by the path-following branch and by IPM-Cholesky: relative mu
 # down to 1e-10, by factors of 100 down to 1e-6 and of 10 below. The last three values are
@@ -325,8 +327,8 @@ def _resolve_max_iter(max_iter, method: str) -> int:
 
 
 def _canonical_method(method) -> str:
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    if method not in RECONSTRUCTION_METHODS:
+        raise ValueError(f"method must be one of {RECONSTRUCTION_METHODS}; got {method!r}")
     return "dual-newton" if method == "auto" else method
 
 
@@ -729,6 +731,9 @@ class _DualNewton:
                 return chol, self._scale.copy()
         return None
 
+    # One piece (over 120 lines): the damped Newton iteration, its chord steps on a reused
+    # factorisation and the refinement of the inverse share the iterate's state and its
+    # certificates; split, every part would have to pass them around.
     def solve(
         self,
         kappa: np.ndarray,
@@ -1010,6 +1015,8 @@ def _default_kappa(block: _Block) -> np.ndarray:
     return kappa
 
 
+# One piece (over 120 lines): the completion attempt, the barrier path and its warm
+# starts are one strategy over one solver's state, each stage deciding the next.
 def _solve_dual_newton(
     block: _Block,
     kappa0: np.ndarray | None,

@@ -1,0 +1,48 @@
+"""Reading the private records of a fit: the one entry point that dispatches between the
+in-memory reader (:mod:`dpggm.estimators.data`: arrays, DataFrames, CSV and Parquet files)
+and the cluster reader (:mod:`dpggm.estimators._dask`: Dask collections).
+
+It sits above both, so neither imports the other (:mod:`dpggm.estimators._dask` builds on
+:mod:`dpggm.estimators.data`; this module chooses between them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpggm.estimators.data import (
+    DEFAULT_CHUNK_ROWS,
+    SecondMoment,
+    is_dask_collection,
+)
+from dpggm.estimators.data import clipped_second_moment as _in_memory_second_moment
+from dpggm.mechanisms.bounds import Bounds
+
+__all__ = ["SecondMoment", "clipped_second_moment"]
+
+
+def clipped_second_moment(
+    X: Any,
+    *,
+    bounds: Bounds,
+    center: np.ndarray | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> SecondMoment:
+    """Clip every record to ``bounds`` and accumulate ``X^T X / n``: in chunks for data in
+    memory or in files (:func:`dpggm.estimators.data.clipped_second_moment`), per partition
+    and tree-reduced on its cluster for a Dask collection
+    (:func:`dpggm.estimators._dask.clipped_second_moment`); the results agree up to
+    floating-point summation order.
+
+    Privacy
+    -------
+    The result is the exact (unreleased) statistic; only a mechanism may publish it.
+    Nothing here draws noise, so every error is raised before any budget is spent.
+    """
+    if is_dask_collection(X):
+        from dpggm.estimators import _dask
+
+        return _dask.clipped_second_moment(X, bounds=bounds, center=center)
+    return _in_memory_second_moment(X, bounds=bounds, center=center, chunk_rows=chunk_rows)

@@ -1,0 +1,162 @@
+"""The package's structure, checked from its source: no import cycle between its modules,
+no private name of one module used by another, and no function over 120 lines without its
+reason stated where it starts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "dpggm"
+LONGEST = 120
+#: Private names of other libraries the package has to use (no public equivalent): the
+#: tags of scikit-learn older than 1.6, and the partition layout of a Dask collection.
+# Underscored names of other libraries used on purpose: scikit-learn's tags, Dask's
+# partition metadata; os._exit is documented, and atexit._run_exitfuncs lets the command
+# line's fast exit (which skips the interpreter's tear-down) still run the exit handlers.
+THIRD_PARTY_PRIVATE = {"_get_tags", "_dataset_info", "_partitions", "_exit", "_run_exitfuncs"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(SRC).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+
+
+def _nodes(tree: ast.AST):
+    """Every node, skipping ``if TYPE_CHECKING:`` blocks (never run)."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            for node in child.orelse:
+                yield node
+                yield from _nodes(node)
+            continue
+        yield child
+        yield from _nodes(child)
+
+
+def _imports(name: str) -> set[str]:
+    """The package's modules ``name`` imports, at module level or inside a function."""
+    found = set()
+    for node in _nodes(TREES[name]):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in MODULES)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                target = submodule if submodule in MODULES else node.module
+                if target in MODULES:
+                    found.add(target)
+    found.discard(name)
+    return found
+
+
+def _cycles() -> list[list[str]]:
+    graph = {name: _imports(name) for name in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return components
+
+
+def test_no_import_cycle():
+    assert _cycles() == []
+
+
+def _defined_private_names(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)  # __slots__ entries
+    return {n for n in names if n.startswith("_")}
+
+
+def _private_uses() -> list[str]:
+    problems = []
+    for name, tree in TREES.items():
+        own = _defined_private_names(tree)
+        for node in _nodes(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpggm"):
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and f"{node.module}.{alias.name}" not in MODULES:
+                        problems.append(f"{name}:{node.lineno} imports {node.module}.{alias.name}")
+            elif isinstance(node, ast.Attribute):
+                attr = node.attr
+                if not attr.startswith("_") or attr.startswith("__"):
+                    continue
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    continue
+                if attr in own or attr in THIRD_PARTY_PRIVATE:
+                    continue
+                problems.append(f"{name}:{node.lineno} uses {ast.unparse(node)}")
+    return problems
+
+
+def test_no_private_name_of_another_module_is_used():
+    assert _private_uses() == []
+
+
+def _long_functions_without_a_reason() -> list[str]:
+    problems = []
+    for name, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(TREES[name]):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            if node.end_lineno - start + 1 <= LONGEST:
+                continue
+            above = []
+            line = start - 2
+            while line >= 0 and lines[line].strip().startswith("#"):
+                above.append(lines[line])
+                line -= 1
+            first = lines[node.body[0].lineno - 1: node.body[0].lineno + 4]
+            if not any("over 120 lines" in text for text in above + first):
+                problems.append(f"{name}.{node.name} ({node.end_lineno - start + 1} lines)")
+    return problems
+
+
+def test_no_function_over_120_lines_without_its_reason():
+    assert _long_functions_without_a_reason() == []
