@@ -428,14 +428,29 @@ def test_an_empty_graph_is_explained_by_a_number(tmp_path):
     text = " ".join(_visible_text((tmp_path / "g" / "report.html").read_text()).split())
     assert "the graph is EMPTY" in stderr and "No pair passed" in text
     if detectable["nothing_detectable"]:
-        sentence = "No edge can be told from noise at this budget and size"
+        sentence = "o edge can be told from noise at this budget and size"
     else:
-        sentence = (f"Edges weaker than {detectable['partial_correlation']:.2g} "
+        sentence = (f"dges weaker than {detectable['partial_correlation']:.2g} "
                     "(|partial correlation|) cannot be told from noise")
     assert sentence in stderr and sentence in text
-    # The public sentence is one line, marked public, apart from the curator's lines.
-    assert any(line.startswith("(public, also in the report) ")
-               for line in done.stderr.splitlines())
+    assert stderr.count(sentence) == 1  # stated once, in the curator's line on the graph
+
+
+def test_the_public_detectable_line_of_a_graph_with_edges(tmp_path):
+    frame, _ = make_raw_chain(n_samples=2000, n_features=12, random_state=0)
+    data = tmp_path / "raw.csv"
+    frame.to_csv(data, index=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "dpggm", "graph", str(data), "--rho", "1", "--seed", "2",
+         "--out", str(tmp_path / "g"), "--quiet"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": SRC})
+    assert done.returncode == 0, done.stderr
+    value = json.loads((tmp_path / "g" / "result.json").read_text())["inference"][
+        "detectable"]["partial_correlation"]
+    # One line, marked public, apart from the curator's lines.
+    public = [line for line in done.stderr.splitlines()
+              if line.startswith("(public, also in the report) ")]
+    assert len(public) == 1 and f"Edges weaker than {value:.2g} (|partial" in public[0]
 
 
 def test_graph_lines_are_styled_by_evidence():

@@ -227,11 +227,12 @@ def curator_diagnostics(estimator: Any) -> list[str]:
             lines.append("the graph is EMPTY: columns with values beyond the ranges' grid "
                          "(above) are the likely cause")
         elif detectable is not None:
-            # The figure itself is public: the command prints it next, as the report does.
-            lines.append("the graph is EMPTY: the line below says how strong an edge must "
-                         "be to be told from noise at this budget and size; a larger budget, "
-                         "more records or fewer columns lower that threshold (it falls "
-                         "like p / (n sqrt(rho)))")
+            # The figure is public (the report states it too): the number that explains
+            # the empty graph.
+            words = _detectable_words(estimator)
+            lines.append(f"the graph is EMPTY: {words[0].lower()}{words[1:]} A larger "
+                         "budget, more records or fewer columns lower that threshold (it "
+                         "falls like p / (n sqrt(rho)))")
         elif noise is not None:
             lines.append(
                 f"the graph is EMPTY: at this budget and size the privacy noise on one partial "
@@ -400,8 +401,9 @@ def graph(
             raise UserError(str(exc)) from None
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
-    if getattr(estimator, "detectable_", None) is not None:
-        # A public figure (the report states it too), one line however long.
+    if getattr(estimator, "detectable_", None) is not None and estimator.adjacency_.any():
+        # A public figure (the report states it too), one line however long; for an
+        # empty graph the curator's line above states it.
         err_console.print(f"(public, also in the report) {_detectable_words(estimator)}",
                           markup=False, soft_wrap=True)
     if as_json:

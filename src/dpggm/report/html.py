@@ -541,7 +541,8 @@ def _forest_figure(record: dict[str, Any], edges: pd.DataFrame | None,
              "below and edges.csv have every one. " if len(edges) > FOREST_LIMIT else "")
     point = ("the graphical lasso's partial correlation (the interval is centred on the "
              "de-biased estimate)" if inference.get("select") == "threshold"
-             else "the de-biased partial correlation (corrected for the clipping)")
+             else "the de-biased partial correlation (corrected for the rows shrunk onto "
+                   "their bound)")
     caption = (
         f"The edges' {format_number(100 * level)} % intervals, sorted by partial "
         f"correlation; the dot is {point}, blue when positive, red when negative; the "
