@@ -159,3 +159,18 @@ def test_grid_rounding_never_lowers_the_noise():
         assert rounded - value <= Fraction(1, 2**56) * max(value, 1)
         short = sampler_scale_at_least(value, significant_bits=51)
         assert value <= short and short - value <= Fraction(1, 2**51) * max(value, 1)
+
+
+def test_above_threshold_map_never_states_less_than_the_grid_delivers():
+    # Queries of sensitivity d move by up to ceil(d / t) + 1 grid steps once rounded; the
+    # map must cover that for every d, below the calibrated sensitivity too.
+    svt = AboveThreshold(epsilon=0.5, sensitivity=1.0)
+    assert svt.privacy_map(1.0).epsilon == pytest.approx(0.5, rel=0, abs=1e-15)
+    step = svt.step
+    calibrated_units = math.ceil(1.0 / step) + 1
+    for d in (1e-3, 0.1, 0.5, 0.999, 2.0):
+        units = math.ceil(d / step) + 1
+        assert svt.privacy_map(d).epsilon >= 0.5 * units / calibrated_units
+        if d < 1.0:
+            # Linear scaling eps * d / Delta would understate the loss.
+            assert svt.privacy_map(d).epsilon > 0.5 * d

@@ -338,3 +338,16 @@ def test_a_wrong_kind_of_bound_or_budget_is_a_value_error():
     with pytest.raises(ValueError, match="budget"):
         PrivateCovariance(budget=PureDP(1.0), bounds="l2:1").fit(X)
     assert math.isfinite(1.0)
+
+
+def test_a_bound_read_off_the_data_is_expected_data_dependent_before_the_fit():
+    # The ledger's pre-check asks expected_validity(): it must agree with the record the
+    # fit will write, so a bound read off the data is refused before any data are read.
+    from dpggm import PrivateGraph, bounds_from_data
+
+    X = np.random.default_rng(2).normal(size=(200, 3))
+    bound = bounds_from_data(X, kind="l2")
+    graph = PrivateGraph(budget=ZCDP(1.0), bounds=bound)
+    validity, reason = graph.expected_validity()
+    assert validity == "data-dependent", reason
+    assert graph.fit(X).privacy_.validity == validity

@@ -83,3 +83,30 @@ def test_write_atomic_never_clobbers_without_overwrite(tmp_path):
         write_atomic(target, lambda fh: fh.write("two"), overwrite=False)
     write_atomic(target, lambda fh: fh.write("three"))
     assert target.read_text() == "three" and _no_debris(tmp_path)
+
+
+def test_no_seed_of_a_nested_estimator_reaches_the_record(tmp_path):
+    from dpggm import PrivateCovariance, PrivateLinearRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.4, 0.4, size=(300, 3))
+    y = X @ np.array([0.3, -0.2, 0.1])
+    inner = PrivateCovariance(budget=ZCDP(1.0), bounds="l2:1", random_state=1234)
+    est = PrivateLinearRegression(covariance_estimator=inner).fit(X, y)
+    est.save(tmp_path / "o")
+    text = (tmp_path / "o" / "result.json").read_text()
+    parameters = json.loads(text)["parameters"]
+    assert "1234" not in text
+    assert not [key for key in parameters if key.endswith("random_state")]
+    assert "covariance_estimator__budget" in parameters  # nested parameters are kept
+
+
+def test_output_perturbation_writes_no_outcome_of_its_non_private_solve(tmp_path, X):
+    from dpggm import OutputPerturbationPrecision
+
+    est = OutputPerturbationPrecision(budget=PureDP(1.0), bounds="l2:1", alpha=0.1,
+                                      allow_invalid=True, random_state=0).fit(X)
+    assert est.solver_ is None and est.non_private_solver_ is not None
+    est.save(tmp_path / "o")
+    record = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert "n_iter" not in record and "converged" not in record

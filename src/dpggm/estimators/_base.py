@@ -177,7 +177,8 @@ def result_record(estimator: Any, *, method: str | None = None) -> dict[str, Any
         "privacy": estimator.privacy_.to_dict(),
         "parameters": {k: (v.to_dict() if hasattr(v, "to_dict") else v)
                        for k, v in estimator.get_params().items()
-                       if k != "random_state"
+                       # Never the seed, nor a nested estimator's (``inner__random_state``).
+                       if k.rsplit("__", 1)[-1] != "random_state"
                        and (isinstance(v, (int, float, str, bool, type(None)))
                             or hasattr(v, "to_dict"))},
     }

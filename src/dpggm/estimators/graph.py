@@ -488,7 +488,9 @@ class PrivateGraph(DPEstimator):
         return graph_plan(settings, n, p)
 
     def _context(self, settings: GraphSettings) -> ReleaseContext:
-        return make_context(self, None)
+        # The declared bounds, so that a bound read off the data makes the expected
+        # validity (and the ledger's pre-check) "data-dependent" as the record will be.
+        return make_context(self, settings.declared)
 
     def _run(self, settings: GraphSettings, plan: ReleasePlan, data: Any, run: Any,
              ctx: ReleaseContext) -> Any:

@@ -543,7 +543,10 @@ class OutputPerturbationPrecision(DPEstimator):
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
         self.non_private_precision_ = result.estimate
-        self.solver_ = result
+        # The solver ran on the exact private matrix: its outcome (iterations, convergence)
+        # is a figure of the private data, kept for the curator and never written.
+        self.non_private_solver_ = result
+        self.solver_ = None
         if plan.non_private:
             return result.estimate
         return run.run("precision (output perturbation)",

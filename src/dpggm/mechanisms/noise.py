@@ -378,6 +378,7 @@ class AboveThreshold(Measurement):
             raise ValueError(f"notion must be ZCDP or PureDP; got {notion!r}")
         self.notion = notion
         self.step, grid_sensitivity = _threshold_grid(self.sensitivity)
+        self._grid_units = grid_sensitivity
         per_unit = Fraction(grid_sensitivity) / Fraction(self.epsilon)
         self.threshold_scale = sampler_scale_at_least(2 * per_unit, significant_bits=51)
         self.query_scale = sampler_scale_at_least((2 if self.monotonic else 4) * per_unit,
@@ -394,8 +395,12 @@ class AboveThreshold(Measurement):
                    monotonic=monotonic, notion=notion)
 
     def privacy_map(self, sensitivity: float) -> Budget:
-        return _pure_step_budget(_scaled_epsilon(self.epsilon, sensitivity, self.sensitivity),
-                                 self.notion, PURE_DP_ZCDP)
+        # Queries of sensitivity d are rounded to the grid: they move by at most
+        # ceil(d / t) + 1 steps, against the calibrated sensitivity's units.
+        sensitivity = _check_scale("sensitivity", sensitivity)
+        units = math.ceil(Fraction(sensitivity) / Fraction(self.step)) + 1
+        loss = Fraction(self.epsilon) * units / self._grid_units
+        return _pure_step_budget(loss, self.notion, PURE_DP_ZCDP)
 
     def record(self, prefix: str = "") -> dict[str, Any]:
         return {
