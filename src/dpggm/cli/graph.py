@@ -1,7 +1,8 @@
 """``dpggm graph``: the private graph of a CSV, with pictures and a report, in one command.
 
 Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no seed),
-``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png`` and ``report.html``.
+``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png``, ``intervals.png`` (the
+edges' intervals, when the edges come with them) and ``report.html``.
 They are written into a staging directory beside ``--out`` and renamed into place once
 (see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
 
@@ -13,6 +14,7 @@ only (never written into ``--out``): the curator reads them, nobody else.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,10 +46,43 @@ from dpggm.cli._common import (
 )
 from dpggm.estimators.registry import GRAPH_METHODS
 
-__all__ = ["curator_diagnostics", "graph", "graph_result_record", "stage_graph_outputs"]
+__all__ = ["curator_diagnostics", "graph", "graph_result_record", "inference_record",
+           "stage_graph_outputs"]
 
 #: The interpreter's thread switch interval while a file is read (see _reading_ahead).
 GIL_SWITCH_SECONDS = 0.0005
+
+
+#: The power at which ``PrivateGraph.detectable_`` states the weakest edge it detects.
+DETECTABLE_POWER = 0.8
+
+
+def inference_record(estimator: Any) -> dict[str, Any] | None:
+    """How a fitted ``PrivateGraph`` chose its edges and what its release can detect (its
+    ``detectable_``), for ``result.json``; ``None`` without edge inference (PACE-GGM).
+
+    Every figure is public: the options, and ``detectable_``, which the estimator computes
+    from ``n`` and ``p`` (public under replace-one neighbours, the only relation of
+    ``PrivateGraph``), the release's noise standard deviation and its released row-norm
+    bound -- nothing read from the data.
+    """
+    if getattr(estimator, "inference_", None) is None:
+        return None
+    record: dict[str, Any] = {
+        "select": estimator.select,
+        "fdr": float(estimator.fdr),
+        "fdr_method": estimator.fdr_method,
+        "confidence_level": float(estimator.confidence_level),
+    }
+    if estimator.select == "threshold":
+        record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
+    detectable = estimator.detectable_
+    if detectable is not None:
+        # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
+        finite = math.isfinite(detectable)
+        record["detectable"] = {"partial_correlation": float(detectable) if finite else None,
+                                "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+    return record
 
 
 def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
@@ -68,7 +103,7 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
         diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
         diagnostics["solver converged"] = bool(estimator.solver_.converged)
         diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
-    return {
+    record = {
         "command": "graph",
         "title": f"dpggm graph of {data_name}",
         "method": estimator.method,
@@ -80,21 +115,33 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
         "parameters": params,
         "diagnostics": diagnostics,
     }
+    inference = inference_record(estimator)
+    if inference is not None:
+        record["inference"] = inference
+    return record
 
 
 def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
     """Write every released file of a fitted ``PrivateGraph`` into ``staged``."""
     from dpggm.estimators.graph import edges_csv_text
-    from dpggm.report import build_report, draw_graph, precision_heatmap
+    from dpggm.report import build_report, draw_graph, forest_plot, precision_heatmap
 
     record = graph_result_record(estimator, data_name=data_name)
     names = _names(estimator)
+    edges = estimator.edges_
     staged.json("result.json", record)
-    staged.text("edges.csv", edges_csv_text(estimator.edges_))
+    staged.text("edges.csv", edges_csv_text(edges))
     if estimator.precision_ is not None:
         staged.npy("precision.npy", estimator.precision_)
         staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
-    staged.bytes("graph.png", draw_graph(estimator.edges_, names, title=record["title"]))
+    fdr = float(estimator.fdr)
+    staged.bytes("graph.png", draw_graph(edges, names, title=record["title"], fdr=fdr))
+    inference = record.get("inference")
+    if inference is not None and len(edges) and "ci_low" in edges:
+        detectable = (inference.get("detectable") or {}).get("partial_correlation")
+        staged.bytes("intervals.png", forest_plot(
+            edges, names, confidence_level=float(estimator.confidence_level), fdr=fdr,
+            detectable=detectable))
     staged.text("report.html", build_report(staged.staging, name=name))
 
 
@@ -175,9 +222,17 @@ def curator_diagnostics(estimator: Any) -> list[str]:
     if n_edges == 0:
         noise = predicted_partial_correlation_noise(estimator.plan_)
         beyond = sum(counts.get("beyond_grid_by_column", {}).values())
+        detectable = getattr(estimator, "detectable_", None)
         if beyond:
             lines.append("the graph is EMPTY: columns with values beyond the ranges' grid "
                          "(above) are the likely cause")
+        elif detectable is not None:
+            # The figure is public (the report states it too): the number that explains
+            # the empty graph.
+            words = _detectable_words(estimator)
+            lines.append(f"the graph is EMPTY: {words[0].lower()}{words[1:]} A larger "
+                         "budget, more records or fewer columns lower that threshold (it "
+                         "falls like p / (n sqrt(rho)))")
         elif noise is not None:
             lines.append(
                 f"the graph is EMPTY: at this budget and size the privacy noise on one partial "
@@ -192,6 +247,15 @@ def curator_diagnostics(estimator: Any) -> list[str]:
         lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
                      "Check the bounds and centring (--center private).")
     return lines
+
+
+def _detectable_words(estimator: Any) -> str:
+    """The report's sentence on what the release can detect (public: from
+    ``detectable_``)."""
+    from dpggm.report import detectable_in_words
+
+    private = estimator.privacy_.budget.to_dict().get("notion") != "non-private"
+    return detectable_in_words(estimator.detectable_, private=private, power=DETECTABLE_POWER)
 
 
 # over 120 lines: 47 of them are the signature that declares the command's options.
@@ -222,13 +286,16 @@ def graph(
              "column's private range; the guarantee is unchanged), refuse, or drop (refused "
              "under replace-one neighbours: it would make the row count private)")] = "impute",
     select: Annotated[str, typer.Option(
-        help="how edges are chosen from the release: fdr (false-discovery control with "
-             "per-edge intervals and q-values) or threshold (the graphical lasso's non-zero "
-             "entries above a fixed partial correlation; no error control)")] = "fdr",
+        help="how the edges are chosen (post-processing): fdr (false-discovery-rate "
+             "control over every pair's q-value) or threshold (the graphical lasso's "
+             "non-zero entries above a fixed |partial correlation|; no error "
+             "control)")] = "fdr",
     fdr: Annotated[float, typer.Option(
         help="target false-discovery rate of --select fdr, in (0, 1)")] = 0.1,
+    fdr_method: Annotated[str, typer.Option(
+        help="bh (Benjamini-Hochberg) or by (Benjamini-Yekutieli, any dependence)")] = "bh",
     confidence_level: Annotated[float, typer.Option(
-        help="level of the per-edge intervals, in (0, 1)")] = 0.9,
+        help="level of the edges' intervals, in (0, 1)")] = 0.9,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -271,11 +338,7 @@ def graph(
                         "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
-    if select not in ("fdr", "threshold"):
-        raise UserError(f"--select must be fdr or threshold; got {select!r}")
-    for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
-        if not (0.0 < value < 1.0):
-            raise UserError(f"{option} must be in (0, 1); got {value!r}")
+    _check_selection(select, fdr, fdr_method, confidence_level)
     if missing not in ("impute", "refuse", "drop"):
         raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
     if missing == "drop":
@@ -293,7 +356,7 @@ def graph(
         return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
-            select=select, fdr=fdr, confidence_level=confidence_level,
+            select=select, fdr=fdr, fdr_method=fdr_method, confidence_level=confidence_level,
             random_state=random_state,
         )
 
@@ -338,6 +401,11 @@ def graph(
             raise UserError(str(exc)) from None
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
+    if getattr(estimator, "detectable_", None) is not None and estimator.adjacency_.any():
+        # A public figure (the report states it too), one line however long; for an
+        # empty graph the curator's line above states it.
+        err_console.print(f"(public, also in the report) {_detectable_words(estimator)}",
+                          markup=False, soft_wrap=True)
     if as_json:
         console.print_json((out / "result.json").read_text(encoding="utf-8"))
         return
@@ -396,6 +464,18 @@ def _check_input(data: Path, engine: str) -> None:
                         f"with --engine dask a glob of its parts such as '{data}/*.parquet'")
     if not data.exists():
         raise UserError(f"no such file: {data}")
+
+
+def _check_selection(select: str, fdr: float, fdr_method: str,
+                     confidence_level: float) -> None:
+    """The edge-selection options, checked before the data are opened."""
+    if select not in ("fdr", "threshold"):
+        raise UserError(f"--select must be fdr or threshold; got {select!r}")
+    if fdr_method not in ("bh", "by"):
+        raise UserError(f"--fdr-method must be bh or by; got {fdr_method!r}")
+    for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
+        if not (math.isfinite(value) and 0 < value < 1):
+            raise UserError(f"{option} must be in (0, 1); got {value!r}")
 
 
 def _parse_fraction(text: str, option: str) -> Any:

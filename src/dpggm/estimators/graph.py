@@ -449,6 +449,15 @@ class PrivateGraph(DPEstimator):
         return value
 
     def _detectable_after_fit(self, n: int, p: int) -> float | None:
+        # What a release writes is public, and result.json and the report state this
+        # figure, so it is computed from public quantities only: the plan (n, p, the
+        # budget), the released noise variance of the second moment (set by the released
+        # row-norm bound, n and the budget; divided by the released shares of values
+        # present), the released row-norm bound, and the options. n is public because
+        # PrivateGraph runs under replace-one neighbours only (it refuses add/remove,
+        # whose n would be private and would have to be replaced by a released count).
+        # With declared bounds the spread of the records within the bound is not public:
+        # no figure.
         release = self.release_
         if release is None or self.norm_bound_ is None:
             return None
