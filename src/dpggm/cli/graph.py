@@ -76,6 +76,8 @@ def inference_record(estimator: Any) -> dict[str, Any] | None:
     }
     if estimator.select == "threshold":
         record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
+    if getattr(estimator, "selection_withheld_", False):
+        record["withheld"] = True
     detectable = estimator.detectable_
     if detectable is not None:
         # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
@@ -230,9 +232,13 @@ def curator_diagnostics(estimator: Any) -> list[str]:
             # The figure is public (the report states it too): the number that explains
             # the empty graph.
             words = _detectable_words(estimator)
-            lines.append(f"the graph is EMPTY: {words[0].lower()}{words[1:]} A larger "
-                         "budget, more records or fewer columns lower that threshold (it "
-                         "falls like p / (n sqrt(rho)))")
+            withheld = (" There the false-discovery control is not reliable, so no edge is "
+                        "reported; --select threshold draws an exploratory graph without "
+                        "error control."
+                        if getattr(estimator, "selection_withheld_", False) else "")
+            lines.append(f"the graph is EMPTY: {words[0].lower()}{words[1:]}{withheld} A "
+                         "larger budget, more records or fewer columns lower that threshold "
+                         "(it falls like p / (n sqrt(rho)))")
         elif noise is not None:
             lines.append(
                 f"the graph is EMPTY: at this budget and size the privacy noise on one partial "

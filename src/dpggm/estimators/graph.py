@@ -206,7 +206,8 @@ class PrivateGraph(DPEstimator):
         for the sampling and the privacy noise (whose distribution the release states), a
         p-value and a Benjamini-Hochberg q-value; the edges are the pairs with
         ``q <= fdr`` (:func:`dpggm.solvers.inference.edge_inference`; see the user guide's
-        "Edges you can trust"). ``"threshold"``: the non-zero entries of the graphical
+        "Edges you can trust"), none when the release can detect nothing
+        (``detectable_`` infinite, ``selection_withheld_``). ``"threshold"``: the non-zero entries of the graphical
         lasso with ``|partial correlation| >= min_partial_correlation``. PACE-GGM
         (``method="pace"``) reports its measured pattern either way: its adaptive,
         unevenly noisy measurements are not what the closed form describes.
@@ -245,6 +246,11 @@ class PrivateGraph(DPEstimator):
     detectable_ : float or None
         The smallest ``|partial correlation|`` this release detects with 80 % power at
         ``fdr`` (public figures: the release's noise and bound; ``inf`` when none is).
+    selection_withheld_ : bool
+        True when ``select="fdr"`` reported no edge because ``detectable_`` is infinite:
+        there the error control is not reliable (measured false-discovery rates of
+        0.2-0.8 at a target of 0.1), so the selection is withheld; ``inference_`` keeps
+        every pair's estimate and interval.
     release_ : ReleasedMoment or None
         What the inference reads: the released covariance of the rescaled records, its
         noise variance, ``n``, the solved precision and how the records were clipped
@@ -622,6 +628,17 @@ class PrivateGraph(DPEstimator):
             self.precision_ = None
             self.partial_correlation_ = np.eye(p)
             off = self._adjacency_z.copy()
+        self.norm_bound_ = release.norm_bound
+        self.detectable_ = self._detectable_after_fit(n, p)
+        self.selection_withheld_ = bool(
+            inference is not None and self.select == "fdr" and self.detectable_ is not None
+            and math.isinf(self.detectable_))
+        if self.selection_withheld_:
+            # Where the release can detect nothing, the normal approximation behind the
+            # p-values fails (the pilot's support is noise): measured FDRs of 0.2-0.8 at a
+            # target of 0.1 (docs/inference.md, "Where nothing can be detected"). No edge
+            # is reported; the estimates and intervals stay in inference_.
+            inference = replace(inference, selected=np.zeros_like(inference.selected))
         if inference is not None and self.select == "fdr":
             off = inference.matrix("selected")
             # An edge's weight and partial correlation are the de-biased ones, which its
@@ -631,7 +648,6 @@ class PrivateGraph(DPEstimator):
         self._inference = inference
         self.mean_ = None if release.mean is None else shift + scale * release.mean
         self.ranges_ = ranges
-        self.norm_bound_ = release.norm_bound
         self._set_fitted(X, n_samples=n, n_features=p, columns=list(columns), privacy=None,
                          covariance=self.covariance_, adjacency=off)
         state = release.moments
@@ -661,12 +677,16 @@ class PrivateGraph(DPEstimator):
                        else self.partial_correlation_)
             self.edges_ = edge_table(self.adjacency_, list(columns), weight=weight,
                                      partial=partial, inference=inference)
-        self.detectable_ = self._detectable_after_fit(n, p)
 
     def _selection_note(self, settings: GraphSettings) -> str:
         if settings.method == "pace":
             return ("PACE-GGM's measured pattern (edge inference does not describe its "
                     "adaptive, unevenly noisy measurements)")
+        if self.select == "fdr" and getattr(self, "selection_withheld_", False):
+            return ("false-discovery control withheld: the release can detect no partial "
+                    "correlation at this budget and size, where the error control is not "
+                    "reliable, so no edge is reported (the estimates and intervals of every "
+                    "pair are kept; select='threshold' gives a graph without error control)")
         if self.select == "fdr":
             return (f"false-discovery control: pairs whose de-biased partial correlation has a "
                     f"{'Benjamini-Hochberg' if self.fdr_method == 'bh' else 'Benjamini-Yekutieli'}"

@@ -279,6 +279,13 @@ def selection_in_words(inference: dict[str, Any], *, n_edges: int | None = None)
             "the de-biased estimate, not on the graphical lasso's partial correlation "
             "shown. " + interval,
         ]
+    if inference.get("withheld"):
+        return ["No edge is reported: at this budget and size no partial correlation can "
+                "be told from the privacy noise, and there false-discovery-rate control is "
+                "not reliable (in our measurements, up to 8 in 10 of the edges it would "
+                "select were false). The estimates and intervals of every pair are kept; "
+                "a larger budget, more records or fewer columns would make edges "
+                "detectable."]
     if n_edges == 0:
         return [f"No pair passed false-discovery-rate control at {format_number(fdr)} "
                 f"({method} q-values): the released graph has no edges."]
@@ -518,9 +525,10 @@ def _inference_summary(record: dict[str, Any], edges: pd.DataFrame | None,
             # Measured: where the noise leaves nothing detectable, the z-scores of the
             # non-edges can be wider than the standard errors say, and the FDR far above
             # its target (docs/inference.md, "Where nothing can be detected").
-            lines.append("Caution: where no edge can be told from noise, the error control "
-                         "is not reliable (in our measurements up to 8 in 10 of the edges "
-                         "selected there were false): treat these edges as noise.")
+            lines.append("Caution: at this budget and size no edge can be told from noise "
+                         "(where false-discovery control is withheld for that reason, up to "
+                         "8 in 10 of the edges it would select were false in our "
+                         "measurements): treat these edges as noise.")
     body = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return f'<div class="summary">{body}</div>'
 
