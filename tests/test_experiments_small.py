@@ -237,10 +237,12 @@ def test_seed004_tiny_error_falls_with_n(tmp_path):
         epsilons=(1.0,),
         sparsity_p=10,
         privacy_p=10,
+        panels=("sparsity", "dimension", "privacy"),
         out_dir=tmp_path,
     )
     errors = result["errors"]
     assert {"rel_spectral_mean", "rel_spectral_se", "n_reps", "n_failed"} <= set(errors)
+    assert set(errors["model"]) == {"paper"}
     private = errors[(errors["panel"] == "privacy") & (errors["epsilon"] == 1.0)]
     means = private.sort_values("n")["rel_spectral_mean"].to_numpy()
     assert np.all(np.diff(means) < 0)
@@ -256,8 +258,42 @@ def test_seed004_tiny_error_falls_with_n(tmp_path):
     assert (tmp_path / "seed004_figure1.png").exists()
 
 
+def test_seed004_detectable_panel_keeps_true_entries_at_large_n(tmp_path):
+    result = run_seed004(
+        panels=("detectable",), sample_sizes=(1_000, 100_000), repetitions=1,
+        detectable_p=20, detectable_epsilons=(2.0,), out_dir=tmp_path,
+    )
+    errors = result["errors"].set_index(["epsilon", "n"])
+    private, reference = errors.loc[(2.0, 100_000)], errors.loc[("non-private", 100_000)]
+    assert set(errors["panel"]) == {"detectable"} and set(errors["model"]) == {"detectable"}
+    assert private["kept_offdiagonal_mean"] > 0 and private["tpr_mean"] > 0.5
+    assert private["fdp_mean"] < 0.1
+    assert reference["tpr_mean"] >= private["tpr_mean"]
+    # The privacy cost shows in the error, above the non-private line.
+    assert errors.loc[(2.0, 1_000), "rel_spectral_mean"] > errors.loc[
+        ("non-private", 1_000), "rel_spectral_mean"]
+    # The model: Ũ + shift·I has smallest eigenvalue 1 (U = that / 200, then / c²).
+    settings_row = result["settings"].iloc[0]
+    assert settings_row["smallest_eigenvalue_U"] * settings_row["rescaling_factor_c"] ** 2 * 200 \
+        == pytest.approx(1.0, rel=1e-9)
+    assert 0 < settings_row["largest_correlation"] < 0.5
+    assert (tmp_path / "seed004_detectable.png").exists()
+    assert not (tmp_path / "seed004_figure1.png").exists()
+
+
+def test_seed004_panels_do_not_change_each_others_numbers():
+    common = {"sample_sizes": (2_000,), "repetitions": 1, "privacy_p": 8, "epsilons": (1.0,),
+              "detectable_p": 8, "detectable_epsilons": (1.0,)}
+    alone = run_seed004(panels=("privacy",), **common)["errors"]
+    both = run_seed004(panels=("privacy", "detectable"), **common)["errors"]
+    both = both[both["panel"] == "privacy"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone, both)
+
+
 def test_seed004_rejects_bad_arguments():
     with pytest.raises(ValueError, match="sparsity_ratios"):
         run_seed004(sparsity_ratios=(1.5,))
     with pytest.raises(ValueError, match="sample_sizes"):
         run_seed004(sample_sizes=(1,))
+    with pytest.raises(ValueError, match="panels must be"):
+        run_seed004(panels=("figure 2",))
