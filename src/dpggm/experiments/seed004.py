@@ -416,16 +416,20 @@ def _detectable_figure(errors: pd.DataFrame) -> Any:
     subset = errors[errors["panel"] == "detectable"]
     figure = Figure(figsize=(15, 4.5))
     axes = figure.subplots(1, 3)
-    for epsilon, group in subset.groupby("epsilon", sort=False):
+    for index, (epsilon, group) in enumerate(subset.groupby("epsilon", sort=False)):
         group = group.sort_values("n")
         style = ":" if epsilon == NON_PRIVATE else "-"
         label = "non-private" if epsilon == NON_PRIVATE else f"epsilon={epsilon}"
-        axes[0].plot(group["n"], group["kept_offdiagonal_mean"], style, marker="o", label=label)
-        axes[1].plot(group["n"], group["tpr_mean"], style, marker="o", label=f"{label}: kept true")
-        axes[1].plot(group["n"], group["fdp_mean"], style, marker="x", alpha=0.6,
-                     label=f"{label}: false share")
+        # One colour per privacy level in every plot.
+        color = f"C{index}"
+        axes[0].plot(group["n"], group["kept_offdiagonal_mean"], style, marker="o", label=label,
+                     color=color)
+        axes[1].plot(group["n"], group["tpr_mean"], style, marker="o", color=color,
+                     label=f"{label}: share of the support kept")
+        axes[1].plot(group["n"], group["fdp_mean"], style, marker="x", alpha=0.5, color=color,
+                     label=f"{label}: share of kept entries false")
         axes[2].errorbar(group["n"], group["rel_spectral_mean"], yerr=group["rel_spectral_se"],
-                         linestyle=style, marker="o", markersize=3, label=label)
+                         linestyle=style, marker="o", markersize=3, label=label, color=color)
     true = int(subset["true_offdiagonal_nonzeros"].iloc[0]) if len(subset) else 0
     axes[0].axhline(true, color="grey", linewidth=0.8, linestyle="--")
     axes[0].set_ylabel(f"kept off-diagonal entries (model: {true})")
