@@ -159,7 +159,7 @@ def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
         assert column in errors
     assert set(errors["method"]) == {"DP-RP", "DP-AGL", "DP-AGL raw release (paper)"}
     assert (errors["n_failed"] == 0).all()
-    assert errors["calibration"].str.contains("analytic").all()
+    assert errors["calibration"].str.startswith("exact through zCDP").all()
     assert errors.loc[errors["epsilon"] >= 1, "calibration"].str.contains("not valid").all()
     for _, group in errors.groupby("method"):
         group = group.set_index("epsilon")
@@ -177,6 +177,54 @@ def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
     assert (tmp_path / "seed000_roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileExistsError):
         run_seed000(models=(3,), n_features=8, roc=False, out_dir=tmp_path)
+
+
+def test_seed000_paper_setting_steps(tmp_path):
+    n, epsilons = 200, (0.5, 2.0)
+    result = run_seed000(
+        n_features=8, models=(2,), sample_sizes=(n,), epsilons=epsilons, repetitions=1,
+        roc=False, settings=("paper", "honest", "data-max", "data-max+cv"), out_dir=tmp_path,
+    )
+    assert {"errors", "paper_setting"} <= set(result)
+    table = result["paper_setting"]
+    assert list(dict.fromkeys(table["setting"])) == ["data-max", "data-max+cv", "paper"]
+    assert set(table["method"]) == {"DP-RP", "DP-AGL"}
+    assert table["validity"].str.startswith("data-dependent").all()
+    paper = table[(table["setting"] == "paper") & (table["method"] == "DP-RP")].set_index("epsilon")
+    # The paper's noise: sigma = (sqrt(2)/n) sqrt(2 ln(1.25 n)) / epsilon for rows of norm 1
+    # (the exact sampler's grid adds a little, never less).
+    for epsilon in epsilons:
+        classical = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 * n)) / epsilon
+        assert classical <= paper.loc[epsilon, "sigma_mean"] <= classical * 1.01
+    assert paper.loc[0.5, "epsilon_delivered_mean"] < 0.5
+    assert "not proven" in paper.loc[2.0, "calibration"]
+    # The first two steps spend the (epsilon, delta) asked, as the honest run does.
+    steps = table[table["setting"] != "paper"]
+    np.testing.assert_allclose(steps["epsilon_delivered_mean"], steps["epsilon"])
+    # Cross-validated penalties differ from the fixed ones of the data-max step.
+    penalty = table.set_index(["setting", "method", "epsilon"])["penalty_value_mean"]
+    assert penalty[("data-max", "DP-AGL", 0.5)] != penalty[("data-max+cv", "DP-AGL", 0.5)]
+    assert (tmp_path / "seed000_paper_setting.csv").exists()
+    assert (tmp_path / "seed000_errors.csv").exists()
+    alone = run_seed000(n_features=8, models=(2,), sample_sizes=(n,), epsilons=(0.5,),
+                        repetitions=1, roc=False, settings=("data-max",))
+    assert set(alone) == {"paper_setting", "timing", "environment"}
+    with pytest.raises(ValueError, match="settings must be"):
+        run_seed000(settings=("paper's",))
+
+
+def test_seed000_heldout_likelihood_is_the_gaussian_log_density():
+    from dpggm.experiments.seed000 import _heldout_loglik
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((50, 4))
+    precision = np.array([[2.0, 0.3, 0, 0], [0.3, 1.5, 0, 0], [0, 0, 1.0, 0.2],
+                          [0, 0, 0.2, 1.2]])
+    S = X.T @ X / len(X)
+    density = stats.multivariate_normal(np.zeros(4), np.linalg.inv(precision)).logpdf(X).mean()
+    assert 0.5 * _heldout_loglik(precision, S) - 2 * math.log(2 * math.pi) == pytest.approx(
+        density, rel=1e-12)
+    assert _heldout_loglik(np.diag([1.0, -1.0, 1.0, 1.0]), S) == -math.inf
 
 
 def test_seed000_rejects_bad_arguments():
