@@ -134,7 +134,7 @@ _PAPER_OUTPUTS = {"paper_setting": "seed000_paper_setting.csv"}
 SETTINGS = ("honest", "data-max", "data-max+cv", "paper")
 #: Cross-validation grids, in units of the normalised scale ``v = 1/p`` (ridge: ``v^2``).
 CV_RIDGE_GRID = np.geomspace(1e-6, 1e2, 33)
-CV_ALPHA_GRID = np.geomspace(1e-2, 1e2, 17)
+CV_ALPHA_GRID = np.geomspace(1e-4, 1e2, 25)
 CV_FOLDS = 5
 _ROC_OUTPUTS = {
     "roc_auc": "seed000_roc_auc.csv",
