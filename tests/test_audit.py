@@ -128,7 +128,8 @@ def test_exponential_passes():
     assert result.verdict == "pass", result.event
 
 
-@pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound"])
+@pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound",
+                                  "private-spread-cell", "private-median-cell-missing"])
 def test_private_bound_quantiles_pass_under_both_relations(name):
     results = audit(name, quick=True)
     assert {r.relation for r in results} == {"replace", "add-remove"}
@@ -208,6 +209,16 @@ def test_mironov_attack_breaks_the_float_laplace_path():
 
 def test_float_support_attack_breaks_the_float_gaussian_path():
     assert _mironov_bound("gaussian", noise="float") > 1.0
+
+
+@pytest.mark.parametrize("name", ["ssp-float", "laplace-float"])
+def test_float_noise_targets_fail_the_audit(name):
+    # noise="float" is reported "invalid"; the audit must show why (issue 20).
+    (result,) = audit(name, quick=True)
+    assert result.expected == "fail" and not result.double
+    assert result.verdict == "fail", result.event
+    assert "reachable from" in result.event
+    assert result.epsilon_lower_bound > 2 * result.claimed["epsilon"]
 
 
 def test_mironov_attack_does_not_separate_the_grid_path():

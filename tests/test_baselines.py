@@ -400,9 +400,9 @@ def test_row_norm_bound_is_refused_where_a_box_is_required(data, cls):
 
 @pytest.mark.parametrize("cls", ALL)
 def test_bad_budgets(data, cls):
-    with pytest.raises(ValueError, match=r"budget must give rho > 0"):
+    with pytest.raises(ValueError, match=r"budget: rho must be > 0"):
         cls(budget=ZCDP(0.0), bounds=Box(1.0)).fit(data)
-    with pytest.raises(ValueError, match=r"budget must give rho > 0"):
+    with pytest.raises(ValueError, match=r"budget: rho must be > 0"):
         cls(budget=PureDP(0.0), bounds=Box(1.0)).fit(data)
     with pytest.raises(IncompatibleBudgetError, match=r"runs under rho-zCDP"):
         cls(budget=ApproxDP(1.0, 1e-6), bounds=Box(1.0)).fit(data)

@@ -31,6 +31,10 @@ def test_help():
     assert result.exit_code == 0
     for command in ("estimate", "demo", "budget", "solve"):
         assert command in result.output
+    # The demo is described as what it runs: a synthetic graph, then breast-cancer data.
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "synthetic measurements (a 10-variable chain)" in text
+    assert "breast-cancer" in text
 
 
 def test_estimate_writes_result_and_refuses_overwrite(csv, tmp_path):
@@ -86,6 +90,10 @@ def test_demo_runs():
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     assert "ssp" in result.output
+    # The Mahalanobis errors (thousands) come with what they mean.
+    text = " ".join(result.output.split())
+    assert "Mahalanobis error: ||exact^-1/2 estimate exact^-1/2 - I||_F" in text
+    assert "nearly collinear" in text and "Relative Frobenius error" in text
 
 
 def test_publish_recover_round_trip_matches_api(tmp_path):

@@ -376,3 +376,84 @@ def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
         sleeper.wait()
     recover_pending(tmp_path, report=lambda line: None)
     assert not staging.exists()
+
+
+# ------------------------------------------------------------------ issue 20: staging modes
+
+
+def _modes(directory):
+    return (stat.S_IMODE(directory.stat().st_mode),
+            {p.name: stat.S_IMODE(p.stat().st_mode) for p in directory.iterdir()})
+
+
+def test_staging_is_owner_only_until_commit_whatever_the_umask(tmp_path):
+    from dpggm.cli.output import StagedOutput
+
+    old = os.umask(0o000)
+    try:
+        staged = StagedOutput(tmp_path / "o")
+        staged.json("result.json", {"a": 1})
+        staged.npy("m.npy", np.eye(2))
+        staged.text("edges.csv", "x,y\n")
+        directory_mode, file_modes = _modes(staged.staging)
+        assert directory_mode == 0o700
+        assert file_modes == {".pending.json": 0o600, "result.json": 0o600, "m.npy": 0o600,
+                              "edges.csv": 0o600}
+        staged.commit()
+        directory_mode, file_modes = _modes(tmp_path / "o")
+    finally:
+        os.umask(old)
+    # Delivered: the ordinary permissions under this umask.
+    assert directory_mode == 0o777
+    assert set(file_modes.values()) == {0o666}
+
+
+def test_staging_is_owner_only_at_the_moment_of_the_charge(csv, tmp_path, monkeypatch):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    seen = {}
+    original = Ledger.spend
+
+    def spy(self, *args, **kwargs):
+        (staging,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+        seen["modes"] = _modes(staging)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "spend", spy)
+    old = os.umask(0o000)
+    try:
+        result = invoke("estimate", csv, "--rho", "0.1", "--bound", "l2:1", "--out",
+                        tmp_path / "o", "--ledger", ledger, "--dataset", "d")
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.output
+    directory_mode, file_modes = seen["modes"]
+    assert directory_mode == 0o700
+    assert "result.json" in file_modes and set(file_modes.values()) == {0o600}
+    assert stat.S_IMODE((tmp_path / "o").stat().st_mode) == 0o777
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "o").iterdir()} == {0o666}
+
+
+def test_killed_before_the_charge_leaves_nothing_readable_by_others(csv, tmp_path):
+    ledger = _ledger(tmp_path, "--rho", "1")
+    out = tmp_path / "o"
+    # Dies where a run would wait for the ledger's lock: staged, not yet charged.
+    script = (
+        "import os, signal, sys\n"
+        "os.umask(0)\n"
+        "import dpggm.privacy.ledger as l\n"
+        "def die(self, *args, **kwargs):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "l.Ledger.spend = die\n"
+        "from dpggm.cli.main import app\n"
+        "sys.argv = ['dpggm'] + sys.argv[1:]\n"
+        "app()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", script, *_estimate_command(csv, out, ledger)[3:]],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL
+    (staging,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    directory_mode, file_modes = _modes(staging)
+    assert directory_mode == 0o700
+    assert "noisy_covariance.npy" in file_modes and set(file_modes.values()) == {0o600}
+    assert _spends(ledger) == []

@@ -458,19 +458,21 @@ def test_kernel_overflow_is_an_error_not_a_wrong_sample():
 
 
 def test_secure_words_come_from_the_os_cryptographic_source(monkeypatch):
+    from dpggm.mechanisms import random as random_module
+
     requested = []
-    real_urandom = kernels.os.urandom
+    real_urandom = random_module.os.urandom
 
     def counting_urandom(n):
         requested.append(n)
         return real_urandom(n)
 
-    monkeypatch.setattr(kernels.os, "urandom", counting_urandom)
-    monkeypatch.setattr(
-        kernels,
-        "check_random_state",
-        lambda _: pytest.fail("'secure' must not construct a numpy Generator"),
-    )
+    monkeypatch.setattr(random_module.os, "urandom", counting_urandom)
+    for name in ("default_rng", "PCG64"):
+        monkeypatch.setattr(
+            random_module.np.random, name,
+            lambda *a, **k: pytest.fail("'secure' must not construct a numpy Generator"),
+        )
     gaussian = sample_discrete_gaussian(1e6, 50_000, random_state="secure")
     laplace = sample_discrete_laplace(1e6, 50_000, random_state=None)
     assert sum(requested) >= 8 * 50_000

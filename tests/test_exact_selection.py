@@ -142,14 +142,16 @@ def test_seeded_selection_is_reproducible():
 
 
 def test_secure_selection_reads_the_os_source(monkeypatch):
+    from dpggm.mechanisms import random as random_module
+
     calls = []
-    real_urandom = kernels.os.urandom
+    real_urandom = random_module.os.urandom
 
     def counting_urandom(n):
         calls.append(n)
         return real_urandom(n)
 
-    monkeypatch.setattr(kernels.os, "urandom", counting_urandom)
+    monkeypatch.setattr(random_module.os, "urandom", counting_urandom)
     scores = np.array([0.0, 0.0, -100.0])
     picks = {
         exponential_mechanism(scores, sensitivity=1.0, epsilon=1.0, rng="secure") for _ in range(40)

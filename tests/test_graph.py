@@ -25,6 +25,7 @@ from dpggm.mechanisms.private_bounds import (
 )
 from dpggm.metrics.graph import support_f1
 from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, PureDP, exact_cost
+from dpggm.privacy.conversion import zcdp_rho_for
 
 runner = CliRunner()
 
@@ -180,13 +181,21 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     frame, truth = raw_chain
     graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
     assert support_f1(graph.adjacency_, truth) >= 0.8
-    assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation"]
+    # The edge-list format keeps its first four columns and gains the inference's.
+    assert list(graph.edges_.columns) == ["source", "target", "weight", "partial_correlation",
+                                          "ci_low", "ci_high", "p_value", "q_value"]
+    assert (graph.edges_["q_value"] <= 0.1).all()
+    assert list(graph.inference_.columns) == ["source", "target", "partial_correlation",
+                                              "ci_low", "ci_high", "p_value", "q_value",
+                                              "selected"]
+    assert len(graph.inference_) == 45 and graph.inference_["selected"].sum() == len(graph.edges_)
     assert list(graph.feature_names_in_) == list(frame.columns)
     assert graph.n_features_in_ == 10
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
     assert (graph.edges_["partial_correlation"] < 0).all()
     steps = graph.privacy_.noise["breakdown"]
-    assert [s["step"] for s in steps] == ["bounds", "norm bound", "centring", "graph"]
+    assert [s["step"] for s in steps] == ["bounds", "norm bound", "missing counts", "centring",
+                                          "graph"]
     total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
     assert total == Fraction(1)
     assert graph.privacy_.budget == ZCDP(1.0)
@@ -213,17 +222,29 @@ def test_graph_does_not_depend_on_column_units(raw_chain):
     np.testing.assert_allclose(a.partial_correlation_, b.partial_correlation_, atol=0.05)
 
 
-@pytest.mark.parametrize("budget, notion", [
-    (ApproxDP(4.0, 1e-6), ApproxDP), (PureDP(4.0), PureDP), (GDP(1.2), ZCDP),
+@pytest.mark.parametrize("budget, notion, steps_notion", [
+    (ApproxDP(4.0, 1e-6), ApproxDP, ZCDP), (PureDP(4.0), PureDP, PureDP), (GDP(1.2), ZCDP, ZCDP),
 ])
-def test_private_graph_other_budgets(raw_chain, budget, notion):
+def test_private_graph_other_budgets(raw_chain, budget, notion, steps_notion):
     frame, _ = raw_chain
     graph = PrivateGraph(budget=budget, random_state=0).fit(frame.iloc[:4000])
     assert isinstance(graph.privacy_.budget, notion)
     steps = graph.privacy_.noise["breakdown"]
-    assert isinstance(steps[0]["budget"], PureDP if notion is not ZCDP else ZCDP)
+    assert all(isinstance(s["budget"], steps_notion) for s in steps)
+    # Every budget form: the steps add up to exactly the accounting total.
+    assert graph.privacy_.notes["spent_exactly_total"] is True
+    accounting = graph.plan_.accounting
+    total = sum((exact_cost(s["budget"], steps_notion)[0] for s in steps), Fraction(0))
+    assert total == exact_cost(accounting, steps_notion)[0]
+    if isinstance(budget, ApproxDP):
+        # The largest rho whose tight conversion implies (epsilon, delta), stated too.
+        assert accounting == ZCDP(zcdp_rho_for(4.0, 1e-6))
+        assert accounting in graph.privacy_.equivalent
+        assert accounting.to_approx(1e-6).epsilon <= 4.0
     if isinstance(budget, GDP):
         assert graph.privacy_.notes["requested_budget"] == {"notion": "gdp", "mu": 1.2}
+    if isinstance(budget, PureDP):
+        assert ZCDP(8.0) in graph.privacy_.equivalent
 
 
 def test_private_graph_with_pace_and_declared_bounds(raw_chain):
@@ -234,7 +255,8 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
     declared = PrivateGraph(budget=ZCDP(1.0), bounds="box:3", center="none",
                             random_state=0).fit(centred)
     assert declared.privacy_.bounds == {"kind": "box", "bound": 3.0, "data_derived": False}
-    assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["graph"]
+    assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["missing counts",
+                                                                         "graph"]
 
 
 @pytest.mark.parametrize("params, message", [
@@ -277,12 +299,13 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     assert sum(Fraction(s["budget"]["rho"]) for s in steps) == 1
     assert "5" not in privacy["random_state"] and "seed" not in json.dumps(record["parameters"])
     edges = pd.read_csv(out / "edges.csv")
-    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation",
+                                   "ci_low", "ci_high", "p_value", "q_value"]
     assert support_f1(_edges_adjacency(edges, list(frame.columns)), truth) >= 0.8
     assert (out / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 2
-    assert "http://" not in html and "https://" not in html
+    assert html.count("<svg") == 2  # the pictures, inline with their labels as text
+    assert "https://" not in html and "<img" not in html
     # Curator diagnostics go to stderr only, never into the released files.
     for path in out.iterdir():
         if path.suffix in (".json", ".csv", ".html"):
@@ -354,7 +377,7 @@ def test_private_graph_with_public_centre(raw_chain):
     centre = np.geomspace(3.0, 300.0, frame.shape[1])
     graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
     assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == [
-        "bounds", "norm bound", "graph"]
+        "bounds", "norm bound", "missing counts", "graph"]
     assert graph.privacy_.notes["centering"] == "public mean"
     np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
     assert support_f1(graph.adjacency_, truth) >= 0.8
@@ -379,7 +402,7 @@ def test_cli_solve_keeps_names(tmp_path):
     assert "carries no names" in record["feature_names"]
 
 
-def test_curator_diagnostics_name_a_binary_column_and_the_norm_clipping():
+def test_a_binary_column_keeps_its_levels_inside_its_range():
     from dpggm.cli.graph import curator_diagnostics
 
     rng = np.random.default_rng(0)
@@ -390,11 +413,13 @@ def test_curator_diagnostics_name_a_binary_column_and_the_norm_clipping():
     assert counts["rows"] == 2000
     # Half the rows are shrunk onto the median norm, by design.
     assert 800 < counts["over_norm_bound"] < 1200
-    assert counts["outside_by_column"]["sex"] > 0.3 * 2000
+    # The spread leaves out the values tied with the centre: the other level is inside
+    # the range, not clipped onto it (a plain MAD of a 1/2 column is 0).
+    assert counts["outside_by_column"]["sex"] == 0
+    assert counts["tied_share_by_column"]["sex"] > 0.4
     assert counts["outside_by_column"]["age"] < 0.01 * 2000
     text = "\n".join(curator_diagnostics(graph))
-    assert "column 'sex'" in text and "binary" in text
-    assert "column 'age'" not in text
-    # The binary column keeps two distinct levels after the mapping.
+    assert "column 'sex'" not in text and "column 'age'" not in text
+    assert "shrunk onto the private row-norm bound" in text
     z_levels = np.unique(graph.ranges_.transform(frame.to_numpy())[0][:, 2])
     assert z_levels.size == 2

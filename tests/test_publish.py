@@ -84,11 +84,12 @@ def test_mu_is_two_b_over_sigma_exactly(X):
     assert isinstance(release, NoisyRelease)
     assert release.privacy_.budget == GDP(4.0)
     assert release.privacy_.noise["l2_sensitivity"] == 3.0
-    assert release.privacy_.validity == "none"  # seeded: an experiment
+    # Float noise is never valid (Mironov 2012); the seed is a further reason.
+    assert release.privacy_.validity == "invalid"
+    assert "noise='float'" in release.privacy_.reason and "seeded" in release.privacy_.reason
     assert release.privacy_.neighbors == "replace"
     assert release.sigma == 0.75
     assert release.noise_variance == 0.5625
-    assert any("noise='float'" in c for c in release.privacy_.notes["caveats"])
 
 
 @settings(max_examples=40, deadline=None)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import html as html_module
+import os
+import re
 import shutil
 import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +27,7 @@ from dpggm.report import build_report, guarantee_in_words
 runner = CliRunner()
 
 WIDTH, HEIGHT = 1200, 1600
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 @pytest.fixture(scope="module")
@@ -41,22 +48,23 @@ def test_guarantee_in_words_states_what_rho_means():
         "neighbors": "add-remove", "validity": "valid", "reason": "",
     }))
     assert "ρ = 0.5" in words and "adding or removing one person's record" in words
-    assert "ε = 5.2" in words and "δ = 1e-06" in words and "valid" in words
+    assert "ε = 5.2" in words and "δ = 10⁻⁶" in words and "valid" in words
     invalid = " ".join(guarantee_in_words({
         "budget": {"notion": "pure-dp", "epsilon": 1.0}, "neighbors": "replace",
         "validity": "invalid", "reason": "the proof is wrong",
     }))
-    assert "e^ε = 2.718" in invalid and "invalid -- the proof is wrong" in invalid
+    assert "e^ε = 2.719" in invalid and "invalid -- the proof is wrong" in invalid
 
 
 def test_report_of_graph_output_is_self_contained(graph_dir):
     html = build_report(graph_dir)
     assert html.startswith("<!DOCTYPE html>")
-    assert html.count("<img ") == 2 and html.count("data:image/png;base64,") == 2
-    for remote in ("http://", "https://", "<script", "<link"):
+    # The pictures are inline SVG (labels kept as text); nothing refers outside the file.
+    assert html.count("<svg") == 2 and "<img " not in html
+    for remote in ("https://", "<script", "<link", "xlink:href=\"http", "src=\"http"):
         assert remote not in html
     assert "How the budget was spent" in html and "bounds" in html and "centring" in html
-    assert "x0" in html and "partial_correlation" in html
+    assert "x0" in html and "<th>partial correlation</th>" in html
 
 
 def test_report_of_estimate_and_recover_outputs(tmp_path):
@@ -71,9 +79,11 @@ def test_report_of_estimate_and_recover_outputs(tmp_path):
     written = runner.invoke(app, ["report", str(est)])
     assert written.exit_code == 0, written.output
     html = (est / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 2  # drawn from edges.csv and precision.npy
+    assert html.count("<svg") == 2  # drawn from edges.csv and precision.npy
     assert "v0" in html and "ρ = 1" in html
-    assert runner.invoke(app, ["report", str(est)]).exit_code == 2  # no silent overwrite
+    # The directory's own report is rebuilt in place (it is derived from the files there).
+    again = runner.invoke(app, ["report", str(est)])
+    assert again.exit_code == 0, again.output
 
     noisy = tmp_path / "noisy.csv"
     assert runner.invoke(app, ["publish", str(csv), "--out", str(noisy), "--bound", "l2:2",
@@ -83,7 +93,7 @@ def test_report_of_estimate_and_recover_outputs(tmp_path):
                                "--out", str(rec)]).exit_code == 0
     html = build_report(rec)
     # Exact noise: the release states rho-zCDP (mu-GDP is claimed only for float noise).
-    assert "ρ = " in html and html.count("data:image/png;base64,") == 2
+    assert "ρ = " in html and html.count("<svg") == 2
     edges = pd.read_csv(rec / "edges.csv")
     assert list(edges.columns) == ["source", "target", "weight", "partial_correlation"]
 
@@ -125,3 +135,209 @@ def test_report_renders_in_headless_chromium(graph_dir, tmp_path):
     # The page also has text further down (the guarantee), so the render is complete.
     assert grey[900:HEIGHT].std() > 0.02
     assert np.isclose(grey[:, -20:].mean(), 1.0, atol=0.02)  # white margin: no overflow
+
+
+# A 30-column data set with Cyrillic, Greek, CJK and Latin names, as a third party's
+# table would have.
+UNICODE_NAMES = [
+    "температура", "давление", "пульс", "вес", "рост", "возраст",
+    "άλφα", "βήτα", "γάμμα", "δέλτα", "έψιλον", "ζήτα",
+    "血压", "体重", "身高", "年龄", "血糖", "胆固醇",
+    "cholesterol_total_mg", "glucose", "systolic", "diastolic", "bmi", "age_years",
+    "körpergröße", "ñandú", "straße", "x27", "a_rather_long_column_name_indeed", "x29",
+]
+
+
+@pytest.fixture(scope="module")
+def unicode_dir(tmp_path_factory):
+    frame, _ = make_raw_chain(n_samples=3000, n_features=30, random_state=1)
+    frame.columns = UNICODE_NAMES
+    folder = tmp_path_factory.mktemp("unicode")
+    frame.to_csv(folder / "survey.csv", index=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "dpggm", "graph", "survey.csv", "--rho", "0.5", "--out", "g"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == 0, done.stderr
+    return folder / "g", done.stderr
+
+
+def _visible_text(page: str) -> str:
+    """The report's text as a reader sees it (pictures and markup left out)."""
+    page = re.sub(r"(?s)<svg.*?</svg>", " ", page)
+    page = re.sub(r"(?s)<style>.*?</style>", " ", page)
+    return html_module.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_report_text_has_no_none_no_raw_json_and_no_float_noise(unicode_dir):
+    page = (unicode_dir[0] / "report.html").read_text(encoding="utf-8")
+    text = _visible_text(page)
+    assert "None" not in text and "null" not in text
+    assert "{" not in text and '"notion"' not in text and "'rho'" not in text
+    # No float noise such as 9.374999999999999e-07 or 0.024999999999999998.
+    assert not re.search(r"\d\.?\d{9,}", text), re.search(r".{40}\d\.?\d{9,}.{10}", text)
+    assert "ρ = 0.5 (zero-concentrated DP)" in text and "share of the total" in text
+    assert "Column ranges" in text and "температура" in text
+
+
+def test_report_pictures_keep_every_unicode_label_as_text(unicode_dir):
+    page = (unicode_dir[0] / "report.html").read_text(encoding="utf-8")
+    graph_svg = re.search(r"(?s)<svg.*?</svg>", page).group(0)
+    labels = set(re.findall(r"<text[^>]*>([^<]*)</text>", graph_svg))
+    for name in UNICODE_NAMES:
+        shown = name if len(name) <= 24 else name[:23] + "…"
+        assert shown in labels, name
+    assert "sans-serif" in graph_svg  # the reader's fonts come after matplotlib's
+
+
+def test_graph_writes_nothing_from_matplotlib_on_stderr(unicode_dir):
+    out, stderr = unicode_dir
+    for word in ("Glyph", "missing from font", "matplotlib", "UserWarning", ".py:"):
+        assert word not in stderr, stderr
+    assert all(line.startswith("curator only") or line.startswith("  ") or not line.strip()
+               or line.startswith("(") or line[0].islower()
+               for line in stderr.splitlines()), stderr
+    from matplotlib.image import imread
+
+    graph = imread(out / "graph.png")
+    assert graph.shape[1] >= 1200  # labels at 12 pt are ~25 px high in the file
+
+
+def test_png_labels_no_font_can_draw_become_column_numbers(monkeypatch):
+    from dpggm.report import plots
+
+    monkeypatch.setattr(plots, "_installed_fonts", lambda: ())
+    labels, families = plots._labels(["a", "血压", "βήτα"], "png")
+    assert labels == ["a", "#2", "βήτα"] and families == ["DejaVu Sans"]
+    svg_labels, _ = plots._labels(["a", "血压"], "svg")
+    assert svg_labels == ["a", "血压"]  # the browser draws it
+    edges = pd.DataFrame({"source": ["a"], "target": ["血压"], "partial_correlation": [0.4]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        png = plots.draw_graph(edges, ["a", "血压", "βήτα"], fmt="png")
+        svg = plots.draw_graph(edges, ["a", "血压", "βήτα"], fmt="svg")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and ">血压<" in svg
+
+
+def test_neighbouring_edges_are_separate_arcs():
+    """At 30 nodes the edges of three neighbours on the circle are two loops reaching
+    deeper into the circle than the nodes are apart, with apexes well apart: not two
+    short chords merged into the circle's outline."""
+    from dpggm.report.plots import _arc
+
+    angles = [np.pi / 2 - 2 * np.pi * j / 30 for j in range(3)]
+    points = np.array([[np.cos(a), np.sin(a)] for a in angles])
+    spacing = np.linalg.norm(points[0] - points[1])
+
+    def apex(path):  # the point of a quadratic Bezier curve at t = 1/2
+        return 0.25 * path.vertices[0] + 0.5 * path.vertices[1] + 0.25 * path.vertices[2]
+
+    first, second = apex(_arc(points[0], points[1])), apex(_arc(points[1], points[2]))
+    for point in (first, second):
+        assert 1 - np.linalg.norm(point) > spacing
+    assert np.linalg.norm(first - second) > 0.5 * spacing
+
+
+@pytest.mark.parametrize("value, up, expected", [
+    (0.0234375, True, "0.0234375"),
+    (9.374999999999999e-07, True, "9.375 × 10⁻⁷"),
+    (1e-06, True, "10⁻⁶"),
+    (5.22153444453017, True, "5.222"),
+    (7.766216625311721, True, "7.767"),
+    (7.766216625311721, False, "7.766"),
+    (0.024999999999999998, True, "0.025"),
+    (1.0, True, "1"),
+    (20000, False, "20000"),
+    (1234567.0, False, "1234567"),
+    (12345678.9, False, "1.235 × 10⁷"),
+    (0.000123456789, True, "0.0001235"),
+    (1.23456789e-5, True, "1.235 × 10⁻⁵"),
+    (float("inf"), True, "∞"),
+    (True, False, "yes"),
+])
+def test_numbers_are_written_for_people(value, up, expected):
+    from dpggm.report.html import format_number
+
+    assert format_number(value, up=up) == expected
+
+
+def test_shortened_privacy_figures_are_never_rounded_down():
+    from decimal import Decimal
+
+    from dpggm.report.html import format_number
+
+    rng = np.random.default_rng(0)
+    digits = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+
+    def parse(text):
+        if " × 10" in text:
+            mantissa, power = text.split(" × 10")
+            return Decimal(mantissa).scaleb(int(power.translate(digits)))
+        if text.startswith("10") and text[2:3] in set("⁻⁰¹²³⁴⁵⁶⁷⁸⁹"):
+            return Decimal(1).scaleb(int(text[2:].translate(digits)))
+        return Decimal(text)
+
+    for value in 10.0 ** rng.uniform(-9, 8, size=3000):
+        text = format_number(float(value), up=True)
+        shown = parse(text)
+        assert shown >= Decimal(float(value)), (value, text)
+        assert shown <= Decimal(float(value)) * Decimal("1.002"), (value, text)
+
+
+def test_budgets_are_written_in_symbols():
+    from dpggm.report.html import format_budget
+
+    assert format_budget({"notion": "zcdp", "rho": 0.0234375}) == (
+        "ρ = 0.0234375 (zero-concentrated DP)")
+    assert format_budget({"notion": "pure-dp", "epsilon": 1.0}) == "ε = 1 (pure DP)"
+    assert format_budget({"notion": "approx-dp", "epsilon": 1.0,
+                          "delta": 9.374999999999999e-07}) == "ε = 1, δ = 9.375 × 10⁻⁷"
+    assert format_budget({"notion": "gdp", "mu": 0.5}) == "μ = 0.5 (Gaussian DP)"
+
+
+def test_pure_dp_is_not_restated_at_a_positive_delta():
+    from dpggm.privacy.budgets import PureDP
+    from dpggm.privacy.guarantee import PrivacyGuarantee
+
+    pure = PrivacyGuarantee(budget=PureDP(1.0), neighbors="replace", bounds={},
+                            mechanism="laplace")
+    assert pure.summary() == "laplace: PureDP(epsilon=1), replace neighbours"
+    words = " ".join(guarantee_in_words(pure.to_dict()))
+    assert "δ" not in words and "e^ε = 2.719" in words  # e = 2.71828...: rounded up
+    zcdp = PrivacyGuarantee(budget=ZCDP(1.0), neighbors="replace", bounds={},
+                            mechanism="gaussian")
+    # epsilon = 7.7662...: four digits, rounded up.
+    assert "~ (epsilon=7.767, delta=1e-06)" in zcdp.summary()
+
+
+def test_approx_dp_guarantee_in_words():
+    words = " ".join(guarantee_in_words({
+        "budget": {"notion": "approx-dp", "epsilon": 1.0, "delta": 1e-6},
+        "approx_dp": {"notion": "approx-dp", "epsilon": 1.0, "delta": 1e-6},
+        "neighbors": "replace", "validity": "valid", "reason": "",
+    }))
+    assert "(ε, δ)-differential privacy with ε = 1 and δ = 10⁻⁶" in words
+    assert words.count("ε = 1") == 1  # stated once, not again "in (ε, δ) form"
+
+
+def test_unicode_report_renders_readably_in_headless_chromium(unicode_dir, tmp_path):
+    from matplotlib.image import imread
+
+    width, height = 1280, 1400
+    shot = tmp_path / "report.png"
+    completed = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+         f"--window-size={width},{height}", f"--screenshot={shot}",
+         (unicode_dir[0] / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    grey = imread(shot)[..., :3].mean(axis=2)
+    # The graph spans most of the page's text column (about 880 of 1280 pixels), so its
+    # labels are drawn at about 14 pixels, not squeezed into a thumbnail.
+    rows = grey[200:1300]
+    dark_columns = np.where((rows < 0.5).any(axis=0))[0]
+    assert dark_columns.min() < 250 and dark_columns.max() > 850, (
+        dark_columns.min(), dark_columns.max())

@@ -50,6 +50,25 @@ def test_budget_commands_import_no_heavy_library(tmp_path):
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+@pytest.mark.parametrize("args, message", [
+    (["graph", "nosuch.csv", "--rho", "1"], "no such file"),
+    (["graph", "nosuch/*.parquet", "--rho", "1", "--engine", "dask"], "no file matches"),
+    (["graph", ".", "--rho", "1"], "is a directory"),
+    (["graph", "d.csv"], "exactly one budget"),
+    (["graph", "nosuch.csv", "--rho", "1", "--engine", "spark"], "--engine must be"),
+])
+def test_graph_refuses_bad_input_before_importing_the_estimator(tmp_path, args, message):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n3,4\n")
+    code = (
+        f"import os\nos.chdir({str(tmp_path)!r})\nfrom dpggm.cli.main import app\n"
+        "from typer.testing import CliRunner\n"
+        f"r = CliRunner().invoke(app, {args!r})\n"
+        f"assert r.exit_code == 2 and {message!r} in r.output, r.output\n"
+    )
+    loaded = _modules_after(code)
+    assert not loaded & {*HEAVY, "dask", "pyarrow"}, sorted(loaded & {*HEAVY, "dask", "pyarrow"})
+
+
 def test_lazy_exports_resolve_to_the_real_objects():
     import dpggm
     from dpggm.estimators.precision import GraphicalLasso
@@ -72,3 +91,24 @@ def test_version_option():
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"dpggm {dpggm.__version__}"
+
+
+def test_the_process_entry_point_flushes_its_output_and_keeps_exit_codes(tmp_path):
+    """``python -m dpggm`` leaves without the interpreter's tear-down: the output must be
+    complete and the exit status that of the command."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dpggm", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    import dpggm
+
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"dpggm {dpggm.__version__}"
+    missing = run("graph", "nosuch.csv", "--rho", "1")
+    assert missing.returncode == 2 and "no such file: nosuch.csv" in missing.stderr
+    unknown = run("no-such-command")
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    helped = run("--help")
+    assert helped.returncode == 0 and "graph" in helped.stdout and "budget" in helped.stdout

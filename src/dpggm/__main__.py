@@ -1,5 +1,5 @@
 """``python -m dpggm`` runs the command line."""
 
-from dpggm.cli.main import app
+from dpggm.cli.main import main
 
-app(prog_name="dpggm")
+main()

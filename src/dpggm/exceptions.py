@@ -6,6 +6,7 @@ from typing import Any
 
 __all__ = [
     "BudgetExceededError",
+    "BudgetRangeError",
     "ConvergenceWarning",  # noqa: F822 (lazy: see __getattr__)
     "IncompatibleBudgetError",
     "InvalidGuaranteeError",
@@ -17,6 +18,26 @@ __all__ = [
 
 class BudgetExceededError(RuntimeError):
     """A spend was refused because it would exceed the declared privacy budget."""
+
+
+class BudgetRangeError(ValueError):
+    """A budget outside the range a release can deliver (zero, or so small or so large that
+    the noise cannot be drawn exactly on a grid): the message names the budget's parameter
+    and the range that works for this release, computed from public parameters.
+
+    Attributes
+    ----------
+    parameter : str
+        ``"epsilon"``, ``"rho"`` or ``"mu"``.
+    value : float
+    low, high : float
+        Every value in ``[low, high]`` works for this release.
+    """
+
+    def __init__(self, message: str, *, parameter: str = "", value: float = float("nan"),
+                 low: float = float("nan"), high: float = float("nan")) -> None:
+        super().__init__(message)
+        self.parameter, self.value, self.low, self.high = parameter, value, low, high
 
 
 class IncompatibleBudgetError(TypeError):

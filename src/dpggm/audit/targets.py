@@ -227,12 +227,15 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
                    float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
-                   full: int = 5000, summary: str = "", **options: Any) -> Target:
+                   full: int = 5000, summary: str = "", factory: Callable[..., Any] | None = None,
+                   **options: Any) -> Target:
+    """The estimator registered as ``name`` (or built by ``factory``), audited as ``name``."""
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
+    make = factory or (lambda **params: make_estimator(name, **params))
 
     def build(relation: str, rng: Any, budget_override: Any = None) -> Any:
-        return make_estimator(name, budget=budget_override or budget, bounds=bounds,
-                              neighbors=relation, random_state=rng, **options)
+        return make(budget=budget_override or budget, bounds=bounds, neighbors=relation,
+                    random_state=rng, **options)
 
     return Target(
         name=name,
@@ -273,6 +276,23 @@ register_target(_method_target(
                          est.noisy_covariance_),
 ))
 register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma")))
+
+# The float path (noise="float"): NumPy's samplers leak through floating-point gaps
+# (Mironov 2012). Such releases are reported "invalid"; the floating-point support event
+# must refute their claim here, so a correct audit fails them.
+register_target(_method_target(
+    "ssp-float", _APPROX, factory=PrivateCovariance, mechanism="gaussian", noise="float",
+    relations=("replace",),
+    float_noise=("gaussian", "sigma"), expected="fail",
+    summary=f"`PrivateCovariance(noise='float')`, Gaussian ({_APPROX}); known invalid",
+))
+register_target(_method_target(
+    "laplace-float", PureDP(1.0), factory=PrivateCovariance, mechanism="laplace", noise="float",
+    relations=("replace",),
+    float_noise=("laplace", "laplace_scale"), expected="fail",
+    summary="`PrivateCovariance(mechanism='laplace', noise='float')` (PureDP(epsilon=1)); "
+            "known invalid",
+))
 
 
 def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -532,6 +552,96 @@ register_target(Target(
     datasets=_norm_datasets,
     pairs=_quantile_pairs,
     release=_norm_bound_release,
+    quick_samples=4000,
+    full_samples=100000,
+))
+
+
+# The spread stage targets the rank max(n/2, ties) of the deviations. Six of twelve values
+# are tied with the centre; the changed record moves from a tie (deviation 0) to the middle
+# of the grid (2.5), or is added or removed as either: the number of ties, hence the
+# target, moves by one while only the counts below 2.5 follow it.
+_SPREAD_BASE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.5, 0.7, 1.1, 1.3, 1.7])
+_SPREAD_GRID = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+_SPREAD_TIE = 0.1
+
+
+def _spread_datasets(relation: str) -> dict[str, np.ndarray]:
+    rows = {"tied": np.append(_SPREAD_BASE, 0.0), "far": np.append(_SPREAD_BASE, 2.5)}
+    if relation != "replace":
+        rows["base"] = _SPREAD_BASE
+    return rows
+
+
+def _spread_pairs(relation: str) -> list[tuple[str, str]]:
+    if relation == "replace":
+        return [("tied", "far")]
+    return [("base", "tied"), ("base", "far")]
+
+
+def _spread_cell_release(deviations: np.ndarray, relation: str, rng: np.random.Generator,
+                         runs: int) -> Release:
+    from dpggm.mechanisms.private_bounds import choose_cell, spread_target
+
+    ordered = np.sort(deviations)
+    tied = np.searchsorted(ordered, _SPREAD_TIE, side="right")
+    below = np.searchsorted(ordered, _SPREAD_GRID, side="left")
+    target = int(spread_target(np.array([ordered.size]), np.array([tied]))[0])
+    picks = [choose_cell(below, target, epsilon=1.0, rng=rng) for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-spread-cell",
+    summary="the spread stage of bounds='auto': the cell of rank max(n/2, ties) of the "
+            "deviations, 13 values (6 or 7 tied), 7 cells, epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_spread_datasets,
+    pairs=_spread_pairs,
+    release=_spread_cell_release,
+    quick_samples=4000,
+    full_samples=100000,
+))
+
+
+# The missing-value path: a quantile counts only the values present, and its target rank
+# is set from their number. The changed record moves between missing and far above every
+# cell (or is added or removed as either): the counts and the target move together.
+
+
+def _missing_datasets(relation: str) -> dict[str, np.ndarray]:
+    rows = {"missing": np.append(_QUANTILE_BASE, np.nan),
+            "far": np.append(_QUANTILE_BASE, 100.0)}
+    if relation != "replace":
+        rows["base"] = _QUANTILE_BASE
+    return rows
+
+
+def _missing_pairs(relation: str) -> list[tuple[str, str]]:
+    if relation == "replace":
+        return [("missing", "far")]
+    return [("base", "missing"), ("base", "far")]
+
+
+def _median_cell_missing_release(values: np.ndarray, relation: str, rng: np.random.Generator,
+                                 runs: int) -> Release:
+    from dpggm.mechanisms.private_bounds import choose_cell, target_rank
+
+    present = np.sort(values[~np.isnan(values)])
+    below = np.searchsorted(present, _QUANTILE_GRID, side="left")
+    target = target_rank(present.size, 0.5)
+    picks = [choose_cell(below, target, epsilon=1.0, rng=rng) for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-median-cell-missing",
+    summary="the median cell of bounds='auto' with missing values (counts and target from "
+            "the values present): 10 values and one missing or far, epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_missing_datasets,
+    pairs=_missing_pairs,
+    release=_median_cell_missing_release,
     quick_samples=4000,
     full_samples=100000,
 ))

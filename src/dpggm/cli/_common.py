@@ -32,8 +32,9 @@ from dpggm.exceptions import (
 )
 
 __all__ = [
-    "DeltaOpt", "EpsilonOpt", "MuOpt", "RhoOpt", "UserError", "budget_from_options",
-    "console", "err_console", "fail", "feature_names", "parse_center", "guard", "load_bounds", "parse_seed", "summarised_warnings",
+    "DeltaOpt", "EpsilonOpt", "MuOpt", "QuietOpt", "RhoOpt", "UserError", "budget_from_options",
+    "console", "err_console", "fail", "feature_names", "parse_center", "guard", "load_bounds",
+    "parse_seed", "progress_display", "summarised_warnings",
 ]
 
 # Wide enough for the tables at 100 columns, and stable under pytest's captured output.
@@ -137,6 +138,48 @@ def guard(command: Callable[..., Any]) -> Callable[..., Any]:
             )
 
     return wrapper
+
+
+@contextlib.contextmanager
+def progress_display(*, quiet: bool = False, stream: Console | None = None) -> Iterator[bool]:
+    """Show the library's progress reports (:mod:`dpggm._progress`) as Rich bars on
+    standard error while the block runs; yields whether they are shown.
+
+    Only on a terminal: piped or redirected standard error gets nothing, nor does any
+    file, and ``quiet`` turns the bars off. A task leaves the display when it reaches its
+    total (a task of unknown total shows a pulsing bar until then); all of it disappears
+    when the block ends.
+    """
+    stream = err_console if stream is None else stream
+    if quiet or not stream.is_terminal:
+        yield False
+        return
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        SpinnerColumn,
+        TaskID,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from dpggm._progress import reporting
+
+    tasks: dict[str, TaskID] = {}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  TaskProgressColumn(), TimeElapsedColumn(), console=stream,
+                  transient=True) as bars:
+
+        def show(task: str, done: float, total: float | None) -> None:
+            if task not in tasks:
+                tasks[task] = bars.add_task(task, total=total)
+            # A finished task leaves the display: what shows is the work still going on.
+            finished = total is not None and done >= total
+            bars.update(tasks[task], completed=done, total=total, visible=not finished)
+
+        with reporting(show):
+            yield True
 
 
 @contextlib.contextmanager
@@ -244,3 +287,5 @@ EpsilonOpt = Annotated[float | None, typer.Option(
 DeltaOpt = Annotated[float | None, typer.Option("--delta", help="delta for (epsilon, delta)-DP")]
 RhoOpt = Annotated[float | None, typer.Option("--rho", help="rho for rho-zCDP")]
 MuOpt = Annotated[float | None, typer.Option("--mu", help="mu for mu-Gaussian DP")]
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="no progress bars (they are shown on a terminal only, on stderr)")]

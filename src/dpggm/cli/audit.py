@@ -70,8 +70,7 @@ def audit_command(
     float_support: Annotated[bool, typer.Option("--float-support/--no-float-support", help="include Mironov's float-support event")] = True,
     verbose: Annotated[bool, typer.Option("--verbose", help="print the separating event of each row")] = False,
 ) -> None:
-    """Run mechanisms on worst-case neighbouring data sets and print a Clopper–Pearson lower
-    bound on epsilon at the claimed delta; "fail" when it exceeds the claim.
+    """Run mechanisms on worst-case neighbouring data sets and print a Clopper–Pearson lower bound on epsilon at the claimed delta; "fail" when it exceeds the claim.
 
     Exit code 1 when a row's verdict differs from what is expected of it (a valid mechanism
     fails, or a known-broken one or a test double passes).

@@ -1,6 +1,7 @@
 """Command-line options for reading data, shared by the commands that read records.
 
-``estimate`` (and the ``graph`` command) take the same data options::
+``estimate`` and ``graph`` take the same reading options (``graph`` reads in memory, so
+it has no ``--engine``)::
 
     dpggm estimate data.csv --delimiter ';' --decimal , --index-col id ...
     dpggm estimate 'data/*.parquet' --engine dask [--scheduler ADDRESS] [--blocksize 64MB]
@@ -8,7 +9,7 @@
 With ``--engine memory`` (the default) the file is streamed block by block on this machine.
 With ``--engine dask`` the data (a path, a glob or any fsspec URL) is read as a Dask
 DataFrame and reduced on a cluster: the scheduler at ``--scheduler``, or a local cluster on
-this machine; Dask's progress bar is shown on the terminal. Dask is imported only then.
+this machine; Dask's progress bar is shown on a terminal. Dask is imported only then.
 
 A command uses :func:`open_data` as a context manager around ``fit``::
 
@@ -113,11 +114,11 @@ def table_file(data: str | Path, options: DataOptions) -> Any:
 
 @contextlib.contextmanager
 def open_data(
-    data: str | Path, options: DataOptions | None = None, *, progress: bool = True
+    data: str | Path, options: DataOptions | None = None, *, progress: bool = False
 ) -> Iterator[Any]:
     """Yield what ``fit`` should receive: a :class:`TableFile` in memory, or a Dask
     DataFrame bound to a client (closed, with its local cluster, on exit). ``progress``
-    shows Dask's progress bar on stdout (turn it off for machine-readable output)."""
+    shows Dask's progress bar on stdout (only for a terminal: never into a file)."""
     options = options if options is not None else DataOptions()
     source = table_file(data, options)
     if options.engine == "memory":
@@ -156,7 +157,7 @@ def open_data(
 
 def fit_records(
     estimator: Any, data: str | Path, options: DataOptions | None = None, *,
-    progress: bool = True,
+    progress: bool = False,
 ) -> Any:
     """``estimator.fit`` on DATA read as the options say (for commands such as ``graph``);
     returns the fitted estimator."""

@@ -28,6 +28,7 @@ from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
+    QuietOpt,
     RhoOpt,
     UserError,
     budget_from_options,
@@ -37,6 +38,7 @@ from dpggm.cli._common import (
     load_bounds,
     parse_center,
     parse_seed,
+    progress_display,
     summarised_warnings,
 )
 from dpggm.cli._common import (
@@ -141,6 +143,7 @@ def estimate(
     ledger: Annotated[Path | None, typer.Option(help="budget ledger file to spend from")] = None,
     dataset: Annotated[str | None, typer.Option(help="dataset name in the ledger")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result record as JSON")] = False,
+    quiet: QuietOpt = False,
     engine: dopt.EngineOpt = "memory",
     scheduler: dopt.SchedulerOpt = None,
     blocksize: dopt.BlocksizeOpt = None,
@@ -193,13 +196,11 @@ def estimate(
                if ledger is not None else {})
     staged = StagedOutput(out, overwrite=overwrite, pending=pending)
     try:
-        with summarised_warnings(), dopt.open_data(data, reading, progress=not as_json) as records:
-            if method == "pace" and not as_json:
-                with _budget_progress() as advance:
-                    estimator.set_params(progress=advance)
-                    estimator.fit(records)
-                estimator.set_params(progress=None)
-            else:
+        with summarised_warnings(), progress_display(quiet=quiet) as shown:
+            # Dask draws its own bar on standard output: only when both streams are a
+            # terminal, so that nothing of it lands in a file or a pipe.
+            dask_bar = shown and console.is_terminal
+            with dopt.open_data(data, reading, progress=dask_bar) as records:
                 estimator.fit(records)
         record = result_record(method, estimator)
         _stage_outputs(staged, estimator, record)
@@ -258,23 +259,6 @@ def _stage_outputs(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
 
         staged.text("edges.csv", edges_csv_text(edge_table(
             estimator.adjacency_, names, weight=None, partial=None)))
-
-
-class _budget_progress:
-    """A Rich progress bar over the share of the budget spent (adaptive methods)."""
-
-    def __enter__(self):
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._progress = Progress(TextColumn("rounds"), BarColumn(),
-                                  TextColumn("{task.percentage:>5.1f}% of budget"),
-                                  TimeElapsedColumn(), console=err_console, transient=True)
-        self._progress.__enter__()
-        self._task = self._progress.add_task("spend", total=1.0)
-        return lambda used, total: self._progress.update(self._task, completed=used / total)
-
-    def __exit__(self, *exc):
-        return self._progress.__exit__(*exc)
 
 
 def result_record(method: str, estimator: Any) -> dict[str, Any]:

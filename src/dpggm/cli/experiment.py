@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm.cli._common import UserError, console, err_console, guard, summarised_warnings
+from dpggm.cli._common import (
+    QuietOpt,
+    UserError,
+    console,
+    guard,
+    progress_display,
+    summarised_warnings,
+)
 
 EXPERIMENTS = {
     "seed000": ("dpggm.experiments.seed000", "run_seed000",
@@ -58,6 +65,7 @@ def experiment(
     out: Annotated[Path | None, typer.Option(help="directory for CSV and PNG files")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace existing output files")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Reproduce a paper's experiments (reduced sizes unless --full); prints the tables."""
     if name not in EXPERIMENTS:
@@ -68,18 +76,10 @@ def experiment(
     run = getattr(importlib.import_module(module_name), function)
     # The experiment's own default applies unless the user typed a number.
     kwargs: dict[str, Any] = {} if repetitions is None else {"repetitions": repetitions}
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from dpggm.experiments._common import report_progress
-
-    # Every random draw of a repetition advances the count (the experiments do not know
-    # their total in advance); on standard error, gone when done.
-    with Progress(SpinnerColumn(), TextColumn(f"{name}: {{task.completed}} draws"),
-                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
-        task = progress.add_task(name, total=None)
-        with summarised_warnings(), report_progress(lambda: progress.advance(task)):
-            tables = run(full=full, random_state=seed, out_dir=out, overwrite=overwrite,
-                         **kwargs)
+    # A bar per experiment part (repetitions done of all), on a terminal's standard error
+    # only, gone when done.
+    with summarised_warnings(), progress_display(quiet=quiet):
+        tables = run(full=full, random_state=seed, out_dir=out, overwrite=overwrite, **kwargs)
     if isinstance(tables, dict):
         for key, frame in tables.items():
             if key == "environment" and list(getattr(frame, "columns", ())) == ["key", "value"]:

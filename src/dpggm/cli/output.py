@@ -3,8 +3,15 @@
 A command's outputs (``result.json``, matrices, ``edges.csv``) are written into a staging
 directory beside the target, ``.dpggm-staging-<name>-<id>``, and the staging directory is
 renamed onto the target once, when everything is written and synced. A reader therefore
-sees the whole set or nothing. Files and directories are created with the ordinary
-permissions (the user's umask applies), not the owner-only mode of ``mkstemp``.
+sees the whole set or nothing.
+
+Permissions. An uncharged release must be readable by its owner only, at every moment:
+the staging directory is created with mode 0700 and every file in it with mode 0600
+(``os.open`` with an explicit mode, then set again whatever the umask), so there is no
+window in which another user can read them, and a process killed before the charge leaves
+nothing readable by others. Only when the output is delivered -- after the charge when a
+ledger is involved, at the commit otherwise -- do the files and the directory get the
+ordinary permissions (``0666`` and ``0777`` less the user's umask).
 
 Runs against a ledger. The staging directory holds ``.pending.json`` naming the ledger,
 dataset and an output id. The order is: check the target, fit in memory, write every file
@@ -35,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_writable_dir", "recover_pending",
-    "write_atomic",
+    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_writable_dir", "current_umask",
+    "recover_pending", "write_atomic",
 ]
 
 STAGING_PREFIX = ".dpggm-staging-"
@@ -56,22 +63,61 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_OWNER_FILE = 0o600
+_OWNER_DIR = 0o700
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows
+    (``/proc/self/status``); otherwise set and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def _write_file(path: Path, write: Callable[[Any], None], *, binary: bool) -> None:
-    # A plain open() honours the umask; the name is unique inside a private staging
-    # directory, so no temporary-name dance is needed.
-    mode = "wb" if binary else "w"
-    with open(path, mode, **({} if binary else {"encoding": "utf-8"})) as fh:
+    """Write ``path`` readable and writable by the owner only (from its creation)."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, flags, _OWNER_FILE)
+    try:
+        # The umask can only have removed bits; this also restores the owner's.
+        os.fchmod(fd, _OWNER_FILE)
+        fh = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"}))
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
         write(fh)
         fh.flush()
         os.fsync(fh.fileno())
 
 
+def _ordinary_permissions(directory: Path) -> None:
+    """Give a delivered output the permissions a plain ``open``/``mkdir`` would have
+    given it (``0666`` / ``0777`` less the umask): called only once it is charged for."""
+    mask = current_umask()
+    for entry in directory.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            os.chmod(entry, 0o666 & ~mask)
+    os.chmod(directory, 0o777 & ~mask)
+
+
 def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = False) -> None:
-    """Write one file through a temporary sibling and a rename (permissions per umask)."""
+    """Write one file through an owner-only temporary sibling and a rename; the file gets
+    the ordinary permissions (``0666`` less the umask) just before the rename."""
     path = Path(path)
     tmp = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex}.tmp"
     try:
         _write_file(tmp, write, binary=binary)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -82,7 +128,7 @@ def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
     """Refuse a directory where files cannot be created, by creating (and removing) one."""
     probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}"
     try:
-        probe.touch(exist_ok=False)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OWNER_FILE))
     except OSError as exc:
         raise OSError(
             f"cannot write into {directory} ({exc.strerror or exc}); choose another {option}"
@@ -126,7 +172,10 @@ class StagedOutput:
         self.staging = parent / _staging_name(self.target, self.output_id)
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            os.mkdir(self.staging)  # mode 0o777 & ~umask
+            # Owner-only from its creation (the umask can only remove bits), and set again
+            # in case the umask removed the owner's own.
+            os.mkdir(self.staging, _OWNER_DIR)
+            os.chmod(self.staging, _OWNER_DIR)
         except OSError as exc:
             raise OSError(
                 f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
@@ -168,7 +217,10 @@ class StagedOutput:
         return [self.target / name for name in self.names]
 
     def commit(self) -> None:
-        """Rename the staging directory onto the target (one rename; see the module docs)."""
+        """Rename the staging directory onto the target (one rename; see the module docs).
+
+        Call it only once the release is charged (when a ledger is involved): the files
+        become readable by others here."""
         _fsync_dir(self.staging)
         (self.staging / _PENDING).unlink()
         _deliver(self.staging, self.target, overwrite=self.overwrite)
@@ -178,6 +230,9 @@ class StagedOutput:
 
 
 def _deliver(staging: Path, target: Path, *, overwrite: bool) -> None:
+    """Rename a complete (and, with a ledger, charged) staging directory onto ``target``,
+    with the ordinary permissions."""
+    _ordinary_permissions(staging)
     old = None
     if target.is_dir():
         if any(target.iterdir()) and not overwrite:

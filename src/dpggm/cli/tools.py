@@ -13,6 +13,7 @@ from dpggm.cli._common import (
     MuOpt,
     UserError,
     console,
+    err_console,
     guard,
     load_bounds,
     parse_seed,
@@ -41,7 +42,12 @@ def _load_matrix(matrix: Path) -> tuple[Any, list[str], str]:
     import numpy as np
 
     if matrix.suffix == ".npy":
-        S = np.load(matrix)
+        try:
+            S = np.load(matrix, allow_pickle=False)
+        except (ValueError, OSError, EOFError):
+            raise UserError(f"{matrix} is not a NumPy .npy file of numbers (write it with "
+                            "numpy.save, or give a CSV file)") from None
+        _check_square(S, matrix)
         beside = matrix.parent / "result.json"
         if beside.exists():
             features = json.loads(beside.read_text(encoding="utf-8")).get("features")
@@ -50,16 +56,47 @@ def _load_matrix(matrix: Path) -> tuple[Any, list[str], str]:
         return S, [f"x{j}" for j in range(S.shape[0])], "x0..: a .npy matrix carries no names"
     import pandas as pd
 
-    frame = pd.read_csv(matrix, header=None)
-    first = frame.iloc[0]
-    if pd.to_numeric(first, errors="coerce").isna().any():
-        try:
-            values = frame.iloc[1:].apply(pd.to_numeric).to_numpy(dtype=float)
-        except ValueError:
-            raise UserError(f"{matrix}: every row after the header must be numbers") from None
-        return values, [str(v) for v in first], f"header row of {matrix}"
-    return frame.to_numpy(dtype=float), [f"x{j}" for j in range(frame.shape[1])], (
-        "x0..: the CSV has no header row")
+    try:
+        frame = pd.read_csv(matrix, header=None, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{matrix} is empty; a matrix file holds p rows of p numbers") from None
+    except (pd.errors.ParserError, UnicodeDecodeError):
+        raise UserError(f"{matrix} is not a comma-separated text file of numbers; give a .npy "
+                        "file or a CSV of p rows of p numbers") from None
+    numbers = frame.apply(pd.to_numeric, errors="coerce")
+    header = bool(numbers.iloc[0].isna().any())
+    body, body_numbers = (frame.iloc[1:], numbers.iloc[1:]) if header else (frame, numbers)
+    bad = body_numbers.isna().to_numpy() & (body.to_numpy() != "")
+    missing = body.to_numpy() == ""
+    if body.empty or bad.any() or missing.any():
+        where = np.argwhere(bad | missing)
+        line = (int(where[0][0]) + 1 + int(header)) if len(where) else None
+        if line is None:
+            first = ",".join(frame.iloc[0])
+            found = (f"line 1 holds {first if len(first) <= 40 else first[:39] + '…'!r} and "
+                     "no line of numbers follows")
+        elif body.to_numpy()[tuple(where[0])] != "":
+            found = f"line {line} holds {body.to_numpy()[tuple(where[0])]!r}"
+        else:
+            found = f"line {line} has an empty field"
+        raise UserError(
+            f"{matrix} is not a matrix of numbers ({found}); a matrix file holds p rows of p "
+            "comma-separated numbers, optionally below one header row of names")
+    values = body_numbers.to_numpy(dtype=float)
+    _check_square(values, matrix)
+    if header:
+        return values, [str(v) for v in frame.iloc[0]], f"header row of {matrix}"
+    return values, [f"x{j}" for j in range(values.shape[1])], "x0..: the CSV has no header row"
+
+
+def _check_square(S: Any, matrix: Path) -> None:
+    import numpy as np
+
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
+        raise UserError(f"{matrix} holds a matrix of shape {tuple(S.shape)}; the graphical lasso "
+                        "needs a square covariance matrix (p rows of p numbers)")
+    if not np.issubdtype(S.dtype, np.number) or not np.isfinite(S).all():
+        raise UserError(f"{matrix} holds values that are not finite numbers")
 
 
 @guard
@@ -109,7 +146,7 @@ def solve(
 
 @guard
 def demo(seed: Annotated[int, typer.Option(help="random seed")] = 0) -> None:
-    """Run a short demonstration on built-in data (breast-cancer features)."""
+    """A short demonstration: a private graph of synthetic measurements (a 10-variable chain), then private covariances of scikit-learn's breast-cancer data."""
     from dpggm.experiments.demo import run_demo
 
     with summarised_warnings():
@@ -189,19 +226,13 @@ def recover(
         help="penalise the diagonal too (needed when the noise swamps a column)")] = False,
     truth: Annotated[Path | None, typer.Option(
         help="CSV of true edges (source,target) for an AUC")] = None,
-    out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-recover"),
+    out: Annotated[Path, typer.Option(
+        help="output directory (written whole or not at all)")] = Path("dpggm-recover"),
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="replace existing output files")] = False,
+        "--overwrite", help="replace an existing output directory")] = False,
 ) -> None:
     """Recover the Gaussian graphical model from a noisy release (post-processing)."""
     import numpy as np
-
-    from dpggm.cli.output import OutputDir
-    from dpggm.experiments.publish_io import (
-        RECOVERY_OUTPUT_NAMES,
-        default_metadata_path,
-        recover_from_csv,
-    )
 
     if alpha == "cv":
         alpha_value: Any = "cv"
@@ -213,20 +244,40 @@ def recover(
     _input_file(noisy, "noisy CSV written by 'dpggm publish'")
     if truth is not None:
         _input_file(truth, "CSV of true edges (source,target)")
+    from dpggm.experiments.publish_io import default_metadata_path
+
     meta = metadata if metadata is not None else default_metadata_path(noisy)
-    outdir = OutputDir(out, overwrite=overwrite)
-    outdir.check([*RECOVERY_OUTPUT_NAMES, "auc.json"])
-    with summarised_warnings():
-        estimator = recover_from_csv(
-            noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
-            alpha=alpha_value, selection=selection, solver=solver,
-            penalize_diagonal=penalize_diagonal, out_dir=out,
-            overwrite=overwrite,
-        )
-    auc = None
-    if truth is not None:
-        auc = _truth_auc(estimator, truth)
-        outdir.json("auc.json", {"auc": auc, "truth": str(truth)})
+    if metadata is not None:
+        _input_file(metadata, "release metadata JSON written by 'dpggm publish'")
+    if sigma is None and not meta.exists():
+        raise UserError(
+            f"{noisy} has no release metadata ({meta} does not exist), so the noise level is "
+            "unknown: give --metadata FILE (the .json 'dpggm publish' wrote beside the CSV) "
+            "or --sigma S (the release's noise standard deviation; 0 for no correction)")
+    from dpggm.cli.output import StagedOutput, recover_pending
+    from dpggm.experiments.publish_io import recover_from_csv
+
+    # Everything the user typed is checked before the fit; every file is written into a
+    # staging directory and appears only when all of them (the AUC too) are written.
+    truth_edges = None if truth is None else _read_truth(truth, _csv_header(noisy))
+    recover_pending(Path(out).parent if str(out.parent) else Path("."),
+                    report=lambda line: err_console.print(line, markup=False, highlight=False))
+    staged = StagedOutput(out, overwrite=overwrite)
+    try:
+        with summarised_warnings():
+            estimator = recover_from_csv(
+                noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
+                alpha=alpha_value, selection=selection, solver=solver,
+                penalize_diagonal=penalize_diagonal, out_dir=staged.staging, overwrite=True,
+            )
+        auc = None
+        if truth_edges is not None:
+            auc = _truth_auc(estimator, truth_edges)
+            staged.json("auc.json", {"auc": auc, "truth": str(truth)})
+        staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
     edges = int((np.triu(estimator.precision_, 1) != 0).sum())
     console.print(f"alpha = {estimator.alpha_:.4g}; {edges} edges", markup=False)
     if auc is not None:
@@ -234,22 +285,52 @@ def recover(
     console.print(f"wrote {out}", markup=False)
 
 
-def _truth_auc(estimator: Any, truth: Path) -> float:
-    """AUC of |precision| as edge scores against an edge list with column names."""
-    import numpy as np
+def _csv_header(path: Path) -> list[str]:
+    """The column names on the first line of a CSV file (nothing else is read)."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
+def _read_truth(truth: Path, names: list[str]) -> list[tuple[str, str]]:
+    """The edges of a truth file, each naming two columns of the data (checked here, before
+    any work, so that a bad file leaves nothing behind)."""
     import pandas as pd
+
+    try:
+        edges = pd.read_csv(truth, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UserError(f"--truth {truth} is not a CSV of edges (source,target): "
+                        f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    if edges.shape[1] < 2:
+        raise UserError(f"--truth {truth} must have two columns (source,target); it has "
+                        f"{edges.shape[1]}")
+    known = set(names)
+    pairs = []
+    for line, (a, b) in enumerate(edges.iloc[:, :2].itertuples(index=False), start=2):
+        unknown = [name for name in (a, b) if name not in known]
+        if unknown:
+            raise UserError(
+                f"--truth {truth}, line {line}: edge ({a}, {b}) names "
+                f"{', '.join(repr(u) for u in unknown)}, not a column of the data "
+                f"({', '.join(names[:8])}{', ...' if len(names) > 8 else ''})")
+        pairs.append((a, b))
+    if not pairs:
+        raise UserError(f"--truth {truth} lists no edges")
+    return pairs
+
+
+def _truth_auc(estimator: Any, edges: list[tuple[str, str]]) -> float:
+    """AUC of |precision| as edge scores against the true edges."""
+    import numpy as np
 
     from dpggm.metrics.graph import edge_auc
 
     names = _names(estimator)
     index = {name: i for i, name in enumerate(names)}
-    edges = pd.read_csv(truth)
-    if edges.shape[1] < 2:
-        raise UserError(f"{truth} must have two columns (source,target)")
     adjacency = np.zeros((len(names), len(names)), dtype=bool)
-    for a, b in edges.iloc[:, :2].astype(str).itertuples(index=False):
-        if a not in index or b not in index:
-            raise UserError(f"edge ({a}, {b}) in {truth} names a column not in the data")
+    for a, b in edges:
         adjacency[index[a], index[b]] = adjacency[index[b], index[a]] = True
     return float(edge_auc(np.abs(estimator.precision_), adjacency))
 

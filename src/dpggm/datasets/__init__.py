@@ -15,6 +15,7 @@ _EXPORTS = {
     "rescale_to_unit_box": "dpggm.datasets.real",
     "SyntheticData": "dpggm.datasets.synthetic",
     "make_chain": "dpggm.datasets.synthetic",
+    "make_questionnaire": "dpggm.datasets.synthetic",
     "make_raw_chain": "dpggm.datasets.synthetic",
     "make_seed000_model": "dpggm.datasets.synthetic",
     "make_seed001_uut": "dpggm.datasets.synthetic",
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.datasets.synthetic import (
         SyntheticData,
         make_chain,
+        make_questionnaire,
         make_raw_chain,
         make_seed000_model,
         make_seed001_uut,
@@ -51,6 +53,7 @@ __all__ = [
     "load_diabetes",
     "load_wine",
     "make_chain",
+    "make_questionnaire",
     "make_raw_chain",
     "make_seed000_model",
     "make_seed001_uut",

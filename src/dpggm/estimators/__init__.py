@@ -10,10 +10,15 @@ a DataFrame or a CSV file with a header. Sparse and complex inputs are refused.
 Preprocessing voids the guarantee when it is fitted on the private data: a
 ``StandardScaler`` (or any fitted transformer) in a ``Pipeline`` before one of these
 estimators makes every transformed record depend on all the records, so the declared bounds
-and sensitivities no longer hold. Transform only with fixed, public parameters. A fit run
-as the last step of a ``Pipeline`` with earlier steps warns
-(:class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning`); a transformer fitted by
-hand beforehand cannot be detected.
+and sensitivities no longer hold. The record follows the truth: after such a step
+``privacy_.validity`` is ``"data-dependent"`` with the step named (accountants and ledgers
+refuse it) and :class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning` is issued;
+a fixed public per-record function (``FunctionTransformer(np.log)``, ``Normalizer``:
+stateless by scikit-learn's tags and checked on a public probe to act on each record alone)
+changes nothing. A transformer fitted by hand before ``fit``, meta-estimators other than
+``Pipeline`` and a function whose parameters were computed from the data cannot be detected
+(:func:`~dpggm.estimators._contract.preprocessing_reasons`): transform only with fixed,
+public parameters.
 """
 
 from __future__ import annotations

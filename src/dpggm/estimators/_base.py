@@ -65,14 +65,21 @@ class ReleasedCovariance:
 
 def make_context(estimator: Any, bounds: Any) -> ReleaseContext:
     """The release context of an estimator's fit, from its declared parameters (already
-    checked by :meth:`ContractMixin._validate_params`)."""
+    checked by :meth:`ContractMixin._validate_params`).
+
+    Every estimator that releases from private records builds its context here, so that
+    what :meth:`ContractMixin._validate_params` found about the fit -- preprocessing in a
+    ``Pipeline`` that voids the guarantee -- reaches every record it assembles
+    (``"data-dependent"`` with the steps named). An estimator without a ``noise`` parameter
+    releases exact noise."""
     params = estimator.get_params(deep=False)
     return ReleaseContext(
         neighbors=params["neighbors"],
         bounds=bounds,
         random_state=params["random_state"],
         report_delta=float(params["report_delta"]),
-        noise=params["noise"],
+        noise=params.get("noise", "exact"),
+        data_dependent_reasons=tuple(getattr(estimator, "_preprocessing_reasons", ())),
     )
 
 
@@ -85,11 +92,17 @@ class DPEstimator(ContractMixin, BaseEstimator):
     -----
     A preprocessing step fitted on the private data (a ``StandardScaler`` in a
     ``Pipeline``, say) voids the guarantee: every transformed record then depends on all
-    the records, so the declared bounds and sensitivities no longer hold. Transform with
-    fixed public parameters only. When ``fit`` runs as the last step of a scikit-learn
-    ``Pipeline`` with earlier steps, a
-    :class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning` is issued.
+    the records, so the declared bounds and sensitivities no longer hold. When ``fit`` runs
+    in a scikit-learn ``Pipeline`` after such a step, ``privacy_.validity`` is
+    ``"data-dependent"`` with the step named (no accountant or ledger books it) and a
+    :class:`~dpggm.estimators._contract.FittedOnPrivateDataWarning` is issued. A fixed
+    public per-record function (``FunctionTransformer(np.log)``, ``Normalizer``) is
+    recognised by scikit-learn's tags and a check on a public probe, and changes nothing.
+    A transformer fitted by hand before ``fit`` cannot be detected; see
+    :func:`~dpggm.estimators._contract.preprocessing_reasons`.
     """
+
+    _reads_private_records = True
 
     _constraints = {
         "budget": BUDGET,

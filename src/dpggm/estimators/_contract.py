@@ -59,6 +59,7 @@ __all__ = [
     "check_number",
     "check_param",
     "fraction",
+    "preprocessing_reasons",
     "validate_params",
 ]
 
@@ -70,9 +71,10 @@ class ParameterTypeError(TypeError, ValueError):
 
 
 class FittedOnPrivateDataWarning(UserWarning):
-    """A preprocessing step was fitted on the private data before this estimator: the
-    transformed records depend on every record, so the declared bounds and the privacy
-    guarantee no longer hold."""
+    """A preprocessing step fitted on the private data (or not confirmed as a fixed
+    per-record function) runs before this estimator: the transformed records may depend on
+    every record, so the declared bounds and the privacy guarantee no longer hold; the
+    record is then ``"data-dependent"``."""
 
 
 class Constraint:
@@ -313,10 +315,13 @@ class _RandomState(Constraint):
         return "None, a non-negative integer seed, a numpy Generator or 'secure'"
 
     def accepts_type(self, value: Any) -> bool:
+        # A RandomSource is how an estimator hands its own stream to an inner one.
+        from dpggm.mechanisms.random import RandomSource
+
         return (
             value is None
             or _is_integral(value)
-            or isinstance(value, (np.random.Generator, str))
+            or isinstance(value, (np.random.Generator, str, RandomSource))
         )
 
     def accepts(self, value: Any) -> bool:
@@ -442,33 +447,154 @@ def _has_named_columns(X: Any) -> bool:
     return isinstance(X, (pd.DataFrame, str, os.PathLike, TableFile))
 
 
-def _fitted_preprocessing_before(estimator: Any) -> list[str]:
-    """Names of the fitted steps that precede ``estimator`` in a scikit-learn ``Pipeline``
-    whose ``fit`` is running now, found by walking the caller frames.
+#: How far up the call stack a running ``Pipeline.fit`` is looked for (it sits a few frames
+#: above the estimator's ``fit``, more when this estimator is fitted by a wrapper).
+_MAX_FRAMES = 40
+#: A public probe for the per-record check: fixed positive values, so that ``log``,
+#: ``sqrt`` and reciprocals are defined.
+_PROBE_ROWS = 5
 
-    Detects ``Pipeline.fit`` (and ``fit_transform``/``fit_predict``) calling this estimator
-    as its final step. It cannot see a transformer fitted by hand before ``fit`` is called,
-    nor other meta-estimators; those are documented, not detected.
-    """
+
+def _running_pipelines(estimator: Any) -> list[tuple[Any, bool, Any]]:
+    """The scikit-learn ``Pipeline`` objects whose ``fit`` (or ``fit_transform`` /
+    ``fit_predict``) is running now and whose final step is ``estimator`` -- or an estimator
+    whose ``fit`` is running and fits ``estimator`` (a wrapper such as
+    ``PrivateLinearRegression``), or an enclosing pipeline of such a pipeline -- found by
+    walking the caller frames, innermost first. Each comes as ``(pipeline, direct, X)``:
+    ``direct`` when ``estimator`` is itself the final step, ``X`` the pipeline's input (read
+    for its shape and column names only)."""
     try:
         from sklearn.pipeline import Pipeline
     except ImportError:  # pragma: no cover - scikit-learn is a dependency
         return []
     frame = inspect.currentframe()
-    depth = 0
+    running: list[Any] = [estimator]
+    found: list[tuple[Any, bool, Any]] = []
     try:
-        while frame is not None and depth < 12:
+        for _ in range(_MAX_FRAMES):
+            if frame is None:
+                break
             owner = frame.f_locals.get("self")
-            if isinstance(owner, Pipeline) and owner.steps and owner.steps[-1][1] is estimator:
-                return [
-                    name for name, step in owner.steps[:-1]
-                    if step is not None and not (isinstance(step, str) and step == "passthrough")
-                ]
+            if isinstance(owner, Pipeline) and owner.steps:
+                final = owner.steps[-1][1]
+                if any(final is candidate for candidate in running) and not any(
+                    owner is pipeline for pipeline, _, _ in found
+                ):
+                    found.append((owner, final is estimator, frame.f_locals.get("X")))
+            if owner is not None and not any(owner is candidate for candidate in running):
+                running.append(owner)
             frame = frame.f_back
-            depth += 1
     finally:
         del frame
-    return []
+    return found
+
+
+def _learns_from_data(step: Any) -> bool:
+    """Whether a transformer learns from the data it is fitted on, by scikit-learn's own
+    estimator tags (``requires_fit``; ``stateless`` in older versions). Unknown objects
+    are taken to learn."""
+    try:
+        from sklearn.utils import get_tags
+    except ImportError:  # pragma: no cover - scikit-learn < 1.6
+        try:
+            return not bool(step._get_tags().get("stateless", False))
+        except Exception:
+            return True
+    try:
+        return bool(get_tags(step).requires_fit)
+    except Exception:
+        return True
+
+
+def _probe(X: Any) -> Any:
+    """Public stand-in records with the columns of ``X`` (only its width and column names
+    are read, never its values)."""
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2 or int(shape[1]) < 1:
+        return None
+    values = np.random.default_rng(20).uniform(0.5, 2.0, size=(_PROBE_ROWS, int(shape[1])))
+    if isinstance(X, pd.DataFrame):
+        return pd.DataFrame(values, columns=X.columns)
+    return values
+
+
+def _rows(data: Any, i: int) -> Any:
+    return data.iloc[i:i + 1] if isinstance(data, (pd.DataFrame, pd.Series)) else data[i:i + 1]
+
+
+def _dense(data: Any) -> np.ndarray:
+    if hasattr(data, "toarray"):
+        data = data.toarray()
+    return np.asarray(data, dtype=float)
+
+
+def _per_record_problem(step: Any, probe: Any) -> tuple[str | None, Any]:
+    """Check on the public probe that ``step.transform`` maps each record to one record
+    whatever the other records are. Returns (the problem, or None; the transformed probe)."""
+    if probe is None:
+        return "the pipeline's input has no shape to build a public probe from", None
+    try:
+        whole = step.transform(probe)
+        alone = [_dense(step.transform(_rows(probe, i))) for i in range(_PROBE_ROWS)]
+        dense = _dense(whole)
+    except Exception as exc:  # any failure means the step could not be verified
+        return f"transforming a public probe raised {type(exc).__name__}", None
+    if dense.ndim != 2 or dense.shape[0] != _PROBE_ROWS or any(
+        a.shape != (1, dense.shape[1]) for a in alone
+    ):
+        return "it does not map each record to exactly one record", None
+    same = all(
+        np.allclose(a[0], dense[i], rtol=1e-9, atol=1e-12, equal_nan=True)
+        for i, a in enumerate(alone)
+    )
+    if not same:
+        return "its output for a record changes with the other records", None
+    return None, whole
+
+
+def preprocessing_reasons(estimator: Any) -> tuple[tuple[str, ...], bool]:
+    """Why the steps before ``estimator`` in a running scikit-learn ``Pipeline`` void the
+    guarantee, one reason per step; and whether ``estimator`` is the pipeline's final step
+    itself (rather than fitted by it through a wrapper).
+
+    A step is harmless only if it is a fixed public function applied to each record alone:
+    scikit-learn's tags say it does not learn from the data (``requires_fit=False``:
+    ``FunctionTransformer``, ``Normalizer``, ``Binarizer``...) *and* a public probe shows
+    that it transforms each record independently of the others (which rules out, say,
+    ``FunctionTransformer(lambda X: X - X.mean(0))``). A step that learned from the data
+    (``StandardScaler``), mixes records, or cannot be checked gives a reason. The probe
+    uses only the width (and column names) of the pipeline's input, never its values, so
+    the verdict is a function of public quantities.
+
+    What cannot be detected: a transformer fitted by hand on the private data before
+    ``fit`` is called (only its output reaches the estimator), meta-estimators other than
+    ``Pipeline`` (``make_pipeline`` builds a ``Pipeline`` and is covered), and a stateless
+    function whose parameters were computed from the private data (``kw_args`` of a
+    ``FunctionTransformer`` set from the data). Those remain the caller's responsibility.
+    """
+    pipelines = _running_pipelines(estimator)
+    reasons: list[str] = []
+    for pipeline, _, X in pipelines:
+        probe = _probe(X)
+        for name, step in pipeline.steps[:-1]:
+            if step is None or (isinstance(step, str) and step == "passthrough"):
+                continue
+            label = f"the Pipeline step {name!r} ({type(step).__name__})"
+            if _learns_from_data(step):
+                reasons.append(
+                    f"{label} was fitted on the private data before this estimator: every "
+                    "transformed record depends on all the records, so the declared bounds "
+                    "and sensitivities do not hold"
+                )
+                probe = None
+                continue
+            problem, probe = _per_record_problem(step, probe)
+            if problem is not None:
+                reasons.append(
+                    f"{label} could not be confirmed as a fixed per-record function "
+                    f"({problem}), so the declared bounds and sensitivities may not hold"
+                )
+    return tuple(reasons), bool(pipelines) and pipelines[0][1]
 
 
 class ContractMixin:
@@ -479,19 +605,27 @@ class ContractMixin:
     """
 
     _constraints: ClassVar[Mapping[str, Constraint]] = {}
+    #: Whether the estimator reads private records (so that preprocessing fitted on them
+    #: matters); post-processing estimators of a noisy release do not.
+    _reads_private_records: ClassVar[bool] = False
 
     def _validate_params(self) -> dict[str, Any]:
-        """Check every declared parameter (before any data is read or budget spent) and
-        warn when a preprocessing step was fitted on the private data before this fit."""
+        """Check every declared parameter (before any data is read or budget spent), and
+        find the preprocessing steps that void the guarantee (:func:`preprocessing_reasons`):
+        they are kept in ``_preprocessing_reasons``, which the release context turns into a
+        ``"data-dependent"`` record, and announced by a warning when this estimator is the
+        pipeline's final step."""
         checked = validate_params(self)
-        steps = _fitted_preprocessing_before(self)
-        if steps:
+        reasons, direct = (
+            preprocessing_reasons(self) if self._reads_private_records else ((), False)
+        )
+        self._preprocessing_reasons = reasons
+        if reasons and direct:
             warnings.warn(
-                f"{type(self).__name__} is fitted inside a Pipeline after the step(s) "
-                f"{', '.join(repr(s) for s in steps)}, which were fitted on the same private "
-                "data: the transformed records depend on every record, so the declared bounds "
-                "and the privacy guarantee do not hold. Fit preprocessing on public data, or "
-                "use fixed public transformations",
+                f"{type(self).__name__} is fitted inside a Pipeline after step(s) that void "
+                f"the privacy guarantee: {'; '.join(reasons)}. The record says "
+                "validity='data-dependent' and no ledger books it. Fit preprocessing on "
+                "public data, or use fixed public per-record transformations",
                 FittedOnPrivateDataWarning,
                 stacklevel=3,
             )

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,9 @@ from dpggm.estimators.data import (
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
+    "DaskRecords",
     "PartitionStats",
+    "PassResult",
     "clipped_second_moment",
     "read_dask",
     "reduce_partitions",
@@ -183,20 +186,10 @@ def _parquet_stats(
 ) -> PartitionStats:
     """Clipped sums of one Parquet piece, decoded by pyarrow batch by batch straight into
     the block buffer (no pandas DataFrame: its conversion costs more than the product)."""
-    import pyarrow.parquet as pq
-
     accumulator = _Accumulator(len(names), bounds, center)
-    local = type(filesystem).__name__ == "LocalFileSystem"
-    # A local file is memory-mapped: pyarrow decodes its pages without first copying
-    # them into a read buffer.
-    with (contextlib.nullcontext(path) if local else filesystem.open(path, "rb")) as source, \
-            pq.ParquetFile(source, memory_map=local) as reader:
-        for batch in reader.iter_batches(batch_size=_BATCH_ROWS, row_groups=row_groups,
-                                         columns=names, use_threads=False):
-            columns = [batch.column(j).to_numpy(zero_copy_only=False)
-                       for j in range(len(names))]
-            if not accumulator.add_columns(columns):
-                break
+    for columns in _parquet_batches(path, row_groups, filesystem, names, _BATCH_ROWS):
+        if not accumulator.add_columns(columns):
+            break
     return accumulator.result(index)
 
 
@@ -388,6 +381,180 @@ def clipped_second_moment(
     gram = upper + np.triu(upper, 1).T
     total = stats.gram[:p, p].copy()
     return finish_second_moment(gram, total, stats.n, stats.n_clipped, columns, name=name)
+
+
+# ------------------------------------------------------------------------------ passes
+
+
+@dataclass
+class PassResult:
+    """A pass task's state over some partitions, with their record counts (to place the
+    first bad value) and the first NaN / infinite value, if any."""
+
+    state: Any
+    rows: int
+    counts: dict[int, int]
+    bad: tuple[int, int, int] | None  # (partition, row in partition, column)
+
+
+def _pass_rows(p: int) -> int:
+    """Rows per block handed to a pass task: about 4 MB of values."""
+    return max(1024, (4 << 20) // (8 * max(p, 1)))
+
+
+def _run_columns(task: Any, index: int, p: int,
+                 column_batches: Any, allow_missing: bool = False) -> PassResult:
+    """Run ``task`` over batches of columns (each a list of ``p`` 1-D arrays), copied
+    block by block into one column-major buffer and checked before they are added (NaN
+    passes as a missing value with ``allow_missing``; an infinite value never does)."""
+    state = task.new(p)
+    rows = 0
+    buffer: np.ndarray | None = None
+    for columns in column_batches:
+        length = len(columns[0]) if columns else 0
+        step = _pass_rows(p)
+        for start in range(0, length, step):
+            stop = min(start + step, length)
+            if buffer is None or buffer.shape[0] < stop - start:
+                buffer = np.empty((min(step, max(length, 1)), p), order="F")
+            block = buffer[: stop - start]
+            for j, column in enumerate(columns):
+                block[:, j] = column[start:stop]
+            # Column sums propagate NaN and inf: the exact search runs only on failure.
+            if not np.isfinite(block.sum(axis=0)).all():
+                finite = np.isfinite(block)
+                if allow_missing:
+                    finite |= np.isnan(block)
+                if not finite.all():
+                    row, col = np.argwhere(~finite)[0]
+                    return PassResult(None, 0, {index: 0},
+                                      (index, rows + start + int(row), int(col)))
+            task.add(state, block)
+        rows += length
+    return PassResult(state, rows, {index: rows}, None)
+
+
+def _partition_pass(block: Any, index: int, task: Any, p: int,
+                    allow_missing: bool = False) -> PassResult:
+    """``task`` over one in-memory partition (pandas DataFrame or NumPy block)."""
+    if isinstance(block, pd.Series):
+        block = block.to_frame()
+    if isinstance(block, pd.DataFrame):
+        columns = [block.iloc[:, j].to_numpy(dtype=float) for j in range(block.shape[1])]
+    else:
+        values = np.asarray(block, dtype=float)
+        if values.ndim == 1:
+            values = values[:, None]
+        columns = [values[:, j] for j in range(values.shape[1])]
+    return _run_columns(task, index, p, [columns], allow_missing)
+
+
+def _parquet_batches(path: str, row_groups: list[int] | None, filesystem: Any,
+                     names: list[str], batch_rows: int) -> Any:
+    """The columns of one Parquet piece, ``batch_rows`` rows at a time, decoded by pyarrow
+    (no pandas DataFrame: its conversion costs more than the work on the records)."""
+    import pyarrow.parquet as pq
+
+    local = type(filesystem).__name__ == "LocalFileSystem"
+    # A local file is memory-mapped: pyarrow decodes its pages without first copying
+    # them into a read buffer.
+    with (contextlib.nullcontext(path) if local else filesystem.open(path, "rb")) as source, \
+            pq.ParquetFile(source, memory_map=local) as reader:
+        for batch in reader.iter_batches(batch_size=batch_rows, row_groups=row_groups,
+                                         columns=names, use_threads=False):
+            yield [batch.column(j).to_numpy(zero_copy_only=False) for j in range(len(names))]
+
+
+def _parquet_pass(path: str, row_groups: list[int] | None, index: int, filesystem: Any,
+                  names: list[str], task: Any, allow_missing: bool = False) -> PassResult:
+    """``task`` over one Parquet piece, read straight into blocks."""
+    return _run_columns(task, index, len(names),
+                        _parquet_batches(path, row_groups, filesystem, names,
+                                         _pass_rows(len(names))), allow_missing)
+
+
+def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
+    """Add up the results of some partitions, in partition order."""
+    state = None
+    rows = 0
+    counts: dict[int, int] = {}
+    bad = None
+    for part in parts:
+        if part.state is not None:
+            state = part.state if state is None else task.merge(state, part.state)
+        rows += part.rows
+        counts.update(part.counts)
+        if part.bad is not None and (bad is None or part.bad < bad):
+            bad = part.bad
+    return PassResult(state, rows, counts, bad)
+
+
+class DaskRecords:
+    """A Dask DataFrame or Array as a source of passes
+    (:class:`~dpggm.estimators._passes.PassTask`): every pass runs partition by partition
+    on the workers, block by block, and the partitions' states are added up by a tree
+    reduction (fan-in 8, in partition order); only the reduced state (counts on public
+    grids, or ``(p + 1) x (p + 1)`` sums) comes back to the client, where the estimator
+    draws the noise once.
+
+    A DataFrame that is only ``dd.read_parquet`` is read by the workers with pyarrow
+    straight into blocks on every pass (see :func:`parquet_pieces`). Values are checked on
+    every pass: a NaN or infinite value is reported with its row and column, as in memory.
+    ``n_samples`` is known after the first pass.
+
+    Privacy
+    -------
+    Nothing here draws noise or publishes anything; the workers' states are the exact
+    counts and sums of the curator's records.
+    """
+
+    def __init__(self, X: Any, *, name: str = "X", missing: str = "refuse") -> None:
+        self.name = name
+        self.allow_missing = missing != "refuse"
+        self._blocks, self.columns = partition_blocks(X, name)
+        self.n_features = len(self.columns)
+        self.n_samples = 0
+        self._pieces = parquet_pieces(X)
+        self._names = [str(c) for c in X.columns] if self._pieces is not None else []
+
+    def run(self, task: Any) -> Any:
+        import dask
+
+        p = self.n_features
+        if self._pieces is not None:
+            files, filesystem = self._pieces
+            level = [dask.delayed(_parquet_pass, pure=True)(path, groups, k, filesystem,
+                                                            self._names, task,
+                                                            self.allow_missing)
+                     for k, (path, groups) in enumerate(files)]
+        else:
+            level = [dask.delayed(_partition_pass, pure=True)(block, k, task, p,
+                                                              self.allow_missing)
+                     for k, block in enumerate(self._blocks)]
+        result: PassResult = _tree_reduce(level, functools.partial(_merge_passes, task))
+        if result.bad is not None:
+            part, row, col = result.bad
+            before = sum(count for k, count in result.counts.items() if k < part)
+            what = "infinite" if self.allow_missing else "NaN or infinite"
+            raise ValueError(
+                f"{self.name} contains {what} values (first at row {before + row}, column "
+                f"{self.columns[col]!r}); "
+                + ("an infinite value is not a missing one: correct or remove it"
+                   if self.allow_missing else "missing values are refused with "
+                   "missing='refuse': use missing='impute' or remove them before estimating")
+            )
+        self.n_samples = result.rows
+        state = result.state if result.state is not None else task.new(p)
+        return task.finish(state)
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> DaskRecords:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _regression_partition(

@@ -1,8 +1,10 @@
 """Publishing a noisy copy of a Dask data set (optional extra ``dpggm[dask]``).
 
 :func:`publish_dask` is :func:`dpggm.mechanisms.publish.publish` applied partition by
-partition: every record is clipped to the declared bound and gets independent noise, each
-partition from its own stream of one :class:`numpy.random.SeedSequence` (``spawn``), and
+partition: every record is clipped to the declared bound and gets independent noise --
+from the operating system's cryptographic generator for ``random_state=None`` or
+``"secure"``, else each partition from its own stream of one
+:class:`numpy.random.SeedSequence` (``spawn``) -- and
 the release is written as a Parquet data set with its ``_metadata`` file and the release's
 JSON metadata (``_release.json``).
 
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import tempfile
 from dataclasses import replace
@@ -54,18 +55,20 @@ METADATA_NAME = "_release.json"  # a leading "_": Parquet readers skip it
 
 def seed_streams(random_state: Any, count: int) -> list[Any]:
     """``count`` independent seed sequences from one ``random_state`` (an int seed, a
-    Generator, ``"secure"`` or ``None``), one per partition."""
+    Generator, ``"secure"`` or ``None``), one per partition. ``None`` and ``"secure"`` give
+    ``None`` for every partition: each then draws its noise from the operating system's
+    cryptographic generator, never from a PCG64 stream."""
     if isinstance(random_state, np.random.Generator):
         root = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
     elif random_state is None:
-        root = np.random.SeedSequence()
+        return [None] * count
     elif isinstance(random_state, str):
         if random_state != "secure":
             raise ValueError(
                 f"random_state must be None, an int, a numpy Generator or 'secure'; got "
                 f"{random_state!r}"
             )
-        root = np.random.SeedSequence(secrets.randbits(256))
+        return [None] * count
     elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         if int(random_state) < 0:
             raise ValueError(f"random_state must be a non-negative integer seed; got {random_state}")
@@ -86,8 +89,8 @@ def _publish_partition(block: Any, seed: Any, columns: list[str], options: dict[
     frame.columns = columns
     if len(frame) == 0:
         return frame.astype(float)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    return publish(frame, random_state=rng, **options).data
+    source = "secure" if seed is None else np.random.Generator(np.random.PCG64(seed))
+    return publish(frame, random_state=source, **options).data
 
 
 def publish_dask(

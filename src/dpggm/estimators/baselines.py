@@ -29,10 +29,16 @@ import numpy as np
 from dpggm.estimators._base import DPEstimator, check_budget, make_context
 from dpggm.estimators._contract import FLAG, NOISE, VECTOR, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import as_matrix, clipped_second_moment
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError, UnsupportedNeighborsError
+from dpggm.exceptions import (
+    BudgetRangeError,
+    IncompatibleBudgetError,
+    NumericalError,
+    UnsupportedNeighborsError,
+)
+from dpggm.mechanisms.additive import MAX_RECORDS, NoisePart, check_budget_range
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.noise import above_threshold
+from dpggm.mechanisms.noise import above_threshold, above_threshold_min_epsilon
 from dpggm.mechanisms.release import release_count, release_second_moment
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
@@ -40,6 +46,7 @@ from dpggm.mechanisms.sensitivity import (
 )
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
+    GDP,
     ZCDP,
     NonPrivate,
     PureDP,
@@ -49,6 +56,7 @@ from dpggm.privacy.budgets import (
     scale_budget,
     split_budget,
 )
+from dpggm.privacy.calibration import PURE_DP_ZCDP, epsilon_for_zcdp
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 from dpggm.solvers.psd import project_psd
 
@@ -85,10 +93,20 @@ def as_zcdp_total(budget: Any, *, owner: str) -> ZCDP | NonPrivate:
             f"{owner} runs under rho-zCDP: budget must be ZCDP, or PureDP / GDP (which "
             f"convert soundly); got {budget}. {exc}"
         ) from None
-    total = budget_from_cost(ZCDP, cost, rounding="down")
+    try:
+        total = budget_from_cost(ZCDP, cost, rounding="down")
+    except ValueError:
+        name, value = ("mu", budget.mu) if isinstance(budget, GDP) else ("epsilon", budget.epsilon)
+        raise BudgetRangeError(
+            f"budget: {name} must be below 1.8e+154 for {owner}, which accounts in zCDP "
+            f"({name}**2/2 exceeds the largest float); got {name}={value!r}",
+            parameter=name, value=value,
+        ) from None
     if not total.rho > 0:
-        raise ValueError(
-            f"budget must give rho > 0 for {owner}; got rho={total.rho!r} from {budget}"
+        raise BudgetRangeError(
+            f"budget: rho must be > 0 for {owner} (a zero budget allows no release; use "
+            f"NonPrivate() for an exact reference run); got rho={total.rho!r} from {budget}",
+            parameter="rho", value=total.rho, low=0.0, high=math.inf,
         )
     return total
 
@@ -178,12 +196,26 @@ def _separate_cov(
     return noisy, noisy_values, estimate, noise
 
 
-def _epsilon_for_zcdp(rho: Fraction) -> float:
-    """The largest float ``epsilon`` with ``epsilon**2 / 2 <= rho`` (exactly)."""
-    epsilon = math.sqrt(2 * float(rho))
-    while Fraction(epsilon) ** 2 / 2 > rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
+def _whole_matrix_parts(shares: list[Fraction], *, radius: float, n: int, p: int,
+                        neighbors: str, noise: str, eigenvalues: bool = False) -> list[NoisePart]:
+    """The Gaussian releases of a second moment of rows of norm <= ``radius`` at the given
+    shares of the total (for :func:`check_budget_range`; none for float noise)."""
+    if noise == "float":
+        return []
+    sensitivity = second_moment_l2_sensitivity(RowNorm(radius), n=n, p=p, neighbors=neighbors)
+    size = p if eigenvalues else p * (p + 1) // 2
+    return [NoisePart(share=share, sensitivity=sensitivity, size=size, value_bound=radius**2)
+            for share in shares]
+
+
+def _svt_minimum(requested: Any, radius_fraction: float) -> float:
+    """The smallest total (in the requested budget's parameter) at which AdaptiveCov's
+    AboveThreshold, run at epsilon with epsilon**2 / 2 = radius_fraction * rho, can draw."""
+    epsilon = above_threshold_min_epsilon(sensitivity=1.0, monotonic=True)
+    rho = epsilon**2 / 2 / float(radius_fraction)
+    if isinstance(requested, ZCDP):
+        return rho
+    return math.sqrt(2 * rho)  # PureDP epsilon or GDP mu, accounted as x**2 / 2
 
 
 class _ZCDPCovarianceBase(DPEstimator):
@@ -286,7 +318,8 @@ class SSPCovariance(_ZCDPCovarianceBase):
         The delta at which ``privacy_`` also states the guarantee as ``(epsilon, delta)``.
     random_state : None, int, numpy.random.Generator or "secure"
     noise : {"exact", "float"}, default="exact"
-        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+        Exact integer noise on a grid, or floating-point samplers (exploration only: the
+        release is then reported ``validity="invalid"``, Mironov 2012).
     count_fraction : float in (0, 1), default=0.05
         Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
         (the Gram matrix is released and divided by it).
@@ -394,7 +427,8 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
     report_delta : float, default=1e-6
     random_state : None, int, numpy.random.Generator or "secure"
     noise : {"exact", "float"}, default="exact"
-        Exact integer noise on a grid, or NumPy's float samplers (exploration only).
+        Exact integer noise on a grid, or floating-point samplers (exploration only: the
+        release is then reported ``validity="invalid"``, Mironov 2012).
     count_fraction : float in (0, 1), default=0.05
         Under ``neighbors="add-remove"``, the share of the budget spent on a noisy count
         (the Gram matrix is released and divided by it).
@@ -467,6 +501,23 @@ class DiagonalCovariance(_ZCDPCovarianceBase):
         n_samples = n
         diagonal = np.diag(S).copy()
         sensitivity = np.diag(gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors))
+        add_remove = ctx.neighbors == "add-remove"
+        if ctx.noise != "float":
+            # Before any draw: the count and every diagonal entry must be drawable.
+            count_share = Fraction(self.count_fraction) if add_remove else Fraction(0)
+            scale = 1 if add_remove else n
+            records = MAX_RECORDS if add_remove else 1  # n is private under add/remove
+            box = bounds.vector(p)
+            parts = [NoisePart(share=(1 - count_share) / p, sensitivity=float(s) / scale,
+                               size=1, value_bound=float(np.max(box)) ** 2 * records)
+                     for s in {float(sensitivity.min()), float(sensitivity.max())}]
+            if add_remove:
+                parts.append(NoisePart(share=count_share, sensitivity=1.0, size=1,
+                                       value_bound=float(MAX_RECORDS)))
+            check_budget_range(check_budget(self.budget), parts,
+                               release=f"DiagonalCovariance of {p} columns")
+        else:
+            check_budget_range(check_budget(self.budget), [], release="DiagonalCovariance")
         if ctx.neighbors == "add-remove":
             count_budget, _ = split_budget(budget, self.count_fraction)
             accountant.spend(count_budget, mechanism="noisy count")
@@ -596,6 +647,16 @@ class SeparateCovariance(_ZCDPCovarianceBase):
             return self
         accountant = PrivacyAccountant(budget)
         radius = bounds.row_norm(p)
+        vector_share = Fraction(share)
+        check_budget_range(
+            check_budget(self.budget),
+            _whole_matrix_parts([vector_share], radius=radius, n=n, p=p,
+                                neighbors=self.neighbors, noise=self._ctx.noise)
+            + _whole_matrix_parts([1 - vector_share], radius=radius, n=n, p=p,
+                                  neighbors=self.neighbors, noise=self._ctx.noise,
+                                  eigenvalues=True),
+            release=f"SeparateCovariance of {p} columns from n = {n} rows",
+        )
         noisy, values, estimate, noise = _separate_cov(
             S,
             radius=radius,
@@ -811,6 +872,21 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         accountant = PrivacyAccountant(budget)
         r = bounds.row_norm(p)
         rho = Fraction(budget.rho)
+        # Before any draw. The final release's radius is chosen privately, but its noise
+        # in grid steps does not depend on it (sensitivity and values both scale as r^2).
+        final_share = 1 - Fraction(trace_fraction) - Fraction(radius_fraction)
+        check_budget_range(
+            check_budget(self.budget),
+            ([] if ctx.noise == "float" else [NoisePart(
+                share=Fraction(trace_fraction), sensitivity=math.nextafter(r**2 / n, math.inf),
+                size=1, value_bound=r**2)])
+            + _whole_matrix_parts([final_share, final_share / 2], radius=r, n=n, p=p,
+                                  neighbors=self.neighbors, noise=ctx.noise)
+            + _whole_matrix_parts([final_share / 2], radius=r, n=n, p=p,
+                                  neighbors=self.neighbors, noise=ctx.noise, eigenvalues=True),
+            release=f"AdaptiveCovariance of {p} columns from n = {n} rows",
+            minimum=_svt_minimum(check_budget(self.budget), radius_fraction),
+        )
         # Rounding can put a clipped row a hair above r; the sensitivity argument needs <= r^2.
         squared_norms = np.minimum(np.einsum("ij,ij->i", rows, rows), r**2)
 
@@ -824,7 +900,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         trace_bound = float(noisy_trace) + trace_sigma * math.sqrt(2 * math.log(4.0 / beta))
         trace_bound = min(max(trace_bound, 0.0), r**2)
 
-        epsilon = _epsilon_for_zcdp(rho * Fraction(radius_fraction))
+        epsilon = epsilon_for_zcdp(rho * Fraction(radius_fraction), coefficient=PURE_DP_ZCDP)
         release_rho = float(rho * (1 - Fraction(trace_fraction) - Fraction(radius_fraction)))
         radii = r * 2.0 ** -np.arange(n_radii)
         queries = np.empty(n_radii)
@@ -842,7 +918,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             queries[k] = (bias - n * min(gauss, separate)) / r**2
         accountant.spend(PureDP(epsilon), mechanism="sparse vector (AboveThreshold)")
         stop = above_threshold(
-            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.rng, monotonic=True
+            queries, threshold=0.0, sensitivity=1.0, epsilon=epsilon, rng=ctx.source, monotonic=True
         )
         index = max(min(stop, n_radii) - 1, 0)
         # The radius r itself needs no rescaling; a power of two times r is recomputed

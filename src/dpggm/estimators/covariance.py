@@ -55,7 +55,8 @@ class PrivateCovariance(PrivateEstimatorBase):
         Subtract the Wishart noise's known mean (``"wishart"`` only; post-processing).
     noise : {"exact", "float"}, default="exact"
         ``"exact"`` draws integer noise on a grid (no floating-point leak); ``"float"``
-        uses NumPy's samplers for fast exploration and reports that caveat.
+        uses floating-point samplers for fast exploration, and the release is then
+        reported ``validity="invalid"`` (Mironov 2012) and never booked.
     psd : bool, default=True
         Project the release onto the PSD cone for ``covariance_``.
     report_delta : float, default=1e-6

@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm import _progress
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
 #: Rows per chunk when slicing arrays or reading Parquet row groups.
 DEFAULT_CHUNK_ROWS = 200_000
 #: Bytes per block when streaming a CSV file.
-DEFAULT_BLOCK_BYTES = 8 << 20
+DEFAULT_BLOCK_BYTES = 4 << 20
 
 DataLike = "np.ndarray | pd.DataFrame | str | os.PathLike | TableFile"
 
@@ -92,7 +93,13 @@ class TableFile:
     format : {"csv", "parquet"}, optional
         Default: from the suffix (``.parquet``, ``.pq``, ``.parq`` are Parquet).
     block_size : int
-        Bytes per block when streaming a CSV file (memory is bounded by one block).
+        Bytes per block when streaming a CSV file, and about the bytes of the parsed
+        values per block of a Parquet file (memory is bounded by one block).
+    scratch : str or path-like, optional
+        Directory of the temporary file that keeps the parsed records between the passes of
+        an estimator that reads them several times (``PrivateGraph``), when they exceed
+        its memory limit; it needs room for 8 bytes per value. Default: the system's
+        temporary directory (``TMPDIR``).
 
     Privacy
     -------
@@ -109,6 +116,7 @@ class TableFile:
     encoding: str = "utf-8"
     format: str | None = None
     block_size: int = DEFAULT_BLOCK_BYTES
+    scratch: str | os.PathLike | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
@@ -159,15 +167,16 @@ def _column_names(X: Any, p: int) -> list[str]:
     return [f"x{j}" for j in range(p)]
 
 
-def _check_frame(frame: pd.DataFrame, *, where: str) -> np.ndarray:
+def _check_frame(frame: pd.DataFrame, *, where: str, allow_missing: bool = False) -> np.ndarray:
     bad = [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
         raise ValueError(
             f"{where} has non-numeric column(s) {shown}; encode or drop them before estimating"
         )
-    return _check_array(frame.to_numpy(dtype=float), columns=[str(c) for c in frame.columns],
-                        where=where)
+    return _check_array(frame.to_numpy(dtype=float, na_value=np.nan),
+                        columns=[str(c) for c in frame.columns], where=where,
+                        allow_missing=allow_missing)
 
 
 def _check_array(
@@ -177,8 +186,10 @@ def _check_array(
     where: str,
     row_offset: int = 0,
     unit: str = "row",
+    allow_missing: bool = False,
 ) -> np.ndarray:
-    """Refuse non-finite values, naming the first one.
+    """Refuse non-finite values, naming the first one (with ``allow_missing``, only
+    infinite ones: NaN then marks a missing value).
 
     ``unit`` and ``row_offset`` translate a row of this block into the user's terms: a
     0-based ``row`` of an array, a 1-based ``line`` of a CSV file, a 1-based ``record``
@@ -190,14 +201,27 @@ def _check_array(
         )
     if values.shape[1] == 0:
         raise ValueError(f"{where} has no columns")
+    # Column sums propagate NaN and inf: a cheap test that reads the block once, with the
+    # exact search only when it fails (an overflowing sum of finite values merely
+    # triggers the search).
+    if values.dtype.kind == "f" and np.isfinite(values.sum(axis=0)).all():
+        return values
     finite = np.isfinite(values)
+    if allow_missing:
+        finite |= np.isnan(values)
     if not finite.all():
         row, col = np.argwhere(~finite)[0]
         name = columns[col] if columns else f"x{col}"
+        if allow_missing:
+            raise ValueError(
+                f"{where} contains infinite values (first at {unit} {row + row_offset}, column "
+                f"{name!r}); an infinite value is not a missing one: correct or remove it"
+            )
         raise ValueError(
             f"{where} contains NaN or infinite values (first at {unit} "
-            f"{row + row_offset}, column {name!r}); remove or impute them (an empty field counts as "
-            "missing) before estimating"
+            f"{row + row_offset}, column {name!r}); missing values (an empty field counts as "
+            "missing) are refused with missing='refuse': use missing='impute' (CLI: --missing "
+            "impute) or remove them before estimating"
         )
     return values
 
@@ -215,9 +239,12 @@ def _refuse_dask(X: Any, name: str) -> None:
         )
 
 
-def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
+def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.ndarray, list[str]]:
     """Validate an in-memory input (array, DataFrame, CSV / Parquet path or
     :class:`TableFile`) and return it as a float matrix with its column names.
+
+    With ``missing="refuse"`` (default) a missing value (NaN, an empty field) is an error;
+    otherwise it is kept as NaN for the caller's policy (infinite values are refused).
 
     Dask collections are refused here: estimators that accept them reduce them with
     :func:`clipped_second_moment` instead.
@@ -231,7 +258,7 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
     if _is_path(X):
         blocks = []
         columns: list[str] = []
-        for block, block_columns, _ in iter_chunks(X):
+        for block, block_columns, _ in iter_chunks(X, missing=missing):
             blocks.append(block)
             columns = block_columns
         values = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
@@ -243,7 +270,7 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
                 f"{name} has complex-valued column(s) {complex_columns[:5]}; complex data are "
                 "not supported"
             )
-        values = _check_frame(X, where=name)
+        values = _check_frame(X, where=name, allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
     else:
         if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
@@ -260,7 +287,8 @@ def as_matrix(X: Any, *, name: str = "X") -> tuple[np.ndarray, list[str]]:
             np.issubdtype(values.dtype, np.number) or values.dtype == bool
         ):
             raise ValueError(f"{name} must be numeric; got an array of dtype {values.dtype}")
-        values = _check_array(values.astype(float, copy=False), columns=None, where=name)
+        values = _check_array(values.astype(float, copy=False), columns=None, where=name,
+                              allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
     if values.shape[0] < 2:
         raise ValueError(f"{name} needs at least 2 records (rows); got {values.shape[0]}")
@@ -397,9 +425,14 @@ def _open_checked(source: TableFile) -> Path:
     return path
 
 
-def _batch_to_matrix(batch: Any, *, rows: int, width: int) -> np.ndarray:
+def _new_matrix(rows: int, width: int) -> np.ndarray:
+    return np.empty((rows, width), order="F")
+
+
+def _batch_to_matrix(batch: Any, *, rows: int, width: int,
+                     matrix: Callable[[int, int], np.ndarray] = _new_matrix) -> np.ndarray:
     # Fortran order: each column is copied once, and X^T X needs no transposed copy.
-    out = np.empty((rows, width), order="F")
+    out = matrix(rows, width)
     for j in range(width):
         out[:, j] = batch.column(j).to_numpy(zero_copy_only=False)
     return out
@@ -463,28 +496,47 @@ def _csv_error(source: TableFile, layout: _Layout, exc: Exception) -> ValueError
     return ValueError(f"{where} could not be read: {message.splitlines()[0]}")
 
 
-def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[bytes | memoryview]:
+def _byte_blocks(path: Path, *, block_size: int, skip: int) -> Iterator[memoryview]:
     """The file from byte ``skip`` on, in blocks of about ``block_size`` bytes that end at a
-    line break (a record is never split between blocks)."""
-    with open(path, "rb") as handle:
+    line break (a record is never split between blocks).
+
+    The blocks are read into one reused buffer: a block is valid until the next one is
+    requested (the parser is done with it by then), so reading allocates nothing per block.
+    """
+    # The parser may hold on to a view of a block after it is done with it, so the buffer
+    # is never resized in place (a larger one replaces it) and views are never released
+    # explicitly; overwriting the bytes is safe once the parser has returned.
+    buffer = bytearray(block_size)
+    carry = 0  # bytes of an unfinished line at the start of the buffer
+    with open(path, "rb", buffering=0) as handle:
         handle.seek(skip)
-        carry = b""
         while True:
-            buffer = handle.read(block_size)
-            if not buffer:
-                if carry.strip():
-                    yield carry if carry.endswith(b"\n") else carry + b"\n"
+            end = carry
+            view = memoryview(buffer)
+            while end < len(buffer):
+                count = handle.readinto(view[end:])
+                if not count:
+                    break
+                end += count
+            if end == carry:  # end of file
+                rest = bytes(buffer[:carry])
+                if rest.strip():
+                    yield memoryview(rest if rest.endswith(b"\n") else rest + b"\n")
                 return
-            data = carry + buffer if carry else buffer
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than a block: keep reading
-                carry = data
+            cut = buffer.rfind(b"\n", 0, end) + 1
+            if cut == 0:  # one line longer than the buffer: a larger buffer
+                buffer = buffer + bytearray(len(buffer))
+                carry = end
                 continue
-            yield memoryview(data)[:cut]
-            carry = data[cut:]
+            yield view[:cut]
+            buffer[:end - cut] = buffer[cut:end]
+            carry = end - cut
 
 
-def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
+def _iter_csv(
+    source: TableFile, matrix: Callable[[int, int], np.ndarray] = _new_matrix,
+    missing: str = "refuse",
+) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Stream a CSV file: each block of whole lines is parsed by ``pyarrow.csv.read_csv``
     (multi-threaded within the block), so memory is bounded by one block and its matrix.
 
@@ -513,7 +565,10 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         decimal_point=source.decimal,
     )
     first = 0
+    task, size, consumed = f"reading {Path(path).name}", os.path.getsize(path), skip
+    _progress.report(task, consumed, size)
     for block in _byte_blocks(path, block_size=source.block_size, skip=skip):
+        consumed += len(block)
         try:
             table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)), read_options=read_options,
                                    parse_options=parse_options,
@@ -524,10 +579,12 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
         rows = table.num_rows
         if rows == 0:
             continue
-        values = _batch_to_matrix(table, rows=rows, width=len(selected))
+        values = _batch_to_matrix(table, rows=rows, width=len(selected), matrix=matrix)
         del table
         _check_array(values, columns=columns, where=where,
-                     row_offset=layout.data_line + first, unit="line")
+                     row_offset=layout.data_line + first, unit="line",
+                     allow_missing=missing != "refuse")
+        _progress.report(task, consumed, size)
         yield values, columns, first
         first += rows
     if first == 0:
@@ -538,7 +595,8 @@ def _iter_csv(source: TableFile) -> Iterator[tuple[np.ndarray, list[str], int]]:
 
 
 def _iter_parquet(
-    source: TableFile, chunk_rows: int
+    source: TableFile, chunk_rows: int, matrix: Callable[[int, int], np.ndarray] = _new_matrix,
+    policy: str = "refuse",
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -568,12 +626,18 @@ def _iter_parquet(
         raise ValueError(
             f"{where} has non-numeric column(s) {shown}; encode or drop them before estimating"
         )
+    # Rows per batch: at most chunk_rows, and about block_size bytes of float64 values, so
+    # that a wide file is read in blocks of bounded memory too.
+    rows_per_batch = min(int(chunk_rows), max(1024, source.block_size // (8 * max(len(names), 1))))
     first = 0
-    for batch in handle.iter_batches(batch_size=chunk_rows, columns=names):
+    task, total = f"reading {Path(path).name}", handle.metadata.num_rows
+    for batch in handle.iter_batches(batch_size=rows_per_batch, columns=names):
         if batch.num_rows == 0:
             continue
-        values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names))
-        _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record")
+        values = _batch_to_matrix(batch, rows=batch.num_rows, width=len(names), matrix=matrix)
+        _check_array(values, columns=names, where=where, row_offset=first + 1, unit="record",
+                     allow_missing=policy != "refuse")
+        _progress.report(task, first + batch.num_rows, total)
         yield values, names, first
         first += batch.num_rows
     if first == 0:
@@ -588,14 +652,16 @@ def _arrow_numeric(kind: Any) -> bool:
 
 
 def iter_chunks(
-    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    matrix: Callable[[int, int], np.ndarray] = _new_matrix, missing: str = "refuse",
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Yield ``(values, columns, first_row)`` chunks of a validated input.
 
     Arrays and DataFrames are sliced into ``chunk_rows`` rows; Parquet files are read
     ``chunk_rows`` rows at a time; CSV files are streamed in blocks of
     ``TableFile.block_size`` bytes (pyarrow). ``first_row`` is the 0-based index of the
-    chunk's first record.
+    chunk's first record. A file's chunks are column-major matrices obtained from
+    ``matrix(rows, width)`` (a reader that recycles its buffers passes its own).
     """
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
         chunk_rows < 1
@@ -605,11 +671,11 @@ def iter_chunks(
     if _is_path(X):
         source = _as_table(X)
         if source.kind == "parquet":
-            yield from _iter_parquet(source, int(chunk_rows))
+            yield from _iter_parquet(source, int(chunk_rows), matrix, missing)
         else:
-            yield from _iter_csv(source)
+            yield from _iter_csv(source, matrix, missing)
         return
-    values, columns = as_matrix(X)
+    values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):
         yield values[start : start + chunk_rows], columns, start
 

@@ -18,16 +18,19 @@ from typing import Any
 
 import numpy as np
 
+from dpggm import _progress
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import CALLABLE, NOISE, NONE, AnyOf, Interval, Options, fraction
 from dpggm.estimators.data import clipped_second_moment
-from dpggm.exceptions import IncompatibleBudgetError, UnsupportedNeighborsError
+from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError, UnsupportedNeighborsError
+from dpggm.mechanisms.additive import NoisePart, check_budget_range
 from dpggm.mechanisms.bounds import Box
 from dpggm.mechanisms.noise import exponential_mechanism
 from dpggm.mechanisms.release import release_value
 from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
 from dpggm.privacy.accountant import PrivacyAccountant
-from dpggm.privacy.budgets import ZCDP, NonPrivate, budget_from_cost, exact_cost
+from dpggm.privacy.budgets import GDP, ZCDP, NonPrivate, budget_from_cost, exact_cost
+from dpggm.privacy.calibration import epsilon_for_zcdp
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
 __all__ = ["PACECovariance", "PACERound"]
@@ -48,11 +51,50 @@ def _as_zcdp(budget: Any) -> ZCDP:
     try:
         # Rounded down: the total a filter may spend must never exceed what was declared.
         return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
+    except ValueError:
+        name, value = ("mu", budget.mu) if isinstance(budget, GDP) else ("epsilon", budget.epsilon)
+        raise BudgetRangeError(
+            f"budget: {name} must be below 1.8e+154 to be accounted in zCDP ({name}**2/2 "
+            f"exceeds the largest float); got {name}={value!r}",
+            parameter=name, value=value,
+        ) from None
     except IncompatibleBudgetError as exc:
         raise IncompatibleBudgetError(
             f"PACECovariance runs under zCDP; {exc}. Pass a ZCDP budget (or PureDP / GDP, "
             "which convert soundly)."
         ) from None
+
+
+def pace_noise_parts(sens: np.ndarray, box: np.ndarray, *, diag_fraction: Fraction,
+                     select_fraction: Fraction, max_rounds: int,
+                     scale: Fraction = Fraction(1)) -> list[NoisePart]:
+    """Every Gaussian measurement PACE may make, with its share of the total (times
+    ``scale``) for :func:`~dpggm.mechanisms.additive.check_budget_range`. The diagonal ones
+    get ``diag_fraction / d``; an off-diagonal one at least ``(1 - diag_fraction)(1 -
+    select_fraction) / max_rounds`` (the first round's; the last round spends at least one
+    round's share) and at most ``1 - diag_fraction``. Public parameters only."""
+    d = sens.shape[0]
+    largest = float(np.max(box)) ** 2
+    diagonal, off = np.diag(sens), sens[~np.eye(d, dtype=bool)]
+    parts = [NoisePart(share=scale * diag_fraction / d, sensitivity=s, size=1,
+                       value_bound=largest) for s in {float(diagonal.min()), float(diagonal.max())}]
+    rest = 1 - diag_fraction
+    if off.size:
+        for share in (rest * (1 - select_fraction) / max_rounds, rest):
+            for s in {float(off.min()), float(off.max())}:
+                parts.append(NoisePart(share=scale * share, sensitivity=s, size=1,
+                                       value_bound=largest))
+    return parts
+
+
+def _check_pace_budget(requested: Any, sens: np.ndarray, box: np.ndarray, *, n: int, d: int,
+                       noise: str, diag_fraction: Fraction, select_fraction: Fraction,
+                       max_rounds: int) -> None:
+    """Before any draw: every Gaussian measurement PACE may make must be drawable."""
+    parts = [] if noise == "float" else pace_noise_parts(
+        sens, box, diag_fraction=diag_fraction, select_fraction=select_fraction,
+        max_rounds=max_rounds)
+    check_budget_range(requested, parts, release=f"PACE-GGM on {d} columns from n = {n} rows")
 
 
 def _selection_scores(S, estimate, scores, changed) -> np.ndarray:
@@ -124,7 +166,8 @@ class PACECovariance(DPEstimator):
     -------
     The diagonal phase spends ``diag_fraction * rho`` (the ``d`` diagonal measurements
     compose), each round spends ``rho_sel`` on an exponential-mechanism selection
-    (``eps = sqrt(8 rho_sel)``, ``eps^2/8``-zCDP) and ``rho_meas`` on one Gaussian
+    (``eps``: the largest float with ``eps^2/8 <= rho_sel``, checked exactly, so a square
+    root rounded up never costs more than is booked) and ``rho_meas`` on one Gaussian
     measurement. All spends go through a :class:`~dpggm.privacy.PrivacyAccountant` used as a
     filter, so whatever the data-dependent annealing does the total never exceeds
     ``rho``; the last round spends exactly the remainder. The rounds compose
@@ -193,25 +236,35 @@ class PACECovariance(DPEstimator):
 
     def fit(self, X: Any, y: Any = None) -> PACECovariance:
         """Run PACE-GGM on ``X`` (array, DataFrame or CSV path)."""
-        from dpggm.solvers.maxent import MaxEntropyReconstructor
-
         budget, bounds = self._validate()
         stats = clipped_second_moment(X, bounds=bounds)
-        S, n, d = stats.second_moment, stats.n, stats.n_features
+        return self._fit_second_moment(X, stats.second_moment, n=stats.n,
+                                       columns=stats.columns, budget=budget, bounds=bounds)
+
+    # One piece (over 120 lines): the select-measure-reconstruct loop of Algorithms 1-3 reads
+    # as the paper does, with every spend checked by the filter just before its mechanism.
+    def _fit_second_moment(self, X: Any, S: np.ndarray, *, n: int, columns: list[str],
+                           budget: Any, bounds: Box) -> PACECovariance:
+        """PACE-GGM on the exact second moment ``S`` of ``n`` records clipped to
+        ``bounds`` (validated by :meth:`_validate`); ``X`` only names the columns."""
+        from dpggm.solvers.maxent import MaxEntropyReconstructor
+
+        d = S.shape[0]
+        stats_columns = columns
         ctx = self._ctx
         if isinstance(budget, NonPrivate):
             precision = np.linalg.pinv(S)
             self.measurements_ = {"entries": [], "values": [], "precisions": []}
             self.n_rounds_, self.n_measured_offdiag_, self.history_ = 0, 0, []
             self._set_fitted(
-                X, n_samples=n, n_features=d, columns=stats.columns, covariance=S.copy(),
+                X, n_samples=n, n_features=d, columns=stats_columns, covariance=S.copy(),
                 precision=precision, adjacency=np.abs(precision) > 0,
                 privacy=ctx.guarantee(budget=budget, mechanism="pace-ggm (non-private reference)"),
             )
             return self
 
-        rng = ctx.rng
-        exact = {"noise": ctx.noise, "secure": ctx.secure}
+        rng = ctx.source  # every draw of the fit, selections included
+        exact = {"noise": ctx.noise}
         tight = second_moment_entry_sensitivity(bounds, n=n, p=d, neighbors=self.neighbors)
         if self.entry_sensitivity == "paper":
             b_max = float(np.max(bounds.vector(d)))
@@ -219,12 +272,17 @@ class PACECovariance(DPEstimator):
         else:
             sens = tight
         select_sensitivity = float(sens.max())
+        max_rounds = self.max_rounds if self.max_rounds is not None else max(1, d * (d - 1))
+        _check_pace_budget(self.budget, sens, bounds.vector(d), n=n, d=d, noise=ctx.noise,
+                           diag_fraction=Fraction(self.diag_fraction),
+                           select_fraction=Fraction(self.select_fraction), max_rounds=max_rounds)
         rows, cols = np.tril_indices(d)  # candidates (j, k) with j >= k
         accountant = PrivacyAccountant(budget)
         rho = Fraction(budget.rho)
 
         # Initialisation (Algorithm 2): every diagonal entry with rho_diag / d.
-        rho_diag_each = float(rho * Fraction(self.diag_fraction) / d)
+        # Rounded down: the d diagonal spends never add up to more than their share.
+        rho_diag_each = budget_from_cost(ZCDP, (rho * Fraction(self.diag_fraction) / d,)).rho
         values = np.zeros((d, d))
         precisions = np.zeros((d, d))
         for j in range(d):
@@ -238,7 +296,6 @@ class PACECovariance(DPEstimator):
         scores = np.abs(S[rows, cols] - estimate[rows, cols])
         reconstructor.pop_changed()
 
-        max_rounds = self.max_rounds if self.max_rounds is not None else max(1, d * (d - 1))
         beta = self.select_fraction
         per_round = accountant.remaining.rho / max_rounds
         rho_sel, rho_meas = beta * per_round, (1 - beta) * per_round
@@ -255,7 +312,7 @@ class PACECovariance(DPEstimator):
             err = _selection_scores(S, estimate, scores, reconstructor.pop_changed())
             accountant.spend(ZCDP(rho_sel), mechanism="exponential", score="|S_jk - estimate_jk|")
             pick = exponential_mechanism(
-                err, sensitivity=select_sensitivity, epsilon=math.sqrt(8 * rho_sel), rng=rng
+                err, sensitivity=select_sensitivity, epsilon=epsilon_for_zcdp(rho_sel), rng=rng
             )
             j, k = int(rows[pick]), int(cols[pick])
             if final:
@@ -274,8 +331,10 @@ class PACECovariance(DPEstimator):
             history.append(PACERound((j, k), rho_sel, rho_meas, sigma, annealed and not final))
             if annealed and not final:
                 rho_sel, rho_meas = 2 * rho_sel, 4 * rho_meas
+            spent = float(sum(accountant.exact_spent))
             if self.progress is not None:
-                self.progress(float(sum(accountant.exact_spent)), budget.rho)
+                self.progress(spent, budget.rho)
+            _progress.report("PACE rounds: share of the budget spent", spent, budget.rho)
 
         lower = np.argwhere(np.tril(precisions > 0))
         self.measurements_ = {
@@ -300,7 +359,7 @@ class PACECovariance(DPEstimator):
             },
         )
         self._set_fitted(
-            X, n_samples=n, n_features=d, columns=stats.columns, covariance=estimate,
+            X, n_samples=n, n_features=d, columns=stats_columns, covariance=estimate,
             precision=reconstructor.precision, adjacency=precisions > 0, privacy=privacy,
         )
         # None (documented) when the reconstruction is singular, never a previous fit's.

@@ -20,12 +20,17 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
-from dpggm.estimators._base import DPEstimator, PrivateEstimatorBase, ReleasedCovariance
+from dpggm.estimators._base import (
+    DPEstimator,
+    PrivateEstimatorBase,
+    ReleasedCovariance,
+    make_context,
+)
 from dpggm.estimators._contract import FLAG, AnyOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
-from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.glasso import graphical_lasso
@@ -40,6 +45,7 @@ __all__ = [
     "ThresholdedCovariance",
     "auto_alpha",
     "non_private_cv_alpha",
+    "solve_released",
 ]
 
 
@@ -200,6 +206,30 @@ class RidgePrecision(_PerturbationEstimator):
         return self
 
 
+def solve_released(S: np.ndarray, alpha: float, *, noise_std: float,
+                   **options: Any) -> tuple[Any, bool, int]:
+    """The graphical lasso on a released second moment, repaired when it has no solution.
+
+    A release can be too far from positive definite for ``alpha``. It is then repaired by
+    post-processing, least first: variances below the public noise floor (``noise_std``,
+    the off-diagonal noise standard deviation) are raised to it, and if that is not enough
+    the matrix is projected onto the matrices with eigenvalues at least that floor.
+
+    Returns the solver result, whether a repair was needed, and how many variances were
+    raised.
+    """
+    try:
+        return graphical_lasso(S, alpha, **options), False, 0
+    except NoSolutionError:
+        pass
+    S, raised = _floor_diagonal(S, noise_std)
+    try:
+        return graphical_lasso(S, alpha, **options), True, raised
+    except NoSolutionError:
+        S = project_psd(S, min_eigenvalue=max(noise_std, 1e-12)).estimate
+        return graphical_lasso(S, alpha, **options), True, raised
+
+
 class GraphicalLasso(_PerturbationEstimator):
     """Graphical lasso on a privately released second moment (DP-AGL, seed 000;
     covariance perturbation, seed 001).
@@ -293,24 +323,10 @@ class GraphicalLasso(_PerturbationEstimator):
                 )
         else:
             alpha = float(self.alpha)
-        floor = release.entry_noise_std
         options = {"method": self.solver, "penalize_diagonal": self.penalize_diagonal,
                    "tol": self.tol, "max_iter": self.max_iter}
-        self.repaired_ = False
-        self.n_diagonal_repaired_ = 0
-        try:
-            result = graphical_lasso(S, alpha, **options)
-        except NoSolutionError:
-            # The release is too far from positive definite for this alpha. Repair it by
-            # post-processing, least first: raise variances below the public noise floor,
-            # then, if that is not enough, project onto {eigenvalues >= floor}.
-            self.repaired_ = True
-            S, self.n_diagonal_repaired_ = _floor_diagonal(S, floor)
-            try:
-                result = graphical_lasso(S, alpha, **options)
-            except NoSolutionError:
-                S = project_psd(S, min_eigenvalue=max(floor, 1e-12)).estimate
-                result = graphical_lasso(S, alpha, **options)
+        result, self.repaired_, self.n_diagonal_repaired_ = solve_released(
+            S, alpha, noise_std=release.entry_noise_std, **options)
         self.alpha_ = float(alpha)
         self.n_iter_ = result.iterations
         self.converged_ = result.converged
@@ -403,10 +419,7 @@ class OutputPerturbationPrecision(DPEstimator):
         result = graphical_lasso(S, alpha, method=self.solver,
                                  penalize_diagonal=self.penalize_diagonal, tol=self.tol,
                                  max_iter=self.max_iter)
-        ctx = ReleaseContext(
-            neighbors=self.neighbors, bounds=bounds, random_state=self.random_state,
-            report_delta=self.report_delta,
-        )
+        ctx = make_context(self, bounds)
         self.non_private_precision_ = result.estimate
         if isinstance(budget, NonPrivate):
             self.precision_ = result.estimate
@@ -415,11 +428,11 @@ class OutputPerturbationPrecision(DPEstimator):
             )
         else:
             scale = p**2.5 / (n * budget.epsilon * alpha**2)
-            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.rng)
+            self.precision_ = result.estimate + wishart_noise(p, p + 1, scale, ctx.source)
             self.privacy_ = ctx.guarantee(
                 budget=budget, mechanism="wishart output perturbation (seed 001, Algorithm 1)",
                 noise={"wishart_df": p + 1, "wishart_scale": scale},
-                invalid_reason=_OUTPUT_PERTURBATION_FLAW,
+                invalid_reason=f"{_OUTPUT_PERTURBATION_FLAW}; {WISHART_FLOAT_REASON}",
             )
         self._set_fitted(X, n_samples=n, n_features=p, columns=columns, privacy=self.privacy_,
                          covariance=np.linalg.pinv(self.precision_))

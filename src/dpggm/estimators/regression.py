@@ -209,6 +209,9 @@ class PrivateLinearRegression(RegressorMixin, ContractMixin, BaseEstimator):
         "fit_intercept": FLAG,
         "ridge": Interval(0, None, closed="left"),
     }
+    # Its covariance estimator reads the private records; preprocessing before this one
+    # in a Pipeline is reported there (and warned about here).
+    _reads_private_records = True
 
     def __init__(
         self, *, covariance_estimator: Any = None, fit_intercept: bool = False, ridge: float = 0.0

@@ -1,7 +1,9 @@
-"""A short demonstration on the breast-cancer data that scikit-learn ships."""
+"""A short demonstration: the private graph of synthetic raw measurements, then private
+covariances of the breast-cancer data that scikit-learn ships."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,13 +32,21 @@ DEMO_METHODS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def demo_table(*, rhos=(0.01, 0.1, 1.0), random_state: int = 0) -> list[dict[str, Any]]:
-    """Errors of the private estimators against the non-private covariance."""
+def _breast_cancer_unit_box() -> np.ndarray:
     X = sklearn.datasets.load_breast_cancer().data
     lower, upper, _ = declared_ranges("breast_cancer")
-    Z = _unit_box(X, lower, upper)
+    return _unit_box(X, lower, upper)
+
+
+def _exact_second_moment(Z: np.ndarray) -> np.ndarray:
+    return make_estimator("ssp-zcdp", budget=NonPrivate(), bounds=Box(1.0)).fit(Z).covariance_
+
+
+def demo_table(*, rhos=(0.01, 0.1, 1.0), random_state: int = 0) -> list[dict[str, Any]]:
+    """Errors of the private estimators against the non-private covariance."""
+    Z = _breast_cancer_unit_box()
     bounds = Box(1.0)
-    exact = make_estimator("ssp-zcdp", budget=NonPrivate(), bounds=bounds).fit(Z).covariance_
+    exact = _exact_second_moment(Z)
     rows = []
     for rho in rhos:
         for method, options in DEMO_METHODS:
@@ -84,6 +94,17 @@ def _draw_text(graph: Any) -> str:
     return "".join(parts)
 
 
+def _shown(key: str, value: Any) -> str:
+    """A table cell: four significant digits; a privacy figure (epsilon) rounded up, so that
+    the shortened claim is never stronger than the true one."""
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:.4g}"
+    if key.startswith("epsilon") and float(text) < value:
+        text = f"{float(text) + 10.0 ** (math.floor(math.log10(float(text))) - 3):.4g}"
+    return text
+
+
 def run_demo(*, console: Console | None = None, random_state: int = 0) -> list[dict[str, Any]]:
     """Print the demo: a private graph of raw data, then the covariance-error table."""
     console = console or Console()
@@ -116,8 +137,19 @@ def run_demo(*, console: Console | None = None, random_state: int = 0) -> list[d
     rows = demo_table(random_state=random_state)
     table = Table(*rows[0].keys())
     for row in rows:
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()))
+        table.add_row(*(_shown(key, value) for key, value in row.items()))
     console.print(table)
+    eigenvalues = np.linalg.eigvalsh(_exact_second_moment(_breast_cancer_unit_box()))
+    console.print(
+        "Relative Frobenius error: ||estimate - exact||_F / ||exact||_F (0.1 = 10 % off). "
+        "Mahalanobis error: ||exact^-1/2 estimate exact^-1/2 - I||_F, the error along every "
+        "direction measured against the data's own spread in it; these 30 features are "
+        "nearly collinear (smallest eigenvalue of the exact matrix "
+        f"{eigenvalues[0] / eigenvalues[-1]:.0e} of the largest), so noise that is small "
+        "next to the matrix is huge along its thinnest directions: values in the thousands "
+        "say the estimate cannot whiten the data or compute Mahalanobis distances, not that "
+        "it is wrong everywhere."
+    )
     console.print(
         "Each fit records its guarantee in privacy_: budget, (epsilon, delta), neighbouring "
         "relation, bounds, mechanism and noise scale. The demo is seeded so that it can be "

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.estimators._contract import feature_names as _names
+from dpggm.estimators.data import iter_chunks
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
@@ -68,9 +69,16 @@ def _read_csv(path: Any) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"no such CSV file: {str(path)!r}")
     try:
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
     except pd.errors.EmptyDataError:
         raise ValueError(f"CSV file {str(path)!r} is empty") from None
+    numeric = all(pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns)
+    if not numeric or not np.isfinite(frame.to_numpy(dtype=float)).all():
+        # Name the problem in the file's terms (its name, the 1-based line, the column),
+        # as the data path does, rather than as a 0-based row of an anonymous table.
+        for _ in iter_chunks(path):
+            pass
+    return frame
 
 
 def publish_csv(

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm import _progress
 from dpggm.exceptions import NumericalError
 from dpggm.experiments._common import (
     aggregate,
@@ -312,6 +313,7 @@ def _run_part(
     progress: Callable[[int, int], None] | None,
     done: int,
     total: int,
+    task: str = "repetitions",
 ) -> tuple[PartResult, int]:
     started = time.perf_counter()
     contexts: dict[tuple, Any] = {}
@@ -340,6 +342,7 @@ def _run_part(
             done += 1
             if progress is not None:
                 progress(done, total)
+            _progress.report(task, done, total)
     arranged = part.arrange(records) if part.arrange is not None else records
     frame = arranged if isinstance(arranged, pd.DataFrame) else pd.DataFrame(arranged)
     aggregated = None
@@ -375,7 +378,8 @@ def run(
         Replace existing files; otherwise an existing one is an error, raised before any
         computation.
     progress : callable, optional
-        ``progress(done, total)`` after every repetition of every cell.
+        ``progress(done, total)`` after every repetition of every cell (the same figures
+        also go to :func:`dpggm._progress.report`, for the command line's display).
 
     Returns
     -------
@@ -396,7 +400,8 @@ def run(
     results = Results(spec, {}, {})
     done = 0
     for part in spec.parts:
-        results.parts[part.name], done = _run_part(part, random_state, progress, done, total)
+        results.parts[part.name], done = _run_part(part, random_state, progress, done, total,
+                                                   task=f"{spec.name}: repetitions")
     for key, build in spec.tables.items():
         results.tables[key] = build(results)
     results.tables["timing"] = pd.DataFrame(

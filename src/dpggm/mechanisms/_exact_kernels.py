@@ -17,12 +17,10 @@ which make every coin with probability < 1 fail and every loop terminate.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from numba import njit
 
-from dpggm.mechanisms.random import check_random_state
+from dpggm.mechanisms.random import RandomSource
 
 __all__ = ["BitStream", "gaussian_kernel", "laplace_kernel", "selection_kernel"]
 
@@ -270,26 +268,22 @@ def bit_length(value: int) -> int:
 
 
 class BitStream:
-    """Uniform random bits from one ``random_state``, in 64-bit words.
+    """Uniform random bits from one random source, in 64-bit words.
 
-    ``None`` and ``"secure"`` read the operating system's cryptographic source
-    (:func:`os.urandom`) for every word; an ``int`` seed or a
-    :class:`numpy.random.Generator` draws words from that generator (reproducible
-    experiments; a Generator is advanced by the number of words drawn).
+    ``random_state`` is anything :class:`~dpggm.mechanisms.random.RandomSource` accepts:
+    ``None`` and ``"secure"`` read every word from the operating system's cryptographic
+    source (:func:`os.urandom`); an ``int`` seed or a :class:`numpy.random.Generator` draws
+    words from that generator (reproducible experiments; a Generator is advanced by the
+    number of words drawn); a ``RandomSource`` is used as it is.
     """
 
     def __init__(self, random_state: object) -> None:
-        if random_state is None or (isinstance(random_state, str) and random_state == "secure"):
-            self._generator = None
-        else:
-            self._generator = check_random_state(random_state)
+        self.source = RandomSource.of(random_state)
         self.words = np.zeros(0, dtype=np.uint64)
         self.pos = 0
 
     def _fresh(self, count: int) -> np.ndarray:
-        if self._generator is None:
-            return np.frombuffer(bytearray(os.urandom(8 * count)), dtype=np.uint64)
-        return self._generator.integers(0, 1 << 64, size=count, dtype=np.uint64)
+        return self.source.words(count)
 
     def refill(self, count: int) -> None:
         """Drop whole words before the current position and append ``count`` fresh words."""

@@ -42,27 +42,48 @@ Guarantees of the exact mechanisms:
 * discrete Laplace, ``PureDP(epsilon)``: scale ``Delta_1' / epsilon`` gives
   ``epsilon``-DP.
 
-``noise="float"`` keeps NumPy's floating-point samplers for fast exploratory runs; the
-guarantee then carries the floating-point caveat in its notes.
+``noise="float"`` keeps floating-point samplers for fast exploratory runs. Such a release
+is never reported ``"valid"``: its record has ``validity="invalid"`` with the reason
+:data:`FLOAT_NOISE_REASON`, so no accountant or ledger books it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpggm.exceptions import IncompatibleBudgetError, NumericalError
-from dpggm.mechanisms.discrete_gaussian import sample_discrete_gaussian, sample_discrete_laplace
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, Budget, NonPrivate, PureDP
+from dpggm.exceptions import BudgetRangeError, IncompatibleBudgetError, NumericalError
+from dpggm.mechanisms.discrete_gaussian import (
+    exact_scale_supported,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
+from dpggm.mechanisms.random import RandomSource
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    budget_from_cost,
+    exact_cost,
+)
 from dpggm.privacy.calibration import gaussian_sigma, laplace_scale
 from dpggm.privacy.conversion import zcdp_rho_for
 
 __all__ = [
-    "FLOAT_NOISE_CAVEAT",
+    "FLOAT_NOISE_REASON",
+    "MAX_RECORDS",
+    "NoisePart",
+    "check_budget_range",
+    "exact_parameter_range",
     "NOISE_MODES",
     "GaussianMechanism",
     "LaplaceMechanism",
@@ -76,13 +97,18 @@ NOISE_MODES = ("exact", "float")
 GRID_MARGIN = 2.0**-10
 #: Relative allowance for the floating-point error of the statistic itself.
 FLOAT_SLACK = 2.0**-20
+#: The most records a release is analysed for (the allowance above assumes it); under
+#: add/remove, where n is private, it bounds the count and the Gram matrix publicly.
+MAX_RECORDS = 2**30
 #: Grid coordinates must stay below this so that ``t * k`` is an exact double.
 _MAX_GRID_COORDINATE = 2.0**52
 
-FLOAT_NOISE_CAVEAT = (
-    "noise='float': the noise was drawn with NumPy's floating-point sampler, whose outputs "
-    "leak through floating-point gaps (Mironov 2012); the stated guarantee holds for the "
-    "idealised continuous mechanism only. Use noise='exact' (the default) for a release"
+FLOAT_NOISE_REASON = (
+    "noise='float': the noise was drawn by a floating-point sampler, whose set of possible "
+    "outputs differs between neighbouring data sets (Mironov 2012, 'On significance of the "
+    "least significant bits for differential privacy'); the stated budget holds only for "
+    "the idealised continuous mechanism, and the floating-point support attack of "
+    "`dpggm audit` refutes it for this release. Use noise='exact' (the default)"
 )
 
 
@@ -164,18 +190,10 @@ def _zcdp_target(budget: Budget) -> float:
     if isinstance(budget, ZCDP):
         return budget.rho
     if isinstance(budget, GDP):
-        # mu^2 / 2, rounded up so that the delivered rho is never understated.
-        value = budget.mu**2 / 2
-        while Fraction(value) < Fraction(budget.mu) ** 2 / 2:
-            value = _round_up(value)
-        return value
+        # The largest float not above mu^2 / 2: the release is calibrated to (and states)
+        # this rho, so it never costs more than the mu^2 / 2 that mu-GDP books in zCDP.
+        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down").rho
     return zcdp_rho_for(budget.epsilon, budget.delta)
-
-
-def _sampler_source(rng: np.random.Generator, secure: bool) -> Any:
-    # A "secure" release draws its random words from the operating system's
-    # cryptographic source; a seeded experiment draws them from its generator.
-    return "secure" if secure else rng
 
 
 @dataclass(frozen=True)
@@ -308,21 +326,23 @@ class GaussianMechanism:
     def release(
         self,
         values: np.ndarray,
-        rng: np.random.Generator,
+        source: RandomSource | Any,
         *,
-        secure: bool = False,
         independent: bool = False,
     ) -> np.ndarray:
-        """``values`` plus noise (an exact multiple of :attr:`grid` for an exact release).
+        """``values`` plus noise (an exact multiple of :attr:`grid` for an exact release),
+        every random word from ``source`` (a :class:`~dpggm.mechanisms.random.RandomSource`,
+        or anything it accepts).
 
         With ``independent=True`` every coordinate of ``values`` is a separate query of
         :attr:`size` coordinates (for example many one-entry queries at once); the caller
         accounts for each of them.
         """
+        source = RandomSource.of(source)
         return _add_noise(
             values, size=self.size, independent=independent, grid=self.grid, scale=self.sigma,
-            float_draw=rng.normal, exact_sampler=sample_discrete_gaussian,
-            random_state=_sampler_source(rng, secure),
+            float_draw=source.normal, exact_sampler=sample_discrete_gaussian,
+            random_state=source,
         )
 
     def record(self, prefix: str = "") -> dict[str, Any]:
@@ -375,13 +395,13 @@ class LaplaceMechanism:
         object.__setattr__(self, "delivered", self.budget)
         object.__setattr__(self, "derivation", derivation)
 
-    def release(
-        self, values: np.ndarray, rng: np.random.Generator, *, secure: bool = False
-    ) -> np.ndarray:
+    def release(self, values: np.ndarray, source: RandomSource | Any) -> np.ndarray:
+        """``values`` plus noise, every random word from ``source``."""
+        source = RandomSource.of(source)
         return _add_noise(
             values, size=self.size, independent=False, grid=self.grid, scale=self.scale,
-            float_draw=rng.laplace, exact_sampler=sample_discrete_laplace,
-            random_state=_sampler_source(rng, secure),
+            float_draw=source.laplace, exact_sampler=sample_discrete_laplace,
+            random_state=source,
         )
 
     def record(self, prefix: str = "") -> dict[str, Any]:
@@ -393,3 +413,260 @@ class LaplaceMechanism:
         if self.grid is not None:
             out[f"{prefix}grid"] = self.grid
         return out
+
+
+# ----------------------------------------------------------------- budgets that work
+
+#: A release whose statistic reaches this many grid steps leaves the exact range.
+_COORDINATE_LIMIT = Fraction(2**52)
+# Search window for the parameter (rho or epsilon): every float of interest lies inside.
+_LOG2_LOW, _LOG2_HIGH = -1070.0, 1020.0
+
+
+def _part_feasible(value: float, *, sensitivity: float, size: int, value_bound: float | None,
+                   laplace: bool) -> bool:
+    """Whether an exact release with parameter ``value`` (rho of a Gaussian part, epsilon of
+    a Laplace part) can be drawn: the sampler accepts its scale in grid units, and the
+    public bound of the statistic stays inside the exactly representable grid."""
+    try:
+        if laplace:
+            mechanism: Any = LaplaceMechanism(sensitivity=sensitivity, size=size,
+                                               budget=PureDP(value))
+            scale = mechanism.scale
+        else:
+            mechanism = GaussianMechanism(sensitivity=sensitivity, size=size, budget=ZCDP(value))
+            scale = mechanism.sigma
+    except (ValueError, OverflowError, ZeroDivisionError, ArithmeticError):
+        return False
+    if not (math.isfinite(scale) and scale > 0 and mechanism.grid is not None):
+        return False
+    grid = Fraction(mechanism.grid)
+    if not exact_scale_supported(Fraction(scale) / grid, laplace=laplace):
+        return False
+    # Headroom: the statistic plus 12 noise scales (exceeded with probability below 1e-32
+    # per coordinate) must stay inside the grid's range.
+    reach = (0 if value_bound is None else Fraction(value_bound)) + 12 * Fraction(scale)
+    return reach / grid < _COORDINATE_LIMIT
+
+
+@functools.lru_cache(maxsize=512)
+def exact_parameter_range(*, sensitivity: float, size: int, value_bound: float | None = None,
+                          laplace: bool = False) -> tuple[float, float]:
+    """The range of budgets an exact release of ``size`` coordinates of ``sensitivity`` can
+    deliver: ``rho`` of the discrete Gaussian (``laplace=False``, l2 sensitivity) or
+    ``epsilon`` of the discrete Laplace (l1 sensitivity).
+
+    Below the range the noise exceeds ``2**48`` grid steps (the exact samplers' limit);
+    above it a statistic of absolute value up to ``value_bound`` (a public bound; ``None``
+    when only the noise matters) no longer fits in ``2**52`` grid steps. Found by bisection
+    on the mechanism's own calibration; the ends returned are feasible (every value between
+    them is). Public parameters only.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        ``(nan, nan)`` if no budget works.
+    """
+    def ok(log2_value: float) -> bool:
+        return _part_feasible(2.0**log2_value, sensitivity=sensitivity, size=size,
+                              value_bound=value_bound, laplace=laplace)
+
+    # A feasible point: the middle of the window, else a coarse scan.
+    inside = next((x for x in (0.0, *[float(k) for k in range(-1000, 1000, 8)]) if ok(x)), None)
+    if inside is None:
+        return math.nan, math.nan
+
+    def edge(feasible: float, infeasible: float) -> float:
+        if ok(infeasible):
+            return infeasible
+        for _ in range(80):
+            middle = (feasible + infeasible) / 2
+            if middle in (feasible, infeasible):
+                break
+            if ok(middle):
+                feasible = middle
+            else:
+                infeasible = middle
+        return feasible
+
+    low, high = edge(inside, _LOG2_LOW), edge(inside, _LOG2_HIGH)
+    return 2.0**low, 2.0**high
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One exact noisy statistic of a release, for :func:`check_budget_range`.
+
+    ``share`` is the part's share of the total's additive cost (as
+    :func:`~dpggm.privacy.budgets.split_budget` and ``scale_budget`` split it);
+    ``sensitivity`` is l2 for a Gaussian part and l1 for a Laplace part (a part is Laplace
+    when the total is ``PureDP`` and the release uses the Laplace mechanism);
+    ``value_bound`` a public bound on the statistic's coordinates (``None`` if there is
+    none, e.g. a Gram matrix under add/remove, whose size depends on the private ``n``).
+    """
+
+    share: Fraction
+    sensitivity: float
+    size: int
+    value_bound: float | None = None
+    laplace: bool = False
+
+
+def _part_parameter(total: Budget, part: NoisePart) -> float | None:
+    """The parameter ``part`` receives from ``total`` (rho of a Gaussian part, epsilon of a
+    Laplace part), or ``None`` when it cannot be formed."""
+    share = Fraction(part.share)
+    try:
+        if part.laplace:
+            return _to_float(Fraction(_parameter(total)[1]) * share)
+        if isinstance(total, ZCDP):
+            return _to_float(Fraction(total.rho) * share)
+        if isinstance(total, (GDP, PureDP)):
+            return _to_float(Fraction(_parameter(total)[1]) ** 2 / 2 * share)
+        return _quiet_rho_for(total.epsilon * float(share), total.delta * float(share))
+    except (ValueError, OverflowError, ArithmeticError):
+        return None
+
+
+def _quiet_rho_for(epsilon: float, delta: float) -> float:
+    """:func:`zcdp_rho_for` without the root finder's overflow warnings, which far outside
+    the range say nothing to the user (the error that follows does)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return zcdp_rho_for(epsilon, delta)
+
+
+def _part_fits(total: Budget, part: NoisePart) -> bool:
+    value = _part_parameter(total, part)
+    return value is not None and value > 0 and math.isfinite(value) and _part_feasible(
+        value, sensitivity=float(part.sensitivity), size=int(part.size),
+        value_bound=part.value_bound, laplace=part.laplace)
+
+
+@functools.lru_cache(maxsize=256)
+def _total_interval(total: Budget, part: NoisePart) -> tuple[str, float, float, float]:
+    """The interval of the total's parameter for which ``part`` is feasible."""
+    low, high = exact_parameter_range(sensitivity=float(part.sensitivity), size=int(part.size),
+                                      value_bound=part.value_bound, laplace=part.laplace)
+    share = Fraction(part.share)
+    if math.isnan(low):
+        return _parameter(total) + (math.inf, -math.inf)
+    if part.laplace:
+        name, value = _parameter(total)
+        return name, value, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
+    if isinstance(total, ZCDP):
+        return "rho", total.rho, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
+    if isinstance(total, (GDP, PureDP)):
+        # Accounted in zCDP as mu^2 / 2 (epsilon^2 / 2): the part gets share * that.
+        name, value = _parameter(total)
+        return (name, value, math.sqrt(_to_float(2 * Fraction(low) / share)),
+                math.sqrt(_to_float(2 * Fraction(high) / share)))
+    # ApproxDP(eps, delta): the part is ApproxDP(share eps, share delta), calibrated to the
+    # largest rho with that conversion; the interval is found on epsilon at this delta.
+    delta = total.delta * float(share)
+
+    def rho_of(epsilon: float) -> float:
+        try:
+            return _quiet_rho_for(epsilon * float(share), delta)
+        except (ValueError, OverflowError, ArithmeticError):
+            # Out of the conversion's reach: an underflow at the bottom, an overflow on top.
+            return 0.0 if epsilon < 1 else math.inf
+
+    def bisect(target: float) -> float:
+        lo, hi = -1070.0, 1020.0
+        for _ in range(90):
+            middle = (lo + hi) / 2
+            if rho_of(2.0**middle) < target:
+                lo = middle
+            else:
+                hi = middle
+        return 2.0**hi if target == low else 2.0**lo
+
+    return "epsilon", total.epsilon, bisect(low), bisect(high)
+
+
+def _three_digits(value: float, *, up: bool) -> str:
+    """``value`` to three significant digits, rounded up or down (never across it)."""
+    if not (math.isfinite(value) and value > 0):
+        return f"{value:.3g}"
+    exponent = math.floor(math.log10(value)) - 2
+    mantissa = value / 10.0**exponent
+    mantissa = math.ceil(mantissa * (1 - 1e-12)) if up else math.floor(mantissa * (1 + 1e-12))
+    text = f"{mantissa * 10.0**exponent:.3g}"
+    while (float(text) < value) if up else (float(text) > value):
+        mantissa += 1 if up else -1
+        text = f"{mantissa * 10.0**exponent:.3g}"
+    return text
+
+
+def _to_float(value: Fraction) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _parameter(total: Budget) -> tuple[str, float]:
+    if isinstance(total, ZCDP):
+        return "rho", total.rho
+    if isinstance(total, GDP):
+        return "mu", total.mu
+    return "epsilon", total.epsilon
+
+
+def check_budget_range(total: Budget, parts: list[NoisePart] | tuple[NoisePart, ...], *,
+                       release: str, minimum: float = 0.0) -> None:
+    """Refuse, before any random draw, a ``total`` budget for which one of the release's
+    exact noisy ``parts`` cannot be drawn: a one-line
+    :class:`~dpggm.exceptions.BudgetRangeError` naming the budget's parameter and the
+    range that works for this release (computed from public parameters only).
+
+    ``release`` describes the release in the message (e.g. ``"the second moment of p = 5
+    columns"``); ``minimum`` is a further lower bound on the total's parameter set by
+    another step (AboveThreshold, say). A ``NonPrivate`` total passes; without parts only a
+    zero budget is refused.
+    """
+    if isinstance(total, NonPrivate):
+        return
+    name, value = _parameter(total)
+    if not parts:
+        if value > 0:
+            return
+        raise BudgetRangeError(
+            f"budget: {name} must be > 0 for {release}; got {name}={value!r} (a zero budget "
+            "allows no release; use NonPrivate() for an exact reference run)",
+            parameter=name, value=value, low=0.0, high=math.inf,
+        )
+    if value >= minimum and value > 0 and all(_part_fits(total, part) for part in parts):
+        return  # the usual case: no range needs to be computed
+    lows, highs = [minimum], []
+    for part in parts:
+        _, _, low, high = _total_interval(total, part)
+        lows.append(low)
+        highs.append(high)
+    # Shares are split in rounded floats: keep a relative margin inside the edges found.
+    low, high = max(lows) * (1 + 1e-9), min(highs) * (1 - 1e-9)
+    if low <= value <= high and value > 0:
+        return
+    if not low <= high:
+        raise BudgetRangeError(
+            f"budget: no {name} can be delivered exactly for {release} (the noise would not "
+            f"fit the exact samplers' grid); got {total}",
+            parameter=name, value=value,
+        )
+    if value == 0:
+        why = "a zero budget allows no release; use NonPrivate() for an exact reference run"
+    elif value < low:
+        why = ("smaller budgets call for noise beyond 2**48 grid steps, which the exact "
+               "samplers cannot draw (and which would hide every value anyway)")
+    else:
+        why = ("larger budgets call for a grid so fine that the statistic no longer fits in "
+               "2**52 steps; use NonPrivate() for an exact reference run")
+    # Three significant digits, rounded inwards so that the range stated still works;
+    # below the smallest normal float the lower end is "any positive value".
+    top = _three_digits(high, up=False)
+    interval = f"(0, {top}]" if low < 2.3e-308 else f"[{_three_digits(low, up=True)}, {top}]"
+    raise BudgetRangeError(
+        f"budget: {name} must be in {interval} for {release}; got {name}={value!r} ({why})",
+        parameter=name, value=value, low=low, high=high,
+    )

@@ -8,7 +8,10 @@ one fit (relation, bounds, randomness, the report delta, exact or float noise), 
 :class:`~dpggm.privacy.guarantee.PrivacyGuarantee`, applying one rule for validity:
 
 ``"invalid"``
-    the method's published guarantee is known to be wrong;
+    the method's published guarantee is known to be wrong, or the release was computed in
+    a way the library itself warns about: noise drawn by a floating-point sampler
+    (``noise="float"``, or the Wishart mechanisms' float Gaussian vectors), which leaks
+    through the gaps between doubles (Mironov 2012);
 ``"data-dependent"``
     a bound or another privacy parameter was read off the private data;
 ``"none"``
@@ -27,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.additive import FLOAT_NOISE_CAVEAT, GaussianMechanism, check_noise_mode
+from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, GaussianMechanism, check_noise_mode
 from dpggm.mechanisms.bounds import Bounds, check_neighbors
 from dpggm.mechanisms.random import (
     SEEDED_REASON,
-    check_random_state,
+    RandomSource,
     describe_random_state,
     is_reproducible,
 )
@@ -56,13 +59,20 @@ class ReleaseContext:
     bounds : Bounds or dict or None
         The declared bounds (a dict for a record read back from a file; ``None`` when the
         release is post-processing of an earlier release).
-    random_state : None, int, numpy.random.Generator or "secure"
-        The caller's argument. It is used to build the generator and to decide the seed
-        policy; it is never written into a record.
+    random_state : None, int, numpy.random.Generator, "secure" or RandomSource
+        The caller's argument. It builds :attr:`source`, the one
+        :class:`~dpggm.mechanisms.random.RandomSource` every mechanism of the fit draws
+        from (the operating system's cryptographic generator for ``None`` and
+        ``"secure"``), and decides the seed policy; it is never written into a record.
     report_delta : float
         The delta at which zCDP and GDP guarantees are also stated as (epsilon, delta).
     noise : {"exact", "float"}
-        Exact noise on a grid (default) or NumPy's float samplers.
+        Exact noise on a grid (default) or floating-point samplers; a float release is
+        reported ``validity="invalid"`` (:data:`~dpggm.mechanisms.additive.FLOAT_NOISE_REASON`).
+    data_dependent_reasons : tuple of str
+        Why every release of this fit has no formal guarantee although its mechanisms are
+        sound -- e.g. a preprocessing step fitted on the private data before the estimator
+        (found by the estimator layer). Each is reported with ``"data-dependent"``.
     """
 
     neighbors: str
@@ -70,17 +80,14 @@ class ReleaseContext:
     random_state: Any = field(default=None, repr=False)
     report_delta: float = DEFAULT_REPORT_DELTA
     noise: str = "exact"
-    rng: np.random.Generator = field(init=False, repr=False, compare=False)
+    data_dependent_reasons: tuple[str, ...] = ()
+    source: RandomSource = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_neighbors(self.neighbors)
         check_noise_mode(self.noise)
-        object.__setattr__(self, "rng", check_random_state(self.random_state))
-
-    @property
-    def secure(self) -> bool:
-        """Whether exact samplers draw their words from the cryptographic source."""
-        return isinstance(self.random_state, str) and self.random_state == "secure"
+        object.__setattr__(self, "data_dependent_reasons", tuple(self.data_dependent_reasons))
+        object.__setattr__(self, "source", RandomSource.of(self.random_state))
 
     @property
     def bounds_record(self) -> dict[str, Any]:
@@ -105,7 +112,7 @@ class ReleaseContext:
             sensitivity=float(sensitivity), size=max(array.size, 1), budget=budget,
             calibration=calibration, noise=self.noise,
         )
-        noisy = mechanism.release(array.reshape(-1), self.rng, secure=self.secure)
+        noisy = mechanism.release(array.reshape(-1), self.source)
         noisy = noisy.reshape(array.shape)
         return (float(noisy) if noisy.ndim == 0 else noisy), mechanism
 
@@ -146,7 +153,9 @@ class ReleaseContext:
         levels: list[tuple[str, str]] = []
         if invalid_reason:
             levels.append(("invalid", invalid_reason))
-        dependent = list(data_dependent_reasons)
+        if self.noise == "float":
+            levels.append(("invalid", FLOAT_NOISE_REASON))
+        dependent = list(self.data_dependent_reasons) + list(data_dependent_reasons)
         if self._data_derived():
             dependent.insert(0, DATA_DERIVED_BOUND_REASON)
         levels.extend(("data-dependent", reason) for reason in dependent)
@@ -179,11 +188,8 @@ class ReleaseContext:
             budget, invalid_reason=invalid_reason, data_dependent_reasons=data_dependent_reasons
         )
         record_notes = dict(notes or {})
-        all_caveats = list(caveats)
-        if self.noise == "float" and not isinstance(budget, NonPrivate):
-            all_caveats.append(FLOAT_NOISE_CAVEAT)
-        if all_caveats:
-            record_notes["caveats"] = list(record_notes.get("caveats", [])) + all_caveats
+        if caveats:
+            record_notes["caveats"] = list(record_notes.get("caveats", [])) + list(caveats)
         return PrivacyGuarantee(
             budget=budget,
             neighbors=self.neighbors,

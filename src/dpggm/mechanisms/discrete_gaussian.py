@@ -33,6 +33,7 @@ __all__ = [
     "sample_bernoulli_exp",
     "discrete_gaussian_pmf",
     "discrete_gaussian_variance",
+    "exact_scale_supported",
 ]
 
 _WORD_BITS = 64
@@ -117,6 +118,20 @@ def _kernel_scale(value: object, name: str, grid: object = None) -> Fraction:
             f"from 2**-9 to 2**48 is; pass a nearby Fraction otherwise); got {what}={scale!r}"
         )
     return scale
+
+
+def exact_scale_supported(scale: Fraction, *, laplace: bool = False) -> bool:
+    """Whether the exact sampler accepts the scale ``scale`` (in grid units): the checks of
+    :func:`sample_discrete_gaussian` / :func:`sample_discrete_laplace`, without drawing."""
+    scale = Fraction(scale)
+    limit = 1 << _MAX_TERM_LOG2
+    if not (0 < scale <= _MAX_INTEGER_SCALE):
+        return False
+    if scale.numerator >= limit or scale.denominator >= limit:
+        return False
+    if laplace:
+        return (_INT64_SPAN - 1) // scale.numerator - 1 >= _MIN_REACH
+    return (_INT64_SPAN - 1 - 2 * scale.denominator) // scale.numerator - 2 >= _MIN_REACH
 
 
 def _too_fine(what: str, scale: Fraction) -> str:

@@ -1,23 +1,28 @@
 """Noise primitives: symmetric Gaussian and Laplace matrices, Wishart matrices, and the
 exponential mechanism.
 
-Every function takes an explicit :class:`numpy.random.Generator` (see
-:func:`dpggm.mechanisms.random.check_random_state`).
+Every function takes its randomness as ``rng``: a
+:class:`~dpggm.mechanisms.random.RandomSource` (a fit passes its context's ``source``) or
+anything it accepts (``None`` / ``"secure"``: every word from the operating system's
+cryptographic generator; a seed or a Generator: a reproducible experiment).
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from scipy import special
 
 from dpggm.mechanisms._exact_selection import exact_exponential_selection
 from dpggm.mechanisms.discrete_gaussian import sample_discrete_laplace
+from dpggm.mechanisms.random import RandomSource
 
 __all__ = [
     "above_threshold",
+    "above_threshold_min_epsilon",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
     "symmetric_gaussian_noise",
@@ -40,30 +45,37 @@ def _check_scale(name: str, value: float) -> float:
     return value
 
 
-def symmetric_gaussian_noise(p: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def symmetric_gaussian_noise(p: int, sigma: float, rng: RandomSource | Any) -> np.ndarray:
     """A ``p x p`` symmetric matrix whose upper triangle (with diagonal) is i.i.d.
-    ``N(0, sigma^2)``."""
+    ``N(0, sigma^2)`` from a floating-point sampler (not a release mechanism: releases use
+    :class:`~dpggm.mechanisms.additive.GaussianMechanism`)."""
     sigma = _check_scale("sigma", sigma)
-    return _mirror_upper(p, rng.normal(0.0, sigma, size=p * (p + 1) // 2))
+    return _mirror_upper(p, RandomSource.of(rng).normal(0.0, sigma, size=p * (p + 1) // 2))
 
 
-def symmetric_laplace_noise(p: int, scale: float, rng: np.random.Generator) -> np.ndarray:
+def symmetric_laplace_noise(p: int, scale: float, rng: RandomSource | Any) -> np.ndarray:
     """A ``p x p`` symmetric matrix whose upper triangle (with diagonal) is i.i.d.
-    ``Laplace(0, scale)``."""
+    ``Laplace(0, scale)`` from a floating-point sampler (see
+    :func:`symmetric_gaussian_noise`)."""
     scale = _check_scale("scale", scale)
-    return _mirror_upper(p, rng.laplace(0.0, scale, size=p * (p + 1) // 2))
+    return _mirror_upper(p, RandomSource.of(rng).laplace(0.0, scale, size=p * (p + 1) // 2))
 
 
-def wishart_noise(p: int, df: int, scale: float, rng: np.random.Generator) -> np.ndarray:
+def wishart_noise(p: int, df: int, scale: float, rng: RandomSource | Any) -> np.ndarray:
     """A draw from ``Wishart_p(df, scale * I)``: the sum of ``df`` outer products of
-    ``N(0, scale * I)`` vectors (Bartlett decomposition, ``O(p^2)`` normal draws)."""
+    ``N(0, scale * I)`` vectors (Bartlett decomposition, ``O(p^2)`` normal draws).
+
+    The draws are floating-point (normal and chi-square), so a release that adds this
+    noise is reported ``"invalid"`` (Mironov 2012); under a cryptographic source their
+    uniforms come from the operating system's generator."""
     scale = _check_scale("scale", scale)
     if int(df) != df or df < p:
         raise ValueError(f"df must be an integer >= p = {p}; got {df!r}")
     df = int(df)
+    source = RandomSource.of(rng)
     # Bartlett: A lower triangular, A_ii ~ sqrt(chi2(df - i)), A_ij ~ N(0, 1) below.
-    lower = np.tril(rng.standard_normal((p, p)), -1)
-    lower[np.diag_indices(p)] = np.sqrt(rng.chisquare(df - np.arange(p)))
+    lower = np.tril(source.standard_normal((p, p)), -1)
+    lower[np.diag_indices(p)] = np.sqrt(source.chisquare(df - np.arange(p)))
     return scale * (lower @ lower.T)
 
 
@@ -84,7 +96,7 @@ def exponential_mechanism_probabilities(
 
 
 def exponential_mechanism(
-    scores: np.ndarray, *, sensitivity: float, epsilon: float, rng: np.random.Generator
+    scores: np.ndarray, *, sensitivity: float, epsilon: float, rng: RandomSource | Any
 ) -> int:
     """Index chosen with probability proportional to ``exp(epsilon u_r / (2 sensitivity))``.
 
@@ -103,10 +115,10 @@ def exponential_mechanism(
         Finite utilities, one per candidate (one-dimensional, non-empty).
     sensitivity, epsilon : float
         Finite and > 0; used at their exact binary values.
-    rng : numpy.random.Generator, int, None or "secure"
-        Source of the random words: a Generator (or seed) supplies them itself
-        (reproducible experiments: a Generator seeded from ``"secure"`` supplies PCG64
-        words); ``None`` or ``"secure"`` reads every word from :func:`os.urandom`.
+    rng : RandomSource, None, "secure", int or numpy.random.Generator
+        Source of the random words (a fit passes its context's ``source``): ``None`` or
+        ``"secure"`` reads every word from :func:`os.urandom`; a seed or a Generator
+        supplies them from its PCG64 stream (reproducible experiments).
 
     Returns
     -------
@@ -151,13 +163,23 @@ def _to_grid(values: np.ndarray, step: float) -> np.ndarray:
     return np.clip(scaled, -_GRID_LIMIT, _GRID_LIMIT).astype(np.int64)
 
 
+def above_threshold_min_epsilon(*, sensitivity: float, monotonic: bool = False) -> float:
+    """The smallest ``epsilon`` :func:`above_threshold` can run at: its discrete Laplace
+    scales, ``(2 or 4) D / epsilon`` grid steps, must stay within the exact sampler's
+    ``2**48`` (public parameters only; a hair is added for the rounding of the scales)."""
+    sensitivity = _check_scale("sensitivity", sensitivity)
+    step = math.ldexp(1.0, math.frexp(sensitivity)[1] - 1 - _THRESHOLD_GRID_BITS)
+    grid_sensitivity = math.ceil(Fraction(sensitivity) / Fraction(step)) + 1
+    return (2 if monotonic else 4) * grid_sensitivity / 2.0**48 * (1 + 2.0**-30)
+
+
 def above_threshold(
     queries: np.ndarray,
     *,
     threshold: float,
     sensitivity: float,
     epsilon: float,
-    rng: np.random.Generator,
+    rng: RandomSource | Any,
     monotonic: bool = False,
 ) -> int:
     """AboveThreshold (Dwork & Roth 2014, Algorithm 1; Lyu, Su & Li 2017, Algorithm 1):
@@ -168,7 +190,8 @@ def above_threshold(
     power of two at ``2**-20`` of ``sensitivity``'s binade), and integer discrete Laplace
     noise (:func:`dpggm.mechanisms.discrete_gaussian.sample_discrete_laplace`) is added in
     grid units; the comparison is between integers. ``rng`` is the source of random words
-    (a Generator, a seed, ``None`` or ``"secure"``, as for the samplers).
+    (a :class:`~dpggm.mechanisms.random.RandomSource` or anything it accepts; both noise
+    draws read the same stream).
 
     Privacy
     -------
@@ -195,6 +218,7 @@ def above_threshold(
     per_unit = Fraction(grid_sensitivity) / Fraction(epsilon)
     threshold_scale = _exact_scale_at_least(2 * per_unit)
     query_scale = _exact_scale_at_least((2 if monotonic else 4) * per_unit)
+    rng = RandomSource.of(rng)
     noisy_threshold = int(_to_grid(np.array([threshold]), step)[0]) + sample_discrete_laplace(
         threshold_scale, random_state=rng
     )

@@ -1,23 +1,36 @@
-"""Clipping ranges chosen privately: per-column quantiles by the exponential mechanism.
+"""Clipping ranges and a row-norm bound chosen privately, from counts.
 
 A declared bound is the weakest link of a private covariance release: too small and most
 rows are clipped (the estimate is of the clipped data), too large and the noise, which
 scales with the bound squared, drowns the signal. When no bound can be declared from
-domain knowledge, :func:`private_ranges` spends a stated budget to choose one per column.
+domain knowledge, these mechanisms spend a stated budget to choose one.
 
-For every column ``j`` a private median ``m_j`` and then the ``q`` and ``1 - q`` quantiles
-of ``x_j - m_j`` are chosen with the exponential mechanism over a *public* candidate grid
-(Smith 2011, "Privacy-preserving statistical estimation with optimal convergence rates",
-section 3; here discretised): the score of a candidate ``r`` is
-``-| #{i : x_ij < r} - q n |``. The grid is geometric (``per_octave`` points per factor
-of two, from ``2**low_exponent`` to ``2**high_exponent``, both signs, and zero), so its
-resolution follows the magnitude of the values -- and, applied to deviations from the
-median, the spread of a column: columns in grams and in milligrams are handled alike. The range
-``[lo_j, hi_j]`` gives a centre ``c_j = (lo_j + hi_j) / 2`` and a half-width ``b_j``, and
-a record is mapped to ``z_j = (clip(x_j, lo_j, hi_j) - c_j) / b_j`` in ``[-1, 1]``. This
-affine map is a function of the private outputs only (post-processing), and a diagonal
-rescaling leaves the conditional-independence graph (the zero pattern of the precision
-matrix, and the partial correlations) unchanged.
+Every choice here is an exponential mechanism over the cells of a *public* grid, scored by
+how far the cell is, in ranks, from a target rank (Smith 2011, section 3; here discretised
+and on cells). A score needs only the number of values below each edge of the grid -- a
+histogram -- never the sorted values: the counts of any number of blocks, files or Dask
+partitions are added, and the mechanism is the same whether the data were in memory or
+streamed (:func:`cell_scores`). The functions that take raw values (:func:`private_ranges`,
+:func:`private_norm_bound`, :func:`quantile_cell_scores`) count first and then call the
+count-based mechanisms.
+
+Per column ``j`` (:class:`RangeStages`):
+
+1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
+2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
+   first cell and one cell's width either side; its midpoint is the centre ``m_j``;
+3. the cell of the positive geometric grid that holds the median absolute deviation
+   ``|x - m_j|``, unless more than half of the values are tied with the centre (within
+   ``tau_j``, half the refinement's cell width, a released quantity): then the first untied
+   deviation (:func:`spread_target`). That keeps the levels of an ordinal, binary or
+   heavily tied column distinct: when more than half of a Likert item answers "6", the
+   plain MAD is 0 and every other answer would be clipped onto one value.
+
+The range is ``m_j +- width * s_j``; a record is mapped to ``z_j = (clip(x_j) - m_j) / (width
+s_j)`` in ``[-1, 1]``: a function of released values only (post-processing), and a diagonal
+rescaling leaves the conditional-independence graph unchanged. The row-norm bound is the
+cell edge nearest the ``quantile`` of the rescaled rows' norms on a public grid ending at
+``sqrt(p)`` (:func:`choose_norm_bound`).
 """
 
 from __future__ import annotations
@@ -30,23 +43,37 @@ from typing import Any
 import numpy as np
 
 from dpggm.mechanisms.noise import exponential_mechanism
+from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
+from dpggm.privacy.calibration import epsilon_for_zcdp
 
 __all__ = [
+    "NORM_GRID_OCTAVES",
+    "QUANTILE_SCORE_SENSITIVITY",
+    "RANGE_SHARES",
+    "RANGE_WIDTH",
     "PrivateNormBound",
     "PrivateRanges",
+    "RangeStages",
     "candidate_grid",
+    "cell_scores",
+    "choose_cell",
+    "choose_norm_bound",
+    "exponential_epsilon",
+    "norm_budget_needed",
+    "norm_edges",
     "private_norm_bound",
     "private_quantile",
     "private_quantile_cell",
-    "quantile_cell_scores",
     "private_ranges",
+    "quantile_cell_scores",
     "quantile_scores",
-    "norm_budget_needed",
     "range_budget_needed",
+    "spread_target",
+    "target_rank",
 ]
 
-#: Sensitivity of the quantile score of :func:`quantile_scores`.
+#: Sensitivity of every rank score here (:func:`cell_scores`, :func:`quantile_scores`).
 QUANTILE_SCORE_SENSITIVITY = 1.0
 
 
@@ -74,31 +101,72 @@ def candidate_grid(
     return np.concatenate([-positive[::-1], [0.0], positive])
 
 
-def quantile_scores(sorted_values: np.ndarray, q: float, *, candidates: np.ndarray) -> np.ndarray:
-    """``-| #{i : x_i < r} - round(q n) |`` for every candidate ``r``.
+def target_rank(n: int, q: float) -> int:
+    """The integer rank ``round(q n)`` a quantile's score aims at.
 
-    The target rank is rounded to an integer so that every score is an exact integer:
-    a float ``q n`` would let rounding push a neighbour's score change past 1. Changing
-    one record moves the count by at most 1; adding or removing one moves the count and
-    the target rank each by at most 1, in the same direction, so the score moves by at
-    most 1 (:data:`QUANTILE_SCORE_SENSITIVITY`) under either relation.
+    An integer target keeps every score an exact integer: a float ``q n`` would let
+    rounding push a neighbour's score change past 1.
     """
-    target = int(round(q * sorted_values.shape[0]))
+    return int(round(q * n))
+
+
+def cell_scores(below: np.ndarray, target: int) -> np.ndarray:
+    """Scores of the cells ``[e_k, e_{k+1})`` of a grid from the counts
+    ``below[k] = #{values < e_k}``: 0 when the target rank lies between the counts at the
+    cell's two ends, otherwise minus the distance from the target to the nearer count.
+
+    Sensitivity 1 (:data:`QUANTILE_SCORE_SENSITIVITY`) under either neighbouring relation
+    whenever, between neighbours, every count and the target each move by at most 1 and a
+    count and the target never move in opposite directions -- as for the counts of one
+    column with target ``round(q n)`` (replacing a record moves a count by at most one and
+    leaves ``n``; adding one moves counts and target up, or not at all), and for the
+    deviations' counts with the target of :func:`spread_target`. The maximum of such terms
+    and 0 then moves by at most 1.
+    """
+    below = np.asarray(below, dtype=np.int64)
+    lo, hi = below[:-1], below[1:]
+    return -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
+
+
+def choose_cell(
+    below: np.ndarray, target: int, *, epsilon: float, rng: Any
+) -> int:
+    """The index ``k`` of the cell ``[e_k, e_{k+1})`` chosen by the exponential mechanism
+    on :func:`cell_scores`.
+
+    Privacy
+    -------
+    ``epsilon``-DP and ``epsilon**2 / 8``-zCDP under either relation when the counts meet
+    the condition of :func:`cell_scores`. Only the index is released.
+    """
+    return exponential_mechanism(
+        cell_scores(below, target), sensitivity=QUANTILE_SCORE_SENSITIVITY,
+        epsilon=epsilon, rng=rng,
+    )
+
+
+def quantile_scores(sorted_values: np.ndarray, q: float, *, candidates: np.ndarray) -> np.ndarray:
+    """``-| #{i : x_i < r} - round(q n) |`` for every candidate point ``r``.
+
+    Changing one record moves the count by at most 1; adding or removing one moves the
+    count and the target rank each by at most 1, in the same direction, so the score moves
+    by at most 1 (:data:`QUANTILE_SCORE_SENSITIVITY`) under either relation.
+    """
+    target = target_rank(sorted_values.shape[0], q)
     below = np.searchsorted(sorted_values, candidates, side="left")
     return -np.abs(below - target).astype(float)
 
 
 def private_quantile(
     sorted_values: np.ndarray, q: float, *, candidates: np.ndarray, epsilon: float,
-    rng: np.random.Generator,
+    rng: Any,
 ) -> float:
-    """One candidate chosen near the ``q``-quantile of ``sorted_values``.
+    """One candidate point chosen near the ``q``-quantile of ``sorted_values``.
 
     Privacy
     -------
-    The exponential mechanism with score sensitivity 1 (see
-    :data:`QUANTILE_SCORE_SENSITIVITY`): ``epsilon``-DP and ``epsilon**2 / 8``-zCDP under
-    either neighbouring relation. Only the chosen candidate is released.
+    The exponential mechanism with score sensitivity 1 (:func:`quantile_scores`):
+    ``epsilon``-DP and ``epsilon**2 / 8``-zCDP under either neighbouring relation.
     """
     scores = quantile_scores(sorted_values, q, candidates=candidates)
     index = exponential_mechanism(
@@ -108,47 +176,218 @@ def private_quantile(
 
 
 def quantile_cell_scores(sorted_values: np.ndarray, q: float, *, edges: np.ndarray) -> np.ndarray:
-    """For every cell ``[edges[k], edges[k + 1])``: ``0`` if the target rank
-    ``round(q n)`` lies between the counts below its two ends, otherwise minus the distance
-    from the target to the nearer count.
+    """:func:`cell_scores` of the ``q``-quantile of ``sorted_values`` on the cells between
+    consecutive ``edges``.
 
-    Scoring cells rather than points matters when the data are concentrated: a column
-    at ``300 +- 0.5`` can fall inside a single cell of a grid built for every magnitude,
-    and then every *point* of the grid is equally far (``n / 2`` ranks) from the median
-    while the cell holding it scores 0. Each count and the target move by at most 1 in the
-    same direction (see :func:`quantile_scores`), and a maximum of such terms and 0 moves
-    by at most 1: sensitivity :data:`QUANTILE_SCORE_SENSITIVITY` under either relation.
+    Scoring cells rather than points matters when the data are concentrated: a column at
+    ``300 +- 0.5`` can fall inside a single cell of a grid built for every magnitude, and
+    then every *point* of the grid is equally far (``n / 2`` ranks) from the median while
+    the cell holding it scores 0.
     """
-    target = int(round(q * sorted_values.shape[0]))
     below = np.searchsorted(sorted_values, edges, side="left")
-    lo, hi = below[:-1], below[1:]
-    return -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
+    return cell_scores(below, target_rank(sorted_values.shape[0], q))
 
 
 def private_quantile_cell(
     sorted_values: np.ndarray, q: float, *, edges: np.ndarray, epsilon: float,
-    rng: np.random.Generator,
+    rng: Any,
 ) -> tuple[float, float]:
     """One cell ``(edges[k], edges[k + 1])`` chosen to hold the ``q``-quantile.
 
     Privacy
     -------
-    The exponential mechanism with score sensitivity 1 (:func:`quantile_cell_scores`):
+    The exponential mechanism with score sensitivity 1 (:func:`cell_scores`):
     ``epsilon``-DP and ``epsilon**2 / 8``-zCDP under either neighbouring relation.
     """
-    scores = quantile_cell_scores(sorted_values, q, edges=edges)
-    index = exponential_mechanism(
-        scores, sensitivity=QUANTILE_SCORE_SENSITIVITY, epsilon=epsilon, rng=rng
-    )
+    below = np.searchsorted(sorted_values, edges, side="left")
+    index = choose_cell(below, target_rank(sorted_values.shape[0], q), epsilon=epsilon,
+                        rng=rng)
     return float(edges[index]), float(edges[index + 1])
 
 
-def _epsilon_for_zcdp(rho: Fraction) -> float:
-    """The largest float ``epsilon`` with ``epsilon**2 / 8 <= rho`` (exactly)."""
-    epsilon = math.sqrt(8 * float(rho))
-    while epsilon > 0 and Fraction(epsilon) ** 2 / 8 > rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
+def exponential_epsilon(budget: Budget) -> float:
+    """The ``epsilon`` of one exponential mechanism that costs at most ``budget``.
+
+    ``ZCDP(rho)``: the largest float ``epsilon`` with ``epsilon**2 / 8 <= rho`` exactly (the
+    exponential mechanism is ``epsilon**2 / 8``-zCDP, Cesar & Rogers 2021). ``PureDP(eps)``
+    (or ``ApproxDP(eps, delta)``, ``delta`` unused): the largest float ``<= eps``.
+    """
+    if isinstance(budget, ZCDP):
+        return epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
+    if isinstance(budget, (PureDP, ApproxDP)):
+        return _float_below(Fraction(budget.epsilon))
+    raise TypeError(
+        f"an exponential mechanism's budget must be ZCDP, PureDP or ApproxDP; got {budget!r}"
+    )
+
+
+def _float_below(value: Fraction) -> float:
+    result = float(value)
+    if Fraction(result) > value:
+        result = math.nextafter(result, 0.0)
+    return result
+
+
+# ----------------------------------------------------------------------- per-column ranges
+
+#: Shares of a column's range budget (in zCDP ``rho``, or pure ``epsilon``) for the median,
+#: its refinement and the median absolute deviation.
+RANGE_SHARES = {"median": Fraction(2, 5), "refine": Fraction(1, 5), "spread": Fraction(2, 5)}
+
+#: Points per octave of the grid the median and the MAD are chosen from. Coarse on
+#: purpose: the refinement stage resolves the centre, a scale needs no finer steps than
+#: 9 %, and every candidate beyond the data costs the mechanism accuracy.
+RANGE_GRID_PER_OCTAVE = 16
+
+#: Cells of the refinement grid per cell of the first median's grid.
+REFINE_POINTS = 64
+
+#: Public multiple of the median absolute deviation on each side of the median: for a
+#: normal column ``5 MAD`` is ``3.37`` standard deviations, which clips 0.04 % per side.
+RANGE_WIDTH = 5.0
+
+_REFINE_FRACTIONS = np.linspace(-1.0, 2.0, 3 * REFINE_POINTS + 1)
+
+
+@dataclass(frozen=True)
+class RangeStages:
+    """The public grids of the three range stages, and their mechanisms on counts.
+
+    Parameters
+    ----------
+    epsilons : dict
+        The exponential mechanism's ``epsilon`` for ``"median"``, ``"refine"`` and
+        ``"spread"`` (the same for every column).
+    width : float
+        Public multiple of the spread on each side of the centre.
+    median_edges : ndarray, optional
+        The sorted geometric grid of stage 1 (default
+        ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)``); its positive part is the
+        grid of stage 3.
+
+    Every ``choose_*`` method takes, per column, the counts ``below[j, k] = #{values <
+    edges_j[k]}`` and the number of values counted, and releases one cell per column.
+    """
+
+    epsilons: dict[str, float]
+    width: float = RANGE_WIDTH
+    median_edges: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.width, bool) or not isinstance(self.width, (int, float)) or not (
+            math.isfinite(self.width) and self.width > 0
+        ):
+            raise ValueError(f"width must be a finite number > 0; got {self.width!r}")
+        edges = (candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)
+                 if self.median_edges is None else np.asarray(self.median_edges, dtype=float))
+        object.__setattr__(self, "median_edges", edges)
+
+    @property
+    def spread_edges(self) -> np.ndarray:
+        """The positive part of the stage-1 grid: candidates for the spread."""
+        return self.median_edges[self.median_edges > 0]
+
+    @staticmethod
+    def refine_edges(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """Per column, ``3 * REFINE_POINTS`` equal cells spanning the chosen cell
+        ``[lower, upper)`` and one cell's width either side (shape ``(p, 193)``)."""
+        lower = np.asarray(lower, dtype=float)[:, None]
+        upper = np.asarray(upper, dtype=float)[:, None]
+        return lower + (upper - lower) * _REFINE_FRACTIONS[None, :]
+
+    @staticmethod
+    def tie_radius(refine_lower: np.ndarray, refine_upper: np.ndarray) -> np.ndarray:
+        """Half the width of the chosen refinement cell: values at most this far from the
+        centre (every value inside the cell) count as tied with it (stage 3 leaves them
+        out)."""
+        return (np.asarray(refine_upper) - np.asarray(refine_lower)) / 2
+
+    def _choose(self, stage: str, below: np.ndarray, targets: np.ndarray,
+                rng: Any) -> np.ndarray:
+        epsilon = self.epsilons[stage]
+        return np.array([choose_cell(below[j], int(targets[j]), epsilon=epsilon, rng=rng)
+                         for j in range(below.shape[0])], dtype=np.int64)
+
+    def choose_median(self, below: np.ndarray, counted: np.ndarray,
+                      rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 1: per column, the cell ``(lower, upper)`` of :attr:`median_edges`."""
+        index = self._choose("median", below, _targets(counted), rng)
+        return self.median_edges[index], self.median_edges[index + 1]
+
+    def choose_refined(self, edges: np.ndarray, below: np.ndarray, counted: np.ndarray,
+                       rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 2: per column, the cell of its refinement grid ``edges[j]``."""
+        index = self._choose("refine", below, _targets(counted), rng)
+        rows = np.arange(edges.shape[0])
+        return edges[rows, index], edges[rows, index + 1]
+
+    def choose_spread(self, below: np.ndarray, tied: np.ndarray, counted: np.ndarray,
+                      rng: Any) -> np.ndarray:
+        """Stage 3: per column, the geometric midpoint of the cell of :attr:`spread_edges`
+        that holds the deviation ``|x - centre|`` of rank ``max(round(m / 2), tied)``:
+        the median absolute deviation, unless more than half of the ``m`` values are tied
+        with the centre (``tied[j]`` of them lie within the tie radius), and then the
+        nearest untied deviation.
+
+        ``below[j, k]`` counts the deviations below ``spread_edges[k]``. See
+        :func:`spread_target` for the score's sensitivity.
+        """
+        targets = spread_target(np.asarray(counted), np.asarray(tied, dtype=np.int64))
+        index = self._choose("spread", np.asarray(below, dtype=np.int64), targets, rng)
+        edges = self.spread_edges
+        return np.sqrt(edges[index] * edges[index + 1])
+
+    def ranges(self, centre: np.ndarray, spread: np.ndarray, budget: Budget) -> PrivateRanges:
+        """The released ranges ``centre +- width * spread``."""
+        half = self.width * np.asarray(spread, dtype=float)
+        lower, upper = centre - half, centre + half
+        # A spread too small to separate from the centre in floating point.
+        flat = ~(upper > lower)
+        lower[flat] = np.nextafter(centre[flat], -np.inf)
+        upper[flat] = np.nextafter(centre[flat], np.inf)
+        return PrivateRanges(lower=lower, upper=upper, budget=budget,
+                             epsilons=dict(self.epsilons), width=float(self.width))
+
+
+def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """The spread's target rank ``max(round(m / 2), tied)`` per column.
+
+    A column with more than half of its values tied with the centre (a binary flag, a
+    Likert item piled on one answer) has a median absolute deviation inside the ties: a
+    range built on it would clip every other level onto one value. Its target is then the
+    first untied deviation, which keeps the levels apart.
+
+    Privacy: between neighbours every count below an edge and the number of ties move by
+    at most 1, and a tie entering the counts below an edge above the tie radius raises the
+    number of ties too, so the target (a maximum of a fixed or same-direction rank and the
+    ties) never moves against a count: :func:`cell_scores` keeps sensitivity 1 under
+    either relation (an added record raises ``m / 2``, the ties and the counts, or leaves
+    them).
+    """
+    return np.maximum(_targets(counted), np.asarray(tied, dtype=np.int64))
+
+
+def _targets(counted: np.ndarray) -> np.ndarray:
+    return np.array([target_rank(int(m), 0.5) for m in np.asarray(counted)], dtype=np.int64)
+
+
+def range_epsilons(budget: Budget, p: int) -> dict[str, float]:
+    """The per-stage ``epsilon`` of :func:`private_ranges` for ``budget`` over ``p``
+    columns: each stage gets its :data:`RANGE_SHARES` of ``budget / p``, through
+    :func:`exponential_epsilon` (rounded toward less privacy loss)."""
+    if isinstance(budget, ZCDP):
+        rho = exact_cost(budget, ZCDP)[0] / p
+        epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
+    elif isinstance(budget, (PureDP, ApproxDP)):
+        epsilon = Fraction(budget.epsilon) / p
+        epsilons = {k: _float_below(epsilon * share) for k, share in RANGE_SHARES.items()}
+    else:
+        raise TypeError(
+            f"budget for private ranges must be ZCDP, PureDP or ApproxDP; got {budget!r}"
+        )
+    if not all(e > 0 for e in epsilons.values()):
+        raise ValueError(f"the bound budget {budget} is too small to choose ranges")
+    return epsilons
 
 
 @dataclass(frozen=True)
@@ -161,14 +400,14 @@ class PrivateRanges:
         The released ranges (``upper > lower`` in every column).
     center, half_width : ndarray of shape (p,)
         ``(lower + upper) / 2`` (the private median) and ``(upper - lower) / 2``
-        (``width`` times the private median absolute deviation).
+        (``width`` times the private spread).
     budget : Budget
         The budget charged for all ``3 p`` quantiles.
     epsilons : dict
         The exponential mechanism's ``epsilon`` for each stage (``"median"``,
         ``"refine"``, ``"spread"``), the same for every column.
     width : float
-        The public multiple of the median absolute deviation on each side.
+        The public multiple of the spread on each side.
     """
 
     lower: np.ndarray
@@ -200,7 +439,8 @@ class PrivateRanges:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "private per-column ranges: median +- width * median absolute deviation "
-                    "(exponential-mechanism quantiles)",
+                    "(or, for a column mostly tied with its median, the nearest untied "
+                    "deviation; exponential-mechanism quantiles)",
             "width": self.width,
             "lower": self.lower.tolist(),
             "upper": self.upper.tolist(),
@@ -208,23 +448,6 @@ class PrivateRanges:
             "epsilons": dict(self.epsilons),
             "score_sensitivity": QUANTILE_SCORE_SENSITIVITY,
         }
-
-
-#: Shares of a column's range budget (in zCDP ``rho``, or pure ``epsilon``) for the median,
-#: its refinement and the median absolute deviation.
-RANGE_SHARES = {"median": Fraction(2, 5), "refine": Fraction(1, 5), "spread": Fraction(2, 5)}
-
-#: Points per octave of the grid the median and the MAD are chosen from. Coarse on
-#: purpose: the refinement stage resolves the centre, a scale needs no finer steps than
-#: 9 %, and every candidate beyond the data costs the mechanism accuracy.
-RANGE_GRID_PER_OCTAVE = 16
-
-#: Cells of the refinement grid per cell of the first median's grid.
-REFINE_POINTS = 64
-
-#: Public multiple of the median absolute deviation on each side of the median: for a
-#: normal column ``5 MAD`` is ``3.37`` standard deviations, which clips 0.04 % per side.
-RANGE_WIDTH = 5.0
 
 
 def _stage_candidates(grid_size: int) -> dict[str, int]:
@@ -262,40 +485,23 @@ def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, confidence: floa
     raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
 
 
-def norm_budget_needed(*, n: int, quantile: float, notion: type = ZCDP,
-                       confidence: float = 3.0) -> Budget:
-    """What :func:`private_norm_bound` needs to land within ``min(quantile, 1 -
-    quantile) * n`` ranks of its target (public quantities only)."""
-    epsilon = _epsilon_needed(n=n, candidates=64 * NORM_GRID_OCTAVES + 1,
-                              gap=min(quantile, 1 - quantile), confidence=confidence)
-    if notion is ZCDP:
-        return ZCDP(epsilon * epsilon / 8)
-    if notion is PureDP:
-        return PureDP(epsilon)
-    raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
+def _sorted_counts(sorted_columns: list[np.ndarray], edges: np.ndarray) -> np.ndarray:
+    """``below[j, k] = #{x_j < edges(j)[k]}`` from sorted columns; ``edges`` is one grid
+    for every column or one row per column."""
+    rows = [np.searchsorted(column, edges if edges.ndim == 1 else edges[j], side="left")
+            for j, column in enumerate(sorted_columns)]
+    return np.asarray(rows, dtype=np.int64)
 
 
 def private_ranges(
-    X: np.ndarray, *, budget: Budget, rng: np.random.Generator, width: float = RANGE_WIDTH,
+    X: np.ndarray, *, budget: Budget, rng: Any, width: float = RANGE_WIDTH,
     candidates: np.ndarray | None = None,
 ) -> PrivateRanges:
-    """Choose ``[lo_j, hi_j]`` for every column privately: ``median +- width * MAD``.
+    """Choose ``[lo_j, hi_j]`` for every column of an in-memory ``X`` privately:
+    ``median +- width * spread`` (see the module documentation for the three stages).
 
-    Three exponential-mechanism quantiles per column, all at the middle rank, where the
-    score separates the data from the empty candidates beyond it best:
-
-    1. the cell of the geometric grid (any magnitude) that holds the median;
-    2. a refinement: the median's cell again among ``3 REFINE_POINTS`` equal cells
-       spanning the first cell and one cell's width either side; its midpoint is the
-       centre ``m'``. A column at ``300 +- 0.5`` gets a centre resolved to its spread,
-       not to the 4 % steps of the geometric grid near 300;
-    3. the cell of the positive grid holding the median absolute deviation
-       ``median |x - m'|``, whose geometric midpoint is ``s``.
-
-    Cells are scored, not points (:func:`quantile_cell_scores`).
-
-    The range is ``m' +- width * s``. A column with more than half its values equal to
-    ``m'`` (a binary column, say) gets a tiny ``s``; its values then map to ``{-1, 0, 1}``.
+    The same mechanisms run on streamed data through :class:`RangeStages` and counts
+    gathered pass by pass; this function gathers the counts from ``X`` in memory.
 
     Parameters
     ----------
@@ -303,65 +509,44 @@ def private_ranges(
         The private records.
     budget : ZCDP, PureDP or ApproxDP
         What all ``3 p`` quantiles together may cost, split equally over columns and by
-        :data:`RANGE_SHARES` over stages. Under ``ZCDP(rho)`` a stage with share ``r``
-        gets the largest ``epsilon`` with ``epsilon**2 / 8 <= r``; under ``PureDP(eps)``
-        or ``ApproxDP(eps, delta)`` it gets that share of ``eps`` (``delta`` unused).
-    rng : numpy.random.Generator
+        :data:`RANGE_SHARES` over stages (:func:`range_epsilons`).
+    rng : RandomSource, None, "secure", int or numpy.random.Generator
+        The source of the mechanisms' random words (an ``int`` starts one stream for all
+        the selections).
     width : float, default=RANGE_WIDTH
-        Public; median absolute deviations on each side.
+        Public; spreads on each side of the centre.
     candidates : ndarray, optional
-        A public, sorted candidate grid for the median and the MAD;
+        A public, sorted grid for the median and the spread;
         ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)`` by default.
 
     Privacy
     -------
-    ``3 p`` exponential mechanisms with score sensitivity 1 (:func:`quantile_cell_scores`),
+    ``3 p`` exponential mechanisms with score sensitivity 1 (:func:`cell_scores`),
     composed sequentially (each stage's grid depends on released values only): ``budget``
     under either neighbouring relation. The grids, ``width`` and ``n`` are public.
     """
-    if isinstance(width, bool) or not isinstance(width, (int, float)) or not (
-        math.isfinite(width) and width > 0
-    ):
-        raise ValueError(f"width must be a finite number > 0; got {width!r}")
+    stages = RangeStages(epsilons={}, width=width, median_edges=candidates)
+    rng = RandomSource.of(rng)  # one stream for all 3 p selections
     X = np.asarray(X, dtype=float)
     n, p = X.shape
-    grid = (candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE) if candidates is None
-            else np.asarray(candidates, dtype=float))
-    positive = grid[grid > 0]
-    if isinstance(budget, ZCDP):
-        rho = exact_cost(budget, ZCDP)[0] / p
-        epsilons = {k: _epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
-    elif isinstance(budget, (PureDP, ApproxDP)):
-        epsilon = Fraction(budget.epsilon) / p
-        epsilons = {k: _float_below(epsilon * share) for k, share in RANGE_SHARES.items()}
-    else:
-        raise TypeError(
-            f"budget for private ranges must be ZCDP, PureDP or ApproxDP; got {budget!r}"
-        )
-    if not all(e > 0 for e in epsilons.values()):
-        raise ValueError(f"the bound budget {budget} is too small to choose ranges")
-    fractions = np.linspace(-1.0, 2.0, 3 * REFINE_POINTS + 1)
-    lower = np.empty(p)
-    upper = np.empty(p)
-    for j in range(p):
-        column = np.sort(X[:, j])
-        lo, hi = private_quantile_cell(column, 0.5, edges=grid, epsilon=epsilons["median"],
-                                       rng=rng)
-        # The refinement grid spans the chosen cell and one cell's width either side.
-        lo, hi = private_quantile_cell(column, 0.5, edges=lo + (hi - lo) * fractions,
-                                       epsilon=epsilons["refine"], rng=rng)
-        centre = (lo + hi) / 2
-        deviations = np.sort(np.abs(column - centre))
-        lo, hi = private_quantile_cell(deviations, 0.5, edges=positive,
-                                       epsilon=epsilons["spread"], rng=rng)
-        half = width * math.sqrt(lo * hi)
-        lower[j], upper[j] = centre - half, centre + half
-        if not upper[j] > lower[j]:
-            # A spread too small to separate from the centre in floating point.
-            lower[j] = math.nextafter(centre, -math.inf)
-            upper[j] = math.nextafter(centre, math.inf)
-    return PrivateRanges(lower=lower, upper=upper, budget=budget, epsilons=epsilons,
-                         width=float(width))
+    stages = RangeStages(epsilons=range_epsilons(budget, p), width=width,
+                         median_edges=stages.median_edges)
+    counted = np.full(p, n, dtype=np.int64)
+    columns = [np.sort(X[:, j]) for j in range(p)]
+    lower, upper = stages.choose_median(_sorted_counts(columns, stages.median_edges),
+                                        counted, rng)
+    edges = stages.refine_edges(lower, upper)
+    lower, upper = stages.choose_refined(edges, _sorted_counts(columns, edges), counted, rng)
+    centre = (lower + upper) / 2
+    radius = stages.tie_radius(lower, upper)
+    deviations = [np.sort(np.abs(X[:, j] - centre[j])) for j in range(p)]
+    below = _sorted_counts(deviations, stages.spread_edges)
+    tied = np.array([np.searchsorted(d, r, side="right") for d, r in zip(deviations, radius)])
+    spread = stages.choose_spread(below, tied, counted, rng)
+    return stages.ranges(centre, spread, budget)
+
+
+# ---------------------------------------------------------------------------- norm bound
 
 
 @dataclass(frozen=True)
@@ -404,62 +589,79 @@ class PrivateNormBound:
 NORM_GRID_OCTAVES = 8
 
 
-def private_norm_bound(
-    X: np.ndarray, *, cap: float, budget: Budget, quantile: float, rng: np.random.Generator,
-) -> PrivateNormBound:
-    """Choose an l2 clipping bound near the ``quantile`` of the row norms, privately.
+def norm_budget_needed(*, n: int, quantile: float, notion: type = ZCDP,
+                       confidence: float = 3.0) -> Budget:
+    """What :func:`private_norm_bound` needs to land within ``min(quantile, 1 -
+    quantile) * n`` ranks of its target (public quantities only)."""
+    epsilon = _epsilon_needed(n=n, candidates=64 * NORM_GRID_OCTAVES + 1,
+                              gap=min(quantile, 1 - quantile), confidence=confidence)
+    if notion is ZCDP:
+        return ZCDP(epsilon * epsilon / 8)
+    if notion is PureDP:
+        return PureDP(epsilon)
+    raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
 
-    The candidates are ``cap * 2**(-k / 64)`` for ``0 <= k <= 64 * NORM_GRID_OCTAVES``: a
-    public grid that ends at the public ``cap`` (for records in a box ``[-b, b]``,
-    ``cap = ||b||_2``). Ending the grid at the cap matters: the candidates above the
-    largest row all score alike, and an unbounded grid would put so many of them there
-    that the mechanism would choose one far above the data with high probability.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n, p)
-        The private records, each of norm at most ``cap``.
-    cap : float
-        Public, finite and positive.
-    budget : ZCDP, PureDP or ApproxDP
-        ``ZCDP(rho)`` gives the largest ``epsilon`` with ``epsilon**2 / 8 <= rho``;
-        ``PureDP(eps)`` / ``ApproxDP(eps, delta)`` give ``eps`` (``delta`` unused).
-    quantile : float in (0, 1)
-    rng : numpy.random.Generator
+def norm_edges(cap: float) -> np.ndarray:
+    """The public candidates of the norm bound: ``cap * 2**(-k / 64)`` for ``0 <= k <= 64
+    NORM_GRID_OCTAVES``, ascending, the last exactly ``cap``."""
+    if not (math.isfinite(cap) and cap > 0):
+        raise ValueError(f"cap must be a finite number > 0; got {cap!r}")
+    steps = np.arange(64 * NORM_GRID_OCTAVES, -1, -1)
+    grid = cap * np.exp2(-steps / 64.0)
+    grid[-1] = cap
+    return grid
 
-    Privacy
-    -------
-    One exponential mechanism with score sensitivity 1 under either neighbouring
-    relation (:func:`quantile_scores`): ``budget``. ``cap``, the grid, ``quantile`` and
-    ``n`` are public.
-    """
+
+def _check_quantile(quantile: Any) -> float:
     if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not (
         0 < quantile < 1
     ):
         raise ValueError(f"quantile must be a number in (0, 1); got {quantile!r}")
-    if not (math.isfinite(cap) and cap > 0):
-        raise ValueError(f"cap must be a finite number > 0; got {cap!r}")
-    if isinstance(budget, ZCDP):
-        epsilon = _epsilon_for_zcdp(exact_cost(budget, ZCDP)[0])
-    elif isinstance(budget, (PureDP, ApproxDP)):
-        epsilon = _float_below(Fraction(budget.epsilon))
-    else:
-        raise TypeError(
-            f"budget for a private norm bound must be ZCDP, PureDP or ApproxDP; got {budget!r}"
-        )
+    return float(quantile)
+
+
+def choose_norm_bound(
+    below: np.ndarray, n: int, *, cap: float, budget: Budget, quantile: float, rng: Any,
+) -> PrivateNormBound:
+    """The norm bound from the counts ``below[k] = #{rows with norm < norm_edges(cap)[k]}``
+    of ``n`` rows: the grid point nearest, in ranks, to the ``quantile`` of the norms.
+
+    Privacy
+    -------
+    One exponential mechanism with score sensitivity 1 under either neighbouring relation
+    (:func:`quantile_scores`: the count moves by at most 1, in the direction of the target
+    when ``n`` changes): ``budget``. ``cap``, the grid, ``quantile`` and ``n`` are public.
+    """
+    quantile = _check_quantile(quantile)
+    epsilon = exponential_epsilon(budget)
     if not epsilon > 0:
         raise ValueError(f"the norm-bound budget {budget} is too small")
-    steps = np.arange(64 * NORM_GRID_OCTAVES, -1, -1)
-    grid = cap * np.exp2(-steps / 64.0)
-    grid[-1] = cap
-    norms = np.sort(np.sqrt(np.einsum("ij,ij->i", X, X)))
-    bound = private_quantile(norms, quantile, candidates=grid, epsilon=epsilon, rng=rng)
-    return PrivateNormBound(bound=bound, cap=float(cap), quantile=float(quantile),
+    grid = norm_edges(cap)
+    scores = -np.abs(np.asarray(below, dtype=np.int64) - target_rank(n, quantile)).astype(float)
+    index = exponential_mechanism(scores, sensitivity=QUANTILE_SCORE_SENSITIVITY,
+                                  epsilon=epsilon, rng=rng)
+    return PrivateNormBound(bound=float(grid[index]), cap=float(cap), quantile=quantile,
                             epsilon=epsilon, budget=budget)
 
 
-def _float_below(value: Fraction) -> float:
-    result = float(value)
-    if Fraction(result) > value:
-        result = math.nextafter(result, 0.0)
-    return result
+def private_norm_bound(
+    X: np.ndarray, *, cap: float, budget: Budget, quantile: float, rng: Any,
+) -> PrivateNormBound:
+    """Choose an l2 clipping bound near the ``quantile`` of the row norms of an in-memory
+    ``X``, privately (:func:`choose_norm_bound` on its counts).
+
+    The candidates end at the public ``cap`` (for records in a box ``[-b, b]``,
+    ``cap = ||b||_2``). Ending the grid at the cap matters: the candidates above the
+    largest row all score alike, and an unbounded grid would put so many of them there
+    that the mechanism would choose one far above the data with high probability.
+
+    Privacy
+    -------
+    As :func:`choose_norm_bound`: ``budget`` under either relation.
+    """
+    _check_quantile(quantile)
+    norms = np.sort(np.sqrt(np.einsum("ij,ij->i", X, X)))
+    below = np.searchsorted(norms, norm_edges(cap), side="left")
+    return choose_norm_bound(below, norms.size, cap=cap, budget=budget, quantile=quantile,
+                             rng=rng)

@@ -69,8 +69,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import UnsupportedNeighborsError
-from dpggm.mechanisms.additive import GaussianMechanism, check_noise_mode
+from dpggm.exceptions import BudgetRangeError, UnsupportedNeighborsError
+from dpggm.mechanisms.additive import (
+    GaussianMechanism,
+    NoisePart,
+    check_budget_range,
+    check_noise_mode,
+)
 from dpggm.mechanisms.bounds import (
     Bounds,
     Box,
@@ -520,8 +525,9 @@ def publish(
     noise : {"exact", "float"}, default="exact"
         For continuous data: ``"exact"`` rounds every value to a fine power-of-two grid
         and adds exact discrete Gaussian noise (no floating-point leak; the guarantee is
-        then ``rho``-zCDP); ``"float"`` uses NumPy's normal sampler (``mu``-GDP, with the
-        floating-point caveat).
+        then ``rho``-zCDP); ``"float"`` uses a floating-point normal sampler: the
+        ``mu``-GDP it states holds only for the idealised mechanism, so the release is
+        reported ``validity="invalid"`` (Mironov 2012) and never booked.
     index_public : bool, default=False
         Copy a DataFrame's index (row labels) into the release. Row labels are often
         identifiers, so by default the release gets a fresh 0..n-1 index.
@@ -600,6 +606,19 @@ def publish(
     n, p = values.shape
     bounds.check_dimension(p)
     sensitivity = row_l2_sensitivity(bounds, p=p, neighbors=neighbors)
+    if kind in ("mu", "epsilon"):
+        # Before any draw: a budget the exact release can deliver (float and lattice
+        # releases have no grid of their own to outgrow; only a zero budget is refused).
+        asked = GDP(request["mu"]) if kind == "mu" else ApproxDP(request["epsilon"],
+                                                                  request["delta"])
+        exact_grid = not discrete and ctx.noise == "exact"
+        check_budget_range(asked, [NoisePart(
+            share=Fraction(1), sensitivity=sensitivity, size=p,
+            value_bound=bounds.row_norm(p))] if exact_grid else [],
+            release=f"a noisy copy of {n} records of {p} columns")
+        if discrete:
+            _check_lattice_budget(asked, sensitivity=sensitivity,
+                                  step=Fraction(1) if grid is None else Fraction(grid))
     if discrete:
         outcome = _publish_discrete(
             values, bounds=bounds, grid=grid, sensitivity=sensitivity, kind=kind,
@@ -702,7 +721,7 @@ def _publish_continuous(
     )
     # Every row is one query of p coordinates; neighbours differ in one row only.
     released = mechanism.release(
-        clipped.reshape(-1), ctx.rng, secure=ctx.secure, independent=True
+        clipped.reshape(-1), ctx.source, independent=True
     ).reshape(clipped.shape)
     record = {**mechanism.record(), "variance": mechanism.sigma**2, "calibrated_from": kind}
     if mechanism.grid is None:
@@ -718,6 +737,25 @@ def _publish_continuous(
             "that the noise variance equals sigma^2 to double precision"
         )
     return released, mechanism.sigma, mechanism.delivered, record, note, mechanism.sigma**2, clipped
+
+
+def _check_lattice_budget(asked: Budget, *, sensitivity: float, step: Fraction) -> None:
+    """A lattice release draws ``sigma / step`` in lattice units, at most ``2**48`` of them:
+    refuse, naming the smallest budget that works, a budget calling for more."""
+    # The smallest rho: sigma = sensitivity / sqrt(2 rho) <= 2**48 step (with a margin).
+    rho_low = float(Fraction(sensitivity) ** 2 / (2 * (Fraction(2**48) * step) ** 2)) * (1 + 1e-6)
+    if isinstance(asked, GDP):
+        name, value, low = "mu", asked.mu, math.sqrt(2 * rho_low)
+    else:
+        name, value = "epsilon", asked.epsilon
+        low = ZCDP(rho_low).to_approx(asked.delta).epsilon
+    if value < low:
+        raise BudgetRangeError(
+            f"budget: {name} must be at least {low:.3g} for a release on this lattice; got "
+            f"{name}={value!r} (smaller budgets call for noise beyond 2**48 lattice steps, "
+            "which the exact sampler cannot draw)",
+            parameter=name, value=value, low=low, high=math.inf,
+        )
 
 
 def _sampler_scale_at_least(units: Fraction) -> Fraction:
@@ -760,7 +798,7 @@ def _publish_discrete(
     if Fraction(scale) < units * step:
         scale = math.nextafter(scale, math.inf)
     noise_steps = sample_discrete_gaussian(
-        units, size=lattice.shape, random_state="secure" if ctx.secure else ctx.rng,
+        units, size=lattice.shape, random_state=ctx.source,
     )
     total = lattice + noise_steps
     variance = discrete_gaussian_variance(units * step, grid=grid)

@@ -18,8 +18,10 @@ Covariance mechanisms (SPEC section 3, seeds 001 and 003):
     Sheffet (2019): ``(G + W) / n`` with ``W ~ Wishart_p(m, B^2 I)``,
     ``m = ceil(p + 14 ln(4/delta) / epsilon^2)``; ``ApproxDP`` with ``epsilon < 1`` and
     ``delta < 1/e``, replace-one neighbours. Its Gaussian vectors are drawn in floating
-    point (the guarantee carries that caveat). ``wishart_mean_removal=True`` subtracts
-    the noise's mean ``m B^2 / n * I`` (post-processing).
+    point, so the release is reported ``validity="invalid"`` (:data:`WISHART_FLOAT_REASON`:
+    float draws leak through floating-point gaps, Mironov 2012); it runs without
+    ``allow_invalid`` because the mechanism itself is sound. ``wishart_mean_removal=True``
+    subtracts the noise's mean ``m B^2 / n * I`` (post-processing).
 ``"wishart-pure"``
     Jiang et al. (2016): ``S + W`` with ``W ~ Wishart_p(p + 1, 3 B^2 / (2 n epsilon) I)``,
     claimed ``epsilon``-DP. **Not differentially private** (Sheffet 2019, footnote 4;
@@ -47,14 +49,22 @@ from typing import Any
 import numpy as np
 
 from dpggm.exceptions import InvalidGuaranteeError, UnsupportedNeighborsError
-from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from dpggm.mechanisms.additive import (
+    MAX_RECORDS,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NoisePart,
+    check_budget_range,
+)
 from dpggm.mechanisms.bounds import Bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import wishart_noise
+from dpggm.mechanisms.random import RandomSource
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l1_sensitivity,
     gram_l2_sensitivity,
+    indicator_l2_sensitivity,
     sum_l1_sensitivity,
     sum_l2_sensitivity,
 )
@@ -73,10 +83,13 @@ from dpggm.privacy.budgets import (
 __all__ = [
     "COVARIANCE_MECHANISMS",
     "DEFAULT_COUNT_FRACTION",
+    "FLOAT_NOISE_MECHANISMS",
     "INVALID_MECHANISMS",
+    "WISHART_FLOAT_REASON",
     "SecondMomentRelease",
     "release_count",
     "release_mean",
+    "release_observed_counts",
     "release_second_moment",
     "release_value",
 ]
@@ -95,9 +108,14 @@ INVALID_MECHANISMS = {
     ),
 }
 
-WISHART_FLOAT_CAVEAT = (
-    "the Wishart noise is built from floating-point Gaussian draws (no exact sampler exists "
-    "for it here); the guarantee holds for the idealised mechanism"
+#: Mechanisms whose noise is drawn by floating-point samplers whatever ``noise`` says.
+FLOAT_NOISE_MECHANISMS = ("wishart", "wishart-pure")
+
+WISHART_FLOAT_REASON = (
+    "the Wishart noise is built from floating-point Gaussian and chi-square draws (no exact "
+    "sampler exists for it here), whose set of possible outputs differs between neighbouring "
+    "data sets (Mironov 2012, 'On significance of the least significant bits for differential "
+    "privacy'); the stated budget holds only for the idealised mechanism"
 )
 
 _BUDGETS_FOR = {
@@ -113,8 +131,9 @@ def _check_budget(mechanism: str, budget: Budget) -> None:
     allowed = _BUDGETS_FOR[mechanism]
     if not isinstance(budget, allowed):
         names = " or ".join(cls.__name__ for cls in allowed)
+        article = "an" if names[0] in "AEIOU" else "a"
         raise TypeError(
-            f"mechanism {mechanism!r} needs a {names} budget; got {type(budget).__name__}"
+            f"mechanism {mechanism!r} needs {article} {names} budget; got {type(budget).__name__}"
         )
 
 
@@ -162,12 +181,13 @@ def release_value(
     *,
     sensitivity: float,
     budget: Budget,
-    rng: np.random.Generator,
+    rng: RandomSource | Any,
     calibration: str = "analytic",
     noise: str = "exact",
-    secure: bool = False,
 ) -> tuple[float | np.ndarray, float]:
-    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default).
+    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default),
+    every random word from ``rng`` (a :class:`~dpggm.mechanisms.random.RandomSource`, e.g.
+    ``ctx.source``, or anything it accepts).
 
     Returns the noisy value and the noise scale ``sigma`` used.
     """
@@ -179,7 +199,7 @@ def release_value(
         calibration=calibration,
         noise=noise,
     )
-    noisy = mechanism.release(array.reshape(-1), rng, secure=secure).reshape(array.shape)
+    noisy = mechanism.release(array.reshape(-1), rng).reshape(array.shape)
     return (float(noisy) if noisy.ndim == 0 else noisy), mechanism.sigma
 
 
@@ -195,8 +215,29 @@ def release_count(
         mechanism = LaplaceMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
     else:
         mechanism = GaussianMechanism(sensitivity=1.0, size=1, budget=budget, noise=ctx.noise)
-    noisy = mechanism.release(np.array([float(n)]), ctx.rng, secure=ctx.secure)[0]
+    noisy = mechanism.release(np.array([float(n)]), ctx.source)[0]
     return float(noisy), mechanism.delivered, mechanism.record("count_")
+
+
+def release_observed_counts(
+    observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Noisy per-column counts of the values present (not missing), for replace-one
+    neighbours: discrete Gaussian (discrete Laplace for ``PureDP``), exact.
+
+    Privacy
+    -------
+    One record's indicator of present values lies in ``{0, 1}^p``; replacing it moves the
+    count vector by at most ``sqrt(p)`` in l2 and ``p`` in l1 (also the add/remove bound).
+    The counts are integers: the release is exact on the integer grid's refinement.
+    """
+    if ctx.neighbors != "replace":
+        raise UnsupportedNeighborsError("observed counts are released under replace-one only")
+    observed = np.asarray(observed, dtype=float)
+    p = observed.shape[0]
+    mechanism = _gaussian_or_laplace(budget, l2=indicator_l2_sensitivity(p), l1=float(p),
+                                     size=p, ctx=ctx, calibration="analytic")
+    return mechanism.release(observed, ctx.source), mechanism.record("observed_")
 
 
 def _gaussian_or_laplace(
@@ -234,7 +275,7 @@ def _sulq(
             noise=ctx.noise,
         )
         noisy[where] = mechanism.release(
-            values[where], ctx.rng, secure=ctx.secure, independent=True
+            values[where], ctx.source, independent=True
         )
         sigmas[where] = mechanism.sigma
         grids.add(mechanism.grid)
@@ -253,7 +294,7 @@ def _sulq(
 
 def _wishart(
     statistic: np.ndarray, *, n: int, bounds: Bounds, budget: Budget, mechanism: str,
-    rng: np.random.Generator, mean_removal: bool,
+    rng: RandomSource, mean_removal: bool,
 ) -> tuple[np.ndarray, dict[str, Any], float]:
     p = statistic.shape[0]
     B = bounds.row_norm(p)
@@ -364,6 +405,8 @@ def release_second_moment(
                 "as invalid."
             )
         invalid_reason = INVALID_MECHANISMS[mechanism]
+    if mechanism in FLOAT_NOISE_MECHANISMS:
+        invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
     if add_remove and mechanism in ("wishart", "wishart-pure"):
         raise UnsupportedNeighborsError(
             f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
@@ -371,13 +414,21 @@ def release_second_moment(
         )
     if mean_fraction is not None and total is None:
         raise ValueError("a private mean needs the column sums (total)")
+    # Before any draw: every noisy part must be drawable at this budget.
+    check_budget_range(
+        budget,
+        _planned_parts(p=p, n=n, bounds=bounds, budget=budget, mechanism=mechanism, ctx=ctx,
+                       mean_fraction=mean_fraction,
+                       count_fraction=count_fraction if add_remove else None),
+        release=f"the {mechanism!r} release of a {p} x {p} second moment from n = {n} rows"
+        if not add_remove else f"the {mechanism!r} release of a {p} x {p} Gram matrix",
+    )
 
     count_budget, rest = _split_off(budget, count_fraction if add_remove else None)
     mean_budget, matrix_budget = _split_off(rest, mean_fraction)
     noise: dict[str, Any] = {}
     delivered: list[Budget] = []
     notes: dict[str, Any] = {}
-    caveats: list[str] = []
 
     count: int | float = n
     if count_budget is not None:
@@ -398,7 +449,6 @@ def release_second_moment(
     delivered.append(matrix.delivered)
     noise.update(matrix.noise)
     notes.update(matrix.notes)
-    caveats.extend(matrix.caveats)
 
     mean = None
     if mean_budget is not None:
@@ -431,7 +481,6 @@ def release_second_moment(
         noise=noise,
         notes=notes,
         invalid_reason=invalid_reason,
-        caveats=caveats,
     )
     return SecondMomentRelease(
         second_moment=second_moment,
@@ -444,6 +493,53 @@ def release_second_moment(
     )
 
 
+def _planned_parts(
+    *, p: int, n: int, bounds: Bounds, budget: Budget, mechanism: str, ctx: ReleaseContext,
+    mean_fraction: float | None, count_fraction: float | None,
+) -> list[NoisePart]:
+    """The exact noisy parts :func:`release_second_moment` will draw, with their shares of
+    the budget, sensitivities and public value bounds (for :func:`check_budget_range`).
+    Float noise has no grid, hence no part (a zero budget is still refused)."""
+    if mechanism not in ("gaussian", "laplace", "sulq"):
+        return []  # the Wishart mechanisms check their own epsilon and delta
+    add_remove = ctx.neighbors == "add-remove"
+    laplace = isinstance(budget, PureDP)
+    if ctx.noise == "float":
+        return []  # no grid: only a zero budget is out of range
+    rest = Fraction(1)
+    parts: list[NoisePart] = []
+    if count_fraction is not None:
+        parts.append(NoisePart(share=Fraction(count_fraction), sensitivity=1.0, size=1,
+                               value_bound=float(MAX_RECORDS), laplace=laplace))
+        rest -= Fraction(count_fraction)
+    matrix_share = rest
+    scale = 1 if add_remove else n
+    square = bounds.row_norm(p) ** 2
+    if mean_fraction is not None:
+        mean_share = rest * Fraction(mean_fraction)
+        matrix_share = rest - mean_share
+        l2 = sum_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        l1 = sum_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors)
+        parts.append(NoisePart(
+            share=mean_share, sensitivity=(l1 if laplace else l2) / scale, size=p,
+            value_bound=bounds.row_norm(p) * (MAX_RECORDS if add_remove else 1),
+            laplace=laplace))
+    # n is private under add/remove: the Gram matrix is bounded through MAX_RECORDS.
+    value_bound = square * (MAX_RECORDS if add_remove else 1)
+    if mechanism == "sulq":
+        entry = gram_entry_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+        k = p * (p + 1) // 2
+        for sensitivity in {float(entry.min()), float(entry.max())}:
+            parts.append(NoisePart(share=matrix_share / k, sensitivity=sensitivity, size=1,
+                                   value_bound=value_bound))
+        return parts
+    l2 = gram_l2_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+    l1 = gram_l1_sensitivity(bounds, p=p, neighbors=ctx.neighbors) / scale
+    parts.append(NoisePart(share=matrix_share, sensitivity=l1 if laplace else l2,
+                           size=p * (p + 1) // 2, value_bound=value_bound, laplace=laplace))
+    return parts
+
+
 @dataclass(frozen=True)
 class _Part:
     """One noisy statistic of a release and its public record."""
@@ -453,7 +549,6 @@ class _Part:
     noise: dict[str, Any]
     entry_std: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
-    caveats: tuple[str, ...] = ()
 
 
 def release_mean(
@@ -491,7 +586,7 @@ def _release_matrix(
         noiser = _gaussian_or_laplace(
             budget, l2=l2, l1=l1, size=values.size, ctx=ctx, calibration=calibration
         )
-        noisy = _mirror(p, iu, noiser.release(values, ctx.rng, secure=ctx.secure))
+        noisy = _mirror(p, iu, noiser.release(values, ctx.source))
         entry_std = (
             noiser.sigma if isinstance(noiser, GaussianMechanism)
             else math.sqrt(2.0) * noiser.scale
@@ -507,11 +602,10 @@ def _release_matrix(
         noisy, delivered, record, sigmas = _sulq(statistic, entry, budget, ctx, calibration)
         return _Part(noisy, delivered, record, float(np.max(sigmas)))
     noisy, record, entry_std = _wishart(
-        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.rng,
+        statistic, n=n, bounds=bounds, budget=budget, mechanism=mechanism, rng=ctx.source,
         mean_removal=wishart_mean_removal,
     )
-    caveats = (WISHART_FLOAT_CAVEAT,) if mechanism == "wishart" else ()
-    return _Part(noisy, budget, record, entry_std, caveats=caveats)
+    return _Part(noisy, budget, record, entry_std)
 
 
 def _release_sums(
@@ -526,7 +620,7 @@ def _release_sums(
         l2, l1 = _per_record(l2, n), _per_record(l1, n)
     noiser = _gaussian_or_laplace(budget, l2=l2, l1=l1, size=p, ctx=ctx, calibration=calibration)
     return _Part(
-        noiser.release(vector, ctx.rng, secure=ctx.secure), noiser.delivered,
+        noiser.release(vector, ctx.source), noiser.delivered,
         noiser.record("mean_"),
     )
 

@@ -31,6 +31,7 @@ __all__ = [
     "gram_entry_sensitivity",
     "gram_l1_sensitivity",
     "gram_l2_sensitivity",
+    "indicator_l2_sensitivity",
     "mean_l2_sensitivity",
     "row_l2_sensitivity",
     "second_moment_entry_sensitivity",
@@ -213,6 +214,17 @@ def mean_l2_sensitivity(bounds: Bounds, *, n: int, p: int, neighbors: str) -> fl
     _replace_only(neighbors, "the mean X^T 1 / n")
     n = _check_n(n)
     return _divided(sum_l2_sensitivity(bounds, p=p, neighbors=neighbors), n)
+
+
+def indicator_l2_sensitivity(p: int) -> float:
+    """l2 sensitivity of the per-column counts of present (not missing) values: one
+    record's indicator lies in ``{0, 1}^p``, so replacing it (or adding or removing it)
+    moves the counts by at most ``sqrt(p)``, rounded up here."""
+    p = _check_n(p)
+    value = math.sqrt(p)
+    while Fraction(value) ** 2 < p:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def row_l2_sensitivity(bounds: Bounds, *, p: int, neighbors: str) -> float:

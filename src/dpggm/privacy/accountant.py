@@ -46,7 +46,9 @@ __all__ = [
     "SpendSink",
     "charge",
     "check_neighbors",
+    "form_for",
     "guarantee_budget",
+    "guarantee_forms",
     "reported_remaining",
     "reported_spent",
 ]
@@ -134,6 +136,26 @@ def reported_remaining(
 ) -> Budget:
     """What is left, each parameter rounded down (spending it exactly always succeeds)."""
     return budget_from_cost(notion, tuple(lim - s for lim, s in zip(limit, spent)), rounding="down")
+
+
+def form_for(forms: tuple[Budget, ...], notion: type[Budget]) -> Budget:
+    """The first of ``forms`` (a guarantee's budget, then its equivalent forms) that
+    converts soundly into ``notion``; the first form when none does (charging it then
+    raises the reason)."""
+    for form in forms:
+        try:
+            exact_cost(form, notion)
+        except IncompatibleBudgetError:
+            continue
+        return form
+    return forms[0]
+
+
+def guarantee_forms(guarantee: Any, *, neighbors: str | None, what: str) -> tuple[Budget, ...]:
+    """Every budget a release may be charged at (:attr:`PrivacyGuarantee.forms`), refused
+    unless it is valid and stated for ``neighbors`` (when the account has a relation)."""
+    guarantee_budget(guarantee, neighbors=neighbors, what=what)
+    return guarantee.forms
 
 
 def guarantee_budget(guarantee: Any, *, neighbors: str | None, what: str) -> Budget:
@@ -272,7 +294,8 @@ class PrivacyAccountant:
             amount = budget
             name = "unspecified" if mechanism is None else mechanism
         else:
-            amount = guarantee_budget(budget, neighbors=self._neighbors, what="accountant")
+            amount = form_for(guarantee_forms(budget, neighbors=self._neighbors,
+                                              what="accountant"), self._notion)
             name = budget.mechanism if mechanism is None else mechanism
         _, new = charge(self._limit, self._spent, amount, self._notion, what=f"{name!r}")
         self._spent = new

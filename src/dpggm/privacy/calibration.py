@@ -18,13 +18,25 @@ from dpggm.privacy.conversion import gdp_delta, gdp_mu_for
 
 __all__ = [
     "ANALYTIC_DELTA_MARGIN",
+    "EXPONENTIAL_MECHANISM_ZCDP",
+    "PURE_DP_ZCDP",
     "classical_gaussian_sigma",
+    "epsilon_for_zcdp",
     "gaussian_sigma",
     "laplace_scale",
 ]
 
 #: Relative margin below delta that the analytic calibration aims at.
 ANALYTIC_DELTA_MARGIN = 2.0**-20
+
+#: ``rho / epsilon**2`` of the exponential mechanism: ``epsilon``-DP selection is
+#: ``epsilon**2 / 8``-zCDP (Cesar & Rogers 2021, Lemma 3.2).
+EXPONENTIAL_MECHANISM_ZCDP = Fraction(1, 8)
+#: ``rho / epsilon**2`` of any pure ``epsilon``-DP mechanism: ``epsilon**2 / 2``-zCDP
+#: (Bun & Steinke 2016, Proposition 1.4).
+PURE_DP_ZCDP = Fraction(1, 2)
+
+_LARGEST_FLOAT = 1.7976931348623157e308
 
 
 def _check_sensitivity(sensitivity: float) -> float:
@@ -139,3 +151,48 @@ def laplace_scale(sensitivity: float, budget: Budget) -> float:
         sensitivity / budget.epsilon,
         lambda b: Fraction(budget.epsilon) * Fraction(b) >= Fraction(sensitivity),
     )
+
+
+def epsilon_for_zcdp(rho: float | Fraction, *, coefficient: Fraction = EXPONENTIAL_MECHANISM_ZCDP
+                     ) -> float:
+    """The largest float ``epsilon`` with ``coefficient * epsilon**2 <= rho``, exactly.
+
+    The one conversion from a zCDP share to the ``epsilon`` of a pure-DP step run inside
+    a zCDP budget: the exponential mechanism (``coefficient = 1/8``, the default) or any
+    other pure-DP mechanism (:data:`PURE_DP_ZCDP`, ``1/2``). A square root rounded to
+    nearest exceeds the share for about half the values; the float returned here is
+    checked against the share in exact rational arithmetic, so the step never costs more
+    than it was booked for.
+
+    Parameters
+    ----------
+    rho : float or fractions.Fraction
+        The zCDP share, finite and >= 0 (a float at its exact binary value).
+    coefficient : fractions.Fraction, default=EXPONENTIAL_MECHANISM_ZCDP
+        ``rho / epsilon**2`` of the step, > 0.
+
+    Returns
+    -------
+    float
+        ``0.0`` for ``rho = 0``; never above the largest finite float.
+    """
+    exact = Fraction(rho)
+    factor = Fraction(coefficient)
+    if not factor > 0:
+        raise ValueError(f"coefficient must be > 0; got {coefficient!r}")
+    if exact < 0:
+        raise ValueError(f"rho must be >= 0; got {rho!r}")
+    square = exact / factor
+    if square == 0:
+        return 0.0
+    # sqrt(num / den) from the logarithms of the integers: no overflow or underflow where
+    # float(square) would; the estimate is then moved to the exact edge.
+    if square >= Fraction(_LARGEST_FLOAT) ** 2:
+        return _LARGEST_FLOAT
+    estimate = math.exp(0.5 * (math.log(square.numerator) - math.log(square.denominator)))
+    epsilon = min(estimate, _LARGEST_FLOAT)
+    while epsilon > 0 and Fraction(epsilon) ** 2 > square:
+        epsilon = math.nextafter(epsilon, 0.0)
+    while epsilon < _LARGEST_FLOAT and Fraction(math.nextafter(epsilon, math.inf)) ** 2 <= square:
+        epsilon = math.nextafter(epsilon, math.inf)
+    return epsilon

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, budget_from_dict
+from dpggm.privacy.budgets import ApproxDP, Budget, NonPrivate, PureDP, budget_from_dict
 
 __all__ = ["PrivacyGuarantee", "DEFAULT_REPORT_DELTA"]
 
@@ -32,6 +32,16 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return jsonable(value.to_dict())
     return value
+
+
+def _round_up(value: float) -> str:
+    """``value`` to four significant digits, rounded up (a shortened privacy figure may
+    only weaken the claim); exact when four digits state it exactly."""
+    text = f"{value:.4g}"
+    if float(text) < value:
+        unit = 10.0 ** (math.floor(math.log10(abs(float(text)))) - 3)
+        text = f"{float(text) + unit:.4g}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,11 @@ class PrivacyGuarantee:
     notes : dict
         Further public figures and explanations (how the guarantee was derived, the
         centring, the budget breakdown). Everything here is part of the release.
+    equivalent : tuple of Budget
+        Other forms of the same guarantee that also hold, for accounts in another notion
+        (e.g. the zCDP budget an ``(epsilon, delta)`` pipeline was run in, or the
+        ``epsilon**2 / 2``-zCDP a pure-DP release implies). A ledger or accountant charges
+        the first of ``budget`` and these that converts soundly into its notion.
     curator_notes : dict
         Figures for the data curator only -- computed from the private data (e.g. a
         paper's data-dependent accounting, how many rows were clipped). They are **never**
@@ -83,6 +98,7 @@ class PrivacyGuarantee:
     random_state: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
     curator_notes: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    equivalent: tuple[Budget, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -110,10 +126,21 @@ class PrivacyGuarantee:
                 "a NonPrivate() budget must have validity 'none'; got "
                 f"validity={self.validity!r}"
             )
+        object.__setattr__(self, "equivalent", tuple(self.equivalent))
+        if not all(isinstance(b, Budget) and not isinstance(b, NonPrivate)
+                   for b in self.equivalent):
+            raise TypeError("equivalent must hold PureDP, ApproxDP, ZCDP or GDP budgets")
+        if self.equivalent and isinstance(self.budget, NonPrivate):
+            raise ValueError("a NonPrivate() release has no equivalent guarantee")
         if isinstance(self.report_delta, bool) or not (
             isinstance(self.report_delta, (int, float)) and 0 < self.report_delta < 1
         ):
             raise ValueError(f"report_delta must be a number in (0, 1); got {self.report_delta!r}")
+
+    @property
+    def forms(self) -> tuple[Budget, ...]:
+        """``budget`` followed by :attr:`equivalent`: every form that holds."""
+        return (self.budget, *self.equivalent)
 
     @property
     def is_valid(self) -> bool:
@@ -147,6 +174,7 @@ class PrivacyGuarantee:
                 "report_delta": self.report_delta,
                 "random_state": self.random_state,
                 "notes": self.notes,
+                "equivalent": [b.to_dict() for b in self.equivalent],
             }
         )
 
@@ -176,6 +204,7 @@ class PrivacyGuarantee:
             report_delta=float(data.get("report_delta", DEFAULT_REPORT_DELTA)),
             random_state=str(data.get("random_state", "")),
             notes=dict(data.get("notes") or {}),
+            equivalent=tuple(budget_from_dict(b) for b in data.get("equivalent") or ()),
         )
 
     def to_json(self, **kwargs: Any) -> str:
@@ -188,8 +217,12 @@ class PrivacyGuarantee:
             return f"{self.mechanism}: non-private reference run (no guarantee)"
         approx = self.approx_dp
         text = f"{self.mechanism}: {self.budget}"
-        if approx is not None and approx is not self.budget:
-            text += f" ~ (epsilon={approx.epsilon:.4g}, delta={approx.delta:g})"
+        # Pure DP is already in its strongest (epsilon, 0) form; restating it at a positive
+        # delta would only weaken it. A shortened figure is rounded up, never down.
+        if approx is not None and approx is not self.budget and not isinstance(
+                self.budget, PureDP):
+            text += (f" ~ (epsilon={_round_up(approx.epsilon)}, "
+                     f"delta={_round_up(approx.delta)})")
         text += f", {self.neighbors} neighbours"
         if self.validity != "valid":
             label = "NO GUARANTEE" if self.validity == "none" else self.validity.upper()

@@ -88,7 +88,8 @@ from dpggm.exceptions import IncompatibleBudgetError
 from dpggm.privacy.accountant import (
     charge,
     check_neighbors,
-    guarantee_budget,
+    form_for,
+    guarantee_forms,
     reported_remaining,
     reported_spent,
 )
@@ -761,18 +762,20 @@ class Ledger:
 
     def _amount(
         self, dataset: str, spend: Budget | PrivacyGuarantee, neighbors: str | None
-    ) -> tuple[Budget, str | None]:
-        """The budget to charge and the relation it is stated under (None: unstated)."""
+    ) -> tuple[tuple[Budget, ...], str | None]:
+        """The budgets the spend may be charged at (a guarantee's forms, the first that
+        converts into the dataset's notion is used) and the relation they are stated
+        under (None: unstated)."""
         if isinstance(spend, PrivacyGuarantee):
             if neighbors is not None and neighbors != spend.neighbors:
                 raise ValueError(
                     f"neighbors={neighbors!r} contradicts the guarantee's {spend.neighbors!r}"
                 )
             # The relation is checked against the stored one inside the transaction.
-            budget = guarantee_budget(spend, neighbors=None, what=f"dataset {dataset!r}")
-            return budget, spend.neighbors
+            forms = guarantee_forms(spend, neighbors=None, what=f"dataset {dataset!r}")
+            return forms, spend.neighbors
         budget = _check_budget(spend, name="budget", dataset=dataset)
-        return budget, None if neighbors is None else check_neighbors(neighbors)
+        return (budget,), None if neighbors is None else check_neighbors(neighbors)
 
     @staticmethod
     def _check_relation(state: _DatasetState, relation: str | None) -> None:
@@ -841,19 +844,20 @@ class Ledger:
         release visible only if this returns.
         """
         name = _check_dataset(dataset)
-        amount, relation = self._amount(name, budget, neighbors)
+        forms, relation = self._amount(name, budget, neighbors)
         if mechanism is None and isinstance(budget, PrivacyGuarantee):
             mechanism = budget.mechanism
         if not isinstance(mechanism, str) or not mechanism.strip():
             raise TypeError(f"mechanism must be a non-empty string; got {mechanism!r}")
         details_json = _encode_details(details)
-        budget_json = _budget_to_json(amount)
         pid = os.getpid()
         host = socket.gethostname()
 
         def work(conn: sqlite3.Connection) -> SpendRecord:
             state = self._state(conn, name)
             self._check_relation(state, relation)
+            amount = form_for(forms, type(state.total))
+            budget_json = _budget_to_json(amount)
             cost, new_spent = charge(
                 state.limit, state.spent, amount, type(state.total),
                 what=f"dataset {name!r} ({mechanism!r})",
@@ -902,12 +906,13 @@ class Ledger:
             As :meth:`spend` would.
         """
         name = _check_dataset(dataset)
-        amount, relation = self._amount(name, budget, neighbors)
+        forms, relation = self._amount(name, budget, neighbors)
 
         def work(conn: sqlite3.Connection) -> None:
             state = self._state(conn, name)
             self._check_relation(state, relation)
-            charge(state.limit, state.spent, amount, type(state.total), what=f"dataset {name!r}")
+            charge(state.limit, state.spent, form_for(forms, type(state.total)),
+                   type(state.total), what=f"dataset {name!r}")
 
         self._transact(work, write=False)
 

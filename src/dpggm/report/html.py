@@ -1,7 +1,14 @@
 """A self-contained HTML report of a result directory (``graph``, ``estimate`` or
-``recover`` output): picture, edge table, the guarantee in plain words, parameters and
-public diagnostics. Images are inlined as base64 and no resource is fetched from the
+``recover`` output): picture, edge table, the guarantee in plain words, the budget's
+breakdown, parameters and public diagnostics, written for a reader who did not run the
+command. Pictures are inline SVG with their labels kept as text (so the reader's browser
+draws every script and the labels scale with the page); no resource is fetched from the
 network, so the file can be mailed or archived as it is.
+
+Numbers are written for people: a value that a few digits state exactly is written
+exactly (ρ = 0.0234375), any other to four significant digits -- privacy figures (ε, δ,
+ρ, μ) rounded up, towards the weaker claim, never down. Nothing is shown as raw JSON, and
+an absent value is left out rather than printed as ``None``.
 
 Only what the directory holds is shown; everything there is already released, so the
 report is post-processing and spends no budget.
@@ -9,10 +16,10 @@ report is post-processing and spends no budget.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +28,119 @@ import pandas as pd
 
 from dpggm.report.plots import draw_graph, precision_heatmap
 
-__all__ = ["build_report", "guarantee_in_words", "load_result"]
+__all__ = ["build_report", "format_budget", "format_number", "guarantee_in_words",
+           "load_result"]
 
 _RESULT_FILES = ("result.json", "recovery.json")
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1100px;color:#222;line-height:1.45;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;border-bottom:1px solid #ddd;
-padding-bottom:.2em;margin-top:1.6em}
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,"Noto Sans",sans-serif;
+margin:2em auto;max-width:1100px;color:#222;line-height:1.45;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;border-bottom:1px solid #ddd;
+padding-bottom:.2em;margin-top:1.6em}h3{font-size:1.05em;margin-top:1.2em}
 .badge{display:inline-block;padding:.15em .6em;border-radius:.3em;font-weight:600;color:#fff}
 .valid{background:#2e7d32}.invalid{background:#c62828}.data-dependent{background:#ef6c00}
 .none{background:#616161}
-.pictures{display:flex;flex-wrap:wrap;gap:1em}.pictures figure{margin:0}
-.pictures img{max-width:520px;width:100%;border:1px solid #eee}
-table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;
-text-align:left}th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.note{color:#555;font-size:.9em}code{background:#f5f5f5;padding:0 .2em}
+figure{margin:1em 0}figure svg{display:block;width:100%;height:auto;max-width:880px}
+figcaption{color:#444;font-size:.95em;max-width:880px}
+table{border-collapse:collapse;font-size:.92em;margin:.4em 0}td,th{border:1px solid #ddd;
+padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f5f5f5;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.note{color:#555;font-size:.92em}code{background:#f5f5f5;padding:0 .2em}
+ul.values{margin:0;padding-left:1.1em}
 """
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _scientific(text: str) -> str:
+    """``9.375e-07`` as ``9.375 × 10⁻⁷``; other text unchanged."""
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    return power if mantissa == "1" else f"{mantissa} × {power}"
+
+
+def format_number(value: Any, *, up: bool = False) -> str:
+    """A number for people.
+
+    Integers as they are; a float that at most eight digits state exactly, leading zeros
+    included (``0.0234375``, ``1234567``, ``1e-06``), exactly; any other to four
+    significant digits, rounded up
+    when ``up`` (privacy figures: the statement may only get weaker) and to the nearest
+    otherwise. Small and large magnitudes as ``9.375 × 10⁻⁷``.
+    """
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        return "not a number"
+    if math.isinf(number):
+        return "∞" if number > 0 else "−∞"
+    if number == 0:
+        return "0"
+    for digits in range(1, 9):
+        text = f"{number:.{digits}g}"
+        if float(text) == number:
+            if abs(number) < 1e-3:
+                # 0.0009765625 (a grid step of 2^-10) reads better as 9.765625 x 10^-4.
+                text = f"{number:.{digits - 1}e}"
+            plain = _plain(text)
+            if sum(c.isdigit() for c in plain.split("e")[0]) <= 8:
+                return _scientific(plain)
+            break
+    if up:
+        exact = Decimal(number)
+        step = Decimal(1).scaleb(exact.adjusted() - 3)
+        rounded = (exact / step).to_integral_value(rounding=ROUND_CEILING) * step
+        text = f"{float(rounded):.4g}"
+        # The float nearest the decimal may fall below it; a statement is only weakened.
+        if float(text) < number:
+            text = f"{float(text) + float(step):.4g}"
+    else:
+        text = f"{number:.4g}"
+    return _scientific(_plain(text))
+
+
+def _plain(text: str) -> str:
+    """Python's ``1e+03`` as ``1000`` (exponents only where they help: below 10⁻⁴ or from
+    10⁶ on)."""
+    if "e" not in text:
+        return text
+    number = float(text)
+    if 1e-4 <= abs(number) < 1e6:
+        return f"{number:f}".rstrip("0").rstrip(".")
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def format_budget(budget: Any) -> str:
+    """A recorded budget (``{"notion": "zcdp", "rho": ...}``) in words and symbols."""
+    if not isinstance(budget, dict):
+        return str(budget)
+    notion = budget.get("notion")
+
+    def figure(key: str) -> str:
+        return format_number(budget.get(key), up=True)
+
+    if notion == "zcdp":
+        return f"ρ = {figure('rho')} (zero-concentrated DP)"
+    if notion == "pure-dp":
+        return f"ε = {figure('epsilon')} (pure DP)"
+    if notion == "approx-dp":
+        return f"ε = {figure('epsilon')}, δ = {figure('delta')}"
+    if notion == "gdp":
+        return f"μ = {figure('mu')} (Gaussian DP)"
+    if notion == "non-private":
+        return "none (a non-private reference run)"
+    return ", ".join(f"{k} = {format_number(v, up=True)}" for k, v in budget.items()
+                     if k != "notion" and v is not None) or str(notion)
 
 
 def load_result(directory: Path) -> tuple[dict[str, Any], str]:
@@ -59,12 +161,6 @@ def load_result(directory: Path) -> tuple[dict[str, Any], str]:
     )
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}" if math.isfinite(value) else str(value)
-    return str(value)
-
-
 def guarantee_in_words(privacy: Any) -> list[str]:
     """Sentences that say what a recorded guarantee means for one person in the data."""
     if not isinstance(privacy, dict):
@@ -77,72 +173,158 @@ def guarantee_in_words(privacy: Any) -> list[str]:
         "public)" if neighbors == "replace"
         else "adding or removing one person's record"
     )
+
+    def up(key: str, source: dict[str, Any] = budget) -> str:
+        return format_number(source.get(key), up=True)
+
+    def factor(epsilon: Any) -> str:
+        if not isinstance(epsilon, (int, float)) or epsilon >= 700:
+            return "an astronomically large number"
+        return format_number(math.exp(epsilon), up=True)
+
     lines = []
     approx = privacy.get("approx_dp") or {}
     if notion == "zcdp":
         lines.append(
-            f"ρ-zero-concentrated differential privacy with ρ = {_fmt(budget['rho'])}: "
-            f"for two data sets that differ by {who}, the Rényi divergence of every order α "
-            f"between the distributions of this output is at most ρ·α."
+            f"ρ-zero-concentrated differential privacy with ρ = {up('rho')}: for two data sets "
+            f"that differ by {who}, the Rényi divergence of every order α between the "
+            "distributions of this output is at most ρ·α."
         )
     elif notion == "gdp":
         lines.append(
-            f"μ-Gaussian differential privacy with μ = {_fmt(budget['mu'])}: telling, from "
-            f"this output, which of two data sets that differ by {who} it came from is no "
-            f"easier than telling a draw of N(0, 1) from a draw of N({_fmt(budget['mu'])}, 1)."
+            f"μ-Gaussian differential privacy with μ = {up('mu')}: telling, from this output, "
+            f"which of two data sets that differ by {who} it came from is no easier than "
+            f"telling a draw of N(0, 1) from a draw of N({up('mu')}, 1)."
         )
     elif notion == "pure-dp":
         lines.append(
-            f"ε-differential privacy with ε = {_fmt(budget['epsilon'])}: {who} changes "
-            f"the probability of any outcome by a factor of at most e^ε = "
-            f"{_fmt(math.exp(budget['epsilon']))}."
+            f"ε-differential privacy with ε = {up('epsilon')}: {who} changes the probability "
+            f"of any outcome by a factor of at most e^ε = {factor(budget.get('epsilon'))}."
+        )
+    elif notion == "approx-dp":
+        lines.append(
+            f"(ε, δ)-differential privacy with ε = {up('epsilon')} and δ = {up('delta')}: "
+            f"whatever anyone does with this output, {who} makes any conclusion at most "
+            f"e^ε = {factor(budget.get('epsilon'))} times more (or less) likely, except with "
+            "probability at most δ."
         )
     elif notion == "non-private":
         lines.append("No privacy guarantee: this is a non-private reference run.")
-    if approx and notion != "pure-dp" and notion != "non-private":
-        eps, delta = approx.get("epsilon"), approx.get("delta")
+    if approx and notion in ("zcdp", "gdp"):
         lines.append(
-            f"In (ε, δ) form: ε = {_fmt(eps)}, δ = {_fmt(delta)}. Whatever anyone does with "
-            f"this output, {who} makes any conclusion at most e^ε = "
-            f"{_fmt(math.exp(eps)) if isinstance(eps, (int, float)) and eps < 700 else 'huge'}"
-            f" times more (or less) likely, except with probability at most δ."
+            f"In (ε, δ) form: ε = {up('epsilon', approx)}, δ = {up('delta', approx)}. "
+            f"Whatever anyone does with this output, {who} makes any conclusion at most "
+            f"e^ε = {factor(approx.get('epsilon'))} times more (or less) likely, except with "
+            "probability at most δ."
         )
-    lines.append(
-        "The guarantee holds for every person in the data at once, whatever else an "
-        "observer knows; it covers everything released here (the picture, the edge list "
-        "and the matrices are computed from the private release only)."
-    )
+    if notion != "non-private":
+        lines.append(
+            "The guarantee holds for every person in the data at once, whatever else an "
+            "observer knows; it covers everything released here (the picture, the edge "
+            "list and the matrices are computed from the private release only)."
+        )
     validity = privacy.get("validity", "")
     reason = privacy.get("reason", "")
     if validity == "valid":
         lines.append("Validity: valid -- a formal differential-privacy guarantee holds.")
-    else:
-        lines.append(f"Validity: {validity} -- {reason}")
+    elif validity:
+        lines.append(f"Validity: {validity} -- {reason}" if reason else f"Validity: {validity}")
     return lines
 
 
-def _bounds_words(bounds: Any) -> str:
+def _bounds_words(bounds: Any, *, private: bool = True) -> str:
+    """What the clipping bound was, from the recorded ``bounds`` (whatever fields it has);
+    ``private`` is false for a non-private reference run (its ranges are exact)."""
     if not isinstance(bounds, dict):
         return str(bounds)
     kind = bounds.get("kind")
+    if kind == "auto" and not private:
+        return ("found exactly from the data (a non-private reference run): every column "
+                "was clipped to its range and rescaled to [-1, 1]. The ranges are listed "
+                "below.")
     if kind == "auto":
-        ranges = bounds.get("ranges", {})
-        return (
-            "chosen privately (part of the budget above): every column was clipped to a "
-            "range found by private quantiles "
-            f"(tail share {_fmt(ranges.get('quantile'))} each side) and rescaled to [-1, 1]; "
-            "the ranges are listed under Parameters."
-        )
+        ranges = bounds.get("ranges") if isinstance(bounds.get("ranges"), dict) else {}
+        how = []
+        if isinstance(ranges.get("width"), (int, float)):
+            how.append(f"median ± {format_number(ranges['width'])} median absolute "
+                       "deviations")
+        if isinstance(ranges.get("quantile"), (int, float)):
+            how.append(f"tail share {format_number(ranges['quantile'])} each side")
+        method = f" ({'; '.join(how)})" if how else ""
+        text = ("chosen privately, with part of the budget above: every column was clipped "
+                f"to a range found by private quantiles{method} and rescaled to [-1, 1]")
+        inner = bounds.get("rescaled_box")
+        if isinstance(inner, dict) and inner.get("kind") == "l2":
+            text += (f"; then every record was clipped to Euclidean norm "
+                     f"{format_number(inner.get('bound'))}, a bound also chosen privately")
+        return text + ". The ranges are listed below."
+    data_derived = " (read off the data: no formal guarantee)" if bounds.get("data_derived") else ""
     if kind == "l2":
-        return f"declared: every record clipped to Euclidean norm {_fmt(bounds.get('bound'))}."
+        return (f"declared: every record clipped to Euclidean norm "
+                f"{format_number(bounds.get('bound'))}{data_derived}.")
     if kind == "box":
-        return f"declared: every value clipped to ±{_fmt(bounds.get('bound'))} per column."
-    return json.dumps(bounds)
+        bound = bounds.get("bound")
+        if isinstance(bound, list):
+            return (f"declared: every value clipped to ± its column's bound "
+                    f"({_values_text(bound)}){data_derived}.")
+        return f"declared: every value clipped to ±{format_number(bound)} per column{data_derived}."
+    return _values_text(bounds)
 
 
-def _image(data: bytes, alt: str) -> str:
-    encoded = base64.b64encode(data).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+def _label(key: Any) -> str:
+    names = {
+        "n_samples": "records (n)", "n_features": "variables (p)", "n_edges": "edges",
+        "n_iter": "solver iterations", "alpha": "graphical-lasso penalty α",
+        "l2_sensitivity": "L2 sensitivity", "sigma": "noise standard deviation σ",
+        "mean_sigma": "noise standard deviation σ of the mean",
+        "mean_l2_sensitivity": "L2 sensitivity of the mean", "grid": "noise grid step",
+        "mean_grid": "noise grid step of the mean", "distribution": "noise distribution",
+        "mean_distribution": "noise distribution of the mean",
+        "l1_sensitivity": "L1 sensitivity", "mean_l1_sensitivity": "L1 sensitivity of the mean",
+        "laplace_scale": "Laplace scale b", "mean_laplace_scale": "Laplace scale b of the mean",
+        "epsilons": "ε of each part", "epsilon": "ε", "delta": "δ", "rho": "ρ", "mu": "μ",
+        "report_delta": "δ of the (ε, δ) form", "random_state": "randomness",
+        "budget": "budget",
+    }
+    text = str(key)
+    return names.get(text, text.replace("_", " "))
+
+
+def _privacy_key(key: Any) -> bool:
+    """Whether values under ``key`` are privacy figures (rounded up when shortened)."""
+    text = str(key)
+    return text in ("epsilon", "delta", "rho", "mu", "report_delta") or text.startswith(
+        ("epsilon", "rho_", "delta_"))
+
+
+def _values_text(value: Any, key: Any = None, *, up: bool = False) -> str:
+    """Plain text of a value (no markup): numbers for people, budgets in symbols."""
+    up = up or _privacy_key(key)
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        if "notion" in value:
+            return format_budget(value)
+        parts = [f"{_label(k)} {_values_text(v, k, up=up)}" for k, v in value.items()
+                 if v is not None]
+        return "; ".join(parts) or "—"
+    if isinstance(value, (list, tuple)):
+        shown = [_values_text(v, up=up) for v in value[:12]]
+        more = f", … ({len(value)} values)" if len(value) > 12 else ""
+        return ", ".join(shown) + more
+    if isinstance(value, (bool, int, float, np.integer, np.floating)):
+        return format_number(value, up=up)
+    return str(value)
+
+
+def _values_html(value: Any, key: Any = None, *, up: bool = False) -> str:
+    """A value as HTML: a nested list for a mapping, text otherwise."""
+    up = up or _privacy_key(key)
+    if isinstance(value, dict) and "notion" not in value:
+        items = [f"<li>{html.escape(_label(k))}: {_values_html(v, k, up=up)}</li>"
+                 for k, v in value.items() if v is not None]
+        return f'<ul class="values">{"".join(items)}</ul>' if items else "—"
+    return html.escape(_values_text(value, key, up=up))
 
 
 def _features(record: dict[str, Any], precision: np.ndarray | None) -> list[str]:
@@ -163,13 +345,13 @@ def _read_precision(directory: Path) -> np.ndarray | None:
 
 
 def _edge_rows(edges: pd.DataFrame, limit: int = 200) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in edges.columns)
+    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in edges.columns)
     rows = []
     for row in edges.head(limit).itertuples(index=False):
         cells = []
         for value in row:
             if isinstance(value, (float, np.floating)):
-                cells.append(f'<td class="num">{_fmt(float(value))}</td>')
+                cells.append(f'<td class="num">{html.escape(format_number(float(value)))}</td>')
             else:
                 cells.append(f"<td>{html.escape(str(value))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -178,18 +360,74 @@ def _edge_rows(edges: pd.DataFrame, limit: int = 200) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
 
 
+def _table(rows: list[tuple[str, str]]) -> str:
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
 def _parameter_rows(record: dict[str, Any]) -> str:
-    shown = {k: v for k, v in record.items() if k not in ("privacy", "features", "diagnostics")}
+    """Everything in the record not shown elsewhere, as a readable table."""
+    skip = {"privacy", "features", "diagnostics", "parameters", "title", "command"}
+    rows = [(_label(k), _values_html(v, k)) for k, v in record.items()
+            if k not in skip and v is not None]
+    parameters = record.get("parameters")
+    if isinstance(parameters, dict):
+        rows += [(_label(k), _values_html(v, k)) for k, v in parameters.items()
+                 if v is not None and k not in record]
     privacy = record.get("privacy")
     if isinstance(privacy, dict):
-        for key in ("mechanism", "bounds", "noise", "notes", "random_state"):
-            if key in privacy:
-                shown[f"privacy.{key}"] = privacy[key]
+        if privacy.get("mechanism"):
+            rows.append(("mechanism", html.escape(str(privacy["mechanism"]))))
+        noise = {k: v for k, v in (privacy.get("noise") or {}).items() if k != "breakdown"}
+        if noise:
+            rows.append(("noise", _values_html(noise)))
+        for key in ("notes", "random_state"):
+            if privacy.get(key):
+                rows.append((_label(key), _values_html(privacy[key], key)))
+    return _table(rows)
+
+
+def _budget_rows(privacy: dict[str, Any]) -> str:
+    breakdown = (privacy.get("noise") or {}).get("breakdown") or []
+    total = privacy.get("budget") or {}
+    head = ("<tr><th>step</th><th>mechanism</th><th>budget</th><th>share of the total</th>"
+            "<th>details</th></tr>")
+    rows = []
+    for step in breakdown:
+        budget = step.get("budget") or {}
+        share = ""
+        # Shares of an additive parameter: rho under zCDP, epsilon under pure DP.
+        key = {"zcdp": "rho", "pure-dp": "epsilon"}.get(str(total.get("notion")))
+        if (key is not None and budget.get("notion") == total.get("notion")
+                and isinstance(total.get(key), (int, float)) and total[key] > 0
+                and isinstance(budget.get(key), (int, float))):
+            share = f"{100 * budget[key] / total[key]:.3g} %"
+        details = {k: v for k, v in step.items()
+                   if k not in ("step", "mechanism", "budget") and v is not None}
+        rows.append(
+            f"<tr><td>{html.escape(str(step.get('step', '')))}</td>"
+            f"<td>{html.escape(str(step.get('mechanism', '')))}</td>"
+            f"<td>{html.escape(format_budget(budget))}</td>"
+            f'<td class="num">{share}</td><td>{_values_html(details)}</td></tr>'
+        )
+    rows.append(f"<tr><th>total</th><td></td><th>{html.escape(format_budget(total))}</th>"
+                f'<td class="num">{"100 %" if breakdown else ""}</td><td></td></tr>')
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _range_rows(bounds: Any, names: list[str]) -> str | None:
+    ranges = bounds.get("ranges") if isinstance(bounds, dict) else None
+    if not isinstance(ranges, dict):
+        return None
+    lower, upper = ranges.get("lower"), ranges.get("upper")
+    if not (isinstance(lower, list) and isinstance(upper, list)
+            and len(lower) == len(upper) == len(names)):
+        return None
     rows = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td><code>{html.escape(json.dumps(v, default=str) if not isinstance(v, str) else v)}</code></td></tr>"
-        for k, v in shown.items()
-    )
-    return f"<table>{rows}</table>"
+        f"<tr><td>{html.escape(name)}</td><td class='num'>{html.escape(format_number(a))}</td>"
+        f"<td class='num'>{html.escape(format_number(b))}</td></tr>"
+        for name, a, b in zip(names, lower, upper))
+    return f"<table><tr><th>variable</th><th>lower</th><th>upper</th></tr>{rows}</table>"
 
 
 def build_report(directory: Path | str, *, name: str | None = None) -> str:
@@ -207,22 +445,18 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     names = _features(record, precision)
     edges = None
     if (directory / "edges.csv").exists():
-        edges = pd.read_csv(directory / "edges.csv")
+        edges = pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
+                            keep_default_na=False)
     privacy = record.get("privacy", {})
+    if not isinstance(privacy, dict):
+        privacy = {}
     title = record.get("title") or f"dpggm {record.get('command', record.get('method', 'result'))}"
-    if (directory / "graph.png").exists():
-        graph_png = (directory / "graph.png").read_bytes()
-    elif edges is not None and {"source", "target"} <= set(edges.columns):
-        graph_png = draw_graph(edges, names or sorted(set(edges.source) | set(edges.target)))
-    else:
-        graph_png = None
-    if (directory / "precision.png").exists():
-        heat_png = (directory / "precision.png").read_bytes()
-    elif precision is not None:
-        heat_png = precision_heatmap(precision, names)
-    else:
-        heat_png = None
-    validity = privacy.get("validity", "none") if isinstance(privacy, dict) else "none"
+    graph_svg = None
+    if edges is not None and {"source", "target"} <= set(edges.columns):
+        graph_svg = draw_graph(edges, names or sorted(set(edges.source) | set(edges.target)),
+                               fmt="svg")
+    heat_svg = precision_heatmap(precision, names, fmt="svg") if precision is not None else None
+    validity = privacy.get("validity") or "none"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -233,32 +467,33 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
         f'<span class="note">from <code>{html.escape(source)}</code> in '
         f"<code>{html.escape(name or directory.name)}</code></span></p>",
     ]
-    pictures = []
-    if graph_png is not None:
-        pictures.append(f"<figure>{_image(graph_png, 'the released graph')}"
-                        "<figcaption>The graph: an edge joins two variables that are "
-                        "dependent given all the others.</figcaption></figure>")
-    if heat_png is not None:
-        pictures.append(f"<figure>{_image(heat_png, 'precision matrix heatmap')}"
-                        "<figcaption>Partial correlations (off the diagonal of the "
-                        "normalised precision matrix).</figcaption></figure>")
-    if pictures:
-        parts.append('<h2>Picture</h2><div class="pictures">' + "".join(pictures) + "</div>")
+    if graph_svg is not None or heat_svg is not None:
+        parts.append("<h2>Picture</h2>")
+    if graph_svg is not None:
+        parts.append(f'<figure role="img" aria-label="the released graph">{graph_svg}'
+                     "<figcaption>The graph: an edge joins two variables that are dependent "
+                     "given all the others; its width grows with the partial correlation, "
+                     "blue when positive, red when negative. The variables sit on a circle "
+                     "in the order of the data's columns, the first at the top."
+                     "</figcaption></figure>")
+    if heat_svg is not None:
+        parts.append(f'<figure role="img" aria-label="precision matrix heatmap">{heat_svg}'
+                     "<figcaption>Partial correlations (off the diagonal of the normalised "
+                     "precision matrix).</figcaption></figure>")
     parts.append("<h2>Privacy guarantee</h2><ul>")
     parts += [f"<li>{html.escape(line)}</li>" for line in guarantee_in_words(privacy)]
-    if isinstance(privacy, dict) and "bounds" in privacy:
-        parts.append(f"<li>Bounds: {html.escape(_bounds_words(privacy['bounds']))}</li>")
+    private = (privacy.get("budget") or {}).get("notion") != "non-private"
+    if "bounds" in privacy:
+        words = _bounds_words(privacy["bounds"], private=private)
+        parts.append(f"<li>Bounds: {html.escape(words)}</li>")
     parts.append("</ul>")
-    breakdown = (privacy.get("noise") or {}).get("breakdown") if isinstance(privacy, dict) else None
-    if breakdown:
-        rows = "".join(
-            f"<tr><td>{html.escape(str(step.get('step')))}</td>"
-            f"<td>{html.escape(str(step.get('mechanism', '')))}</td>"
-            f"<td><code>{html.escape(json.dumps(step.get('budget')))}</code></td></tr>"
-            for step in breakdown
-        )
-        parts.append("<h3>How the budget was spent</h3><table><tr><th>step</th>"
-                     f"<th>mechanism</th><th>budget</th></tr>{rows}</table>")
+    if (privacy.get("noise") or {}).get("breakdown"):
+        parts.append("<h3>How the budget was spent</h3>" + _budget_rows(privacy))
+    ranges = _range_rows(privacy.get("bounds"), names)
+    if ranges is not None:
+        parts.append(f"<h3>Column ranges{' (chosen privately)' if private else ''}</h3>"
+                     "<p class='note'>Values outside a range were clipped to it"
+                     f"{' before the noise was added' if private else ''}.</p>" + ranges)
     parts.append("<h2>Edges</h2>")
     if edges is None:
         parts.append('<p class="note">No edge list in this directory.</p>')
@@ -271,10 +506,10 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
         p = len(names)
         diagnostics.setdefault("edges", f"{len(edges)} of {p * (p - 1) // 2} possible")
     if diagnostics:
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>"
-                       for k, v in diagnostics.items())
+        rows = [(_label(k), _values_html(v, k)) for k, v in diagnostics.items()
+                if v is not None]
         parts.append("<h2>Diagnostics</h2><p class='note'>Computed from the release only "
-                     f"(public).</p><table>{rows}</table>")
+                     f"(public).</p>{_table(rows)}")
     parts.append("<h2>Parameters</h2>" + _parameter_rows(record))
     parts.append("</body></html>")
     return "\n".join(parts)

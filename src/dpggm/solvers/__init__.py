@@ -12,6 +12,14 @@ _EXPORTS = {
     "graphical_lasso": "dpggm.solvers.glasso",
     "graphical_lasso_objective": "dpggm.solvers.glasso",
     "graphical_lasso_path": "dpggm.solvers.glasso",
+    "ClippingModel": "dpggm.solvers.inference",
+    "EdgeInference": "dpggm.solvers.inference",
+    "detectable_partial_correlation": "dpggm.solvers.inference",
+    "edge_inference": "dpggm.solvers.inference",
+    "expected_row_norm_bound": "dpggm.solvers.inference",
+    "false_discovery_control": "dpggm.solvers.inference",
+    "noise_calibrated_alpha": "dpggm.solvers.inference",
+    "support_refit": "dpggm.solvers.inference",
     "MaxEntropyReconstructor": "dpggm.solvers.maxent",
     "max_entropy_completion": "dpggm.solvers.maxent",
     "project_psd": "dpggm.solvers.psd",
@@ -30,6 +38,16 @@ if TYPE_CHECKING:  # pragma: no cover
         graphical_lasso_objective,
         graphical_lasso_path,
     )
+    from dpggm.solvers.inference import (
+        ClippingModel,
+        EdgeInference,
+        detectable_partial_correlation,
+        edge_inference,
+        expected_row_norm_bound,
+        false_discovery_control,
+        noise_calibrated_alpha,
+        support_refit,
+    )
     from dpggm.solvers.maxent import (
         MaxEntropyReconstructor,
         max_entropy_completion,
@@ -45,13 +63,21 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 __all__ = [
+    "ClippingModel",
+    "EdgeInference",
     "MaxEntropyReconstructor",
     "SolverResult",
+    "detectable_partial_correlation",
+    "edge_inference",
+    "expected_row_norm_bound",
+    "false_discovery_control",
     "graphical_lasso",
     "graphical_lasso_objective",
     "graphical_lasso_path",
     "hard_threshold",
     "max_entropy_completion",
+    "noise_calibrated_alpha",
     "project_psd",
     "ridge_precision",
+    "support_refit",
 ]

@@ -1,0 +1,450 @@
+"""Calibration study of ``dpggm.solvers.inference.edge_inference`` through ``PrivateGraph``.
+
+For every cell (graph, p, n, rho) the study draws ``--fits`` independent samples in raw
+units (column means 3..300, scales 0.5..20), fits ``PrivateGraph(budget=ZCDP(rho))`` on each
+(private ranges, private row-norm bound, private centring, Gaussian release, graphical
+lasso) and runs the edge inference on the release alone. Against the population partial
+correlations of the generating model it measures:
+
+* the false-discovery rate of the selected edges (mean false-discovery proportion over the
+  fits, with its Monte-Carlo standard error);
+* the coverage of the intervals (all pairs, true edges, non-edges);
+* the power (share of true edges selected) and the standard deviation of the null
+  z-scores (1 when calibrated);
+* the smallest |partial correlation| detected with 80 % power, from a probit fit of the
+  detections of every edge in every fit against its |partial correlation| (the edges'
+  strengths are drawn afresh in every fit, log-uniformly over [0.01, 0.45], so the curve
+  is read over a continuum), next to ``detectable_partial_correlation`` from public
+  parameters only.
+
+Graphs (edges fixed per (kind, p); strengths drawn log-uniformly over [0.01, 0.45] in
+every fit, with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
+joined to the other 9), ``random`` (2p edges drawn uniformly). Distributions: Gaussian and
+multivariate t with 5 degrees of freedom (same scatter matrix; its partial correlations are
+the estimand).
+
+The adapter ``release_from_private_graph`` is the only place that reads ``PrivateGraph``'s
+fitted attributes; switch it when the estimator exposes its release plan.
+
+Usage (on a shared machine run it niced; a full run takes about an hour per distribution)::
+
+    nice -n 10 python3 benchmarks/calibration_study.py --reduced           # quick look
+    nice -n 10 python3 benchmarks/calibration_study.py --fits 50 \\
+        --distributions gaussian t5 --json calibration.json                 # the full grid
+    nice -n 10 python3 benchmarks/calibration_study.py --chain-f1          # 30-node raw chain
+    nice -n 10 python3 benchmarks/calibration_study.py --timing            # speed at p = 100
+
+Options ``--norm-quantile``, ``--fdr-method``, ``--method`` and ``--clipping-correction``
+compare the alternatives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from dpggm import ZCDP, PrivateGraph
+from dpggm.datasets import make_raw_chain
+from dpggm.solvers.inference import (
+    RESCALED_VARIANCE,
+    ClippingModel,
+    detectable_partial_correlation,
+    edge_inference,
+    expected_row_norm_bound,
+    noise_calibrated_alpha,
+)
+
+GRAPHS = ("chain", "hub", "random")
+FULL_GRID = {"p": (10, 30, 100), "n": (2000, 20000), "rho": (0.1, 1.0)}
+REDUCED_GRID = {"p": (10, 30), "n": (2000, 20000), "rho": (0.1, 1.0)}
+WEAKEST, STRONGEST = 0.01, 0.45
+
+
+# ---------------------------------------------------------------------------------------
+# models and data
+# ---------------------------------------------------------------------------------------
+
+
+def study_precision(kind: str, p: int, draw: np.random.Generator | None = None) -> np.ndarray:
+    """The precision matrix of a study graph: the edges are fixed for each kind and size;
+    their strengths are spread geometrically over [WEAKEST, STRONGEST] (fixed), or, with
+    ``draw``, drawn log-uniformly from it, with random signs."""
+    rng = np.random.default_rng([GRAPHS.index(kind), p])
+    if kind == "chain":
+        pairs = [(j, j + 1) for j in range(p - 1)]
+    elif kind == "hub":
+        pairs = []
+        for first in range(0, p, 10):
+            group = range(first, min(first + 10, p))
+            pairs += [(first, k) for k in group if k != first]
+    elif kind == "random":
+        upper = np.transpose(np.triu_indices(p, 1))
+        chosen = rng.choice(len(upper), size=min(2 * p, len(upper)), replace=False)
+        pairs = [tuple(upper[k]) for k in chosen]
+    else:
+        raise ValueError(f"kind must be one of {GRAPHS}; got {kind!r}")
+    if draw is None:
+        strengths = np.geomspace(WEAKEST, STRONGEST, len(pairs))[rng.permutation(len(pairs))]
+        signs = rng.choice([-1.0, 1.0], size=len(pairs))
+    else:
+        strengths = np.exp(draw.uniform(math.log(WEAKEST), math.log(STRONGEST), len(pairs)))
+        signs = draw.choice([-1.0, 1.0], size=len(pairs))
+    off = np.zeros((p, p))
+    for (j, k), strength, sign in zip(pairs, strengths, signs):
+        off[j, k] = off[k, j] = sign * strength
+    # Unit diagonal when that is positive definite (partial correlations = the strengths);
+    # otherwise the smallest diagonal with smallest eigenvalue 0.25.
+    diagonal = max(1.0, 0.25 - float(np.linalg.eigvalsh(-off)[0]))
+    return diagonal * np.eye(p) - off
+
+
+def partial_correlations(precision: np.ndarray) -> np.ndarray:
+    scale = np.sqrt(np.diag(precision))
+    out = -precision / np.outer(scale, scale)
+    np.fill_diagonal(out, 1.0)
+    return out
+
+
+def sample_raw(precision: np.ndarray, n: int, rng: np.random.Generator,
+               distribution: str) -> pd.DataFrame:
+    """``n`` records in raw units: Gaussian or multivariate t5 with scatter ``precision^-1``."""
+    covariance = np.linalg.inv(precision)
+    p = len(covariance)
+    values = rng.standard_normal((n, p)) @ np.linalg.cholesky(covariance).T
+    if distribution == "t5":
+        values /= np.sqrt(rng.chisquare(5, size=(n, 1)) / 5)
+    elif distribution != "gaussian":
+        raise ValueError(f"distribution must be 'gaussian' or 't5'; got {distribution!r}")
+    means = np.geomspace(3.0, 300.0, p)
+    scales = np.geomspace(0.5, 20.0, p)
+    scales[1::2] = scales[1::2][::-1]
+    standardised = values / np.sqrt(np.diag(covariance))
+    return pd.DataFrame(means + scales * standardised, columns=[f"x{j}" for j in range(p)])
+
+
+# ---------------------------------------------------------------------------------------
+# the adapter: what the inference needs from a fitted PrivateGraph
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Release:
+    noisy_covariance: np.ndarray
+    noise_variance: float
+    n_samples: int
+    precision: np.ndarray
+    clipping: ClippingModel
+    release_budget: float  # zCDP rho of the covariance release (public: depends on n, p)
+
+
+def release_from_private_graph(graph: PrivateGraph) -> Release:
+    """Read the release and its public description off a fitted ``PrivateGraph``
+    (``graph.release_``: what its own inference reads)."""
+    released = graph.release_
+    step = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "graph")
+    budget = step["budget"]
+    return Release(
+        noisy_covariance=released.covariance, noise_variance=released.noise_variance,
+        n_samples=released.n_samples, precision=released.precision,
+        clipping=released.clipping,
+        release_budget=float(getattr(budget, "rho", float("nan"))),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# one cell
+# ---------------------------------------------------------------------------------------
+
+
+def measured_threshold(strengths: np.ndarray, detected: np.ndarray,
+                       target: float = 0.8) -> tuple[float, str]:
+    """The |partial correlation| with ``target`` detection probability, by a probit fit
+    ``P(detected) = Phi(b0 + b1 |r|)``; a note says when it lies outside the edges' range."""
+    x = np.asarray(strengths, dtype=float)
+    y = np.asarray(detected, dtype=float)
+    if y.mean() >= 0.999:
+        return float("nan"), f"< {x.min():.2f} (all detected)"
+    if y.mean() <= 0.001:
+        return float("nan"), f"> {x.max():.2f} (none detected)"
+
+    def loss(beta):
+        eta = beta[0] + beta[1] * x
+        return -np.sum(y * stats.norm.logcdf(eta) + (1 - y) * stats.norm.logcdf(-eta))
+
+    fit = optimize.minimize(loss, x0=np.array([-1.0, 5.0]), method="Nelder-Mead",
+                            options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000})
+    b0, b1 = fit.x
+    if b1 <= 0:
+        return float("nan"), "no increasing power curve"
+    threshold = (stats.norm.ppf(target) - b0) / b1
+    if threshold < x.min():
+        return float(threshold), f"< {x.min():.2f} (extrapolated)"
+    if threshold > x.max():
+        return float(threshold), f"> {x.max():.2f} (extrapolated)"
+    return float(threshold), ""
+
+
+def noise_amplification(precision: np.ndarray) -> float:
+    """The median over the edges of the noise standard error of a partial correlation
+    (under "no edge") relative to ``sigma / v``, for the population graph in rescaled
+    units (per-coordinate variance ``v``): what ``detectable_partial_correlation`` assumes
+    when told the graph."""
+    scale = np.sqrt(np.diag(np.linalg.inv(precision)))
+    theta = precision * np.outer(scale, scale) / RESCALED_VARIANCE  # inverse of v * corr
+    d = np.diag(theta)
+    G = theta @ theta
+    squares = theta**2
+    variance = (np.outer(np.diag(G), np.diag(G)) + G**2 - squares.T @ squares) / np.outer(d, d)
+    rows, cols = np.triu_indices(len(theta), 1)
+    edge = precision[rows, cols] != 0
+    return float(np.median(np.sqrt(variance[rows, cols][edge]) * RESCALED_VARIANCE))
+
+
+def planned_sigma(n: int, p: int, release_rho: float, norm_quantile: float) -> float:
+    """The noise scale a release plan expects before the data: the Gaussian mechanism on
+    the second moment (l2 sensitivity sqrt(2) B^2 / n) with the expected row-norm bound."""
+    bound = expected_row_norm_bound(p, norm_quantile=norm_quantile)
+    return math.sqrt(2.0) * bound**2 / n / math.sqrt(2.0 * release_rho)
+
+
+def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: int,
+             norm_quantile: float, fdr: float, fdr_method: str, method: str,
+             clipping_correction: bool, pilot_alpha_factor: float | None = None,
+             seed: int = 0) -> dict:
+    pattern = study_precision(kind, p)
+    rows, cols = np.triu_indices(p, 1)
+    edge = pattern[rows, cols] != 0
+    rng = np.random.default_rng([seed, GRAPHS.index(kind), p, n, int(rho * 1000),
+                                 0 if distribution == "gaussian" else 1])
+    fdp, power, cover, null_z, strengths, detected = [], [], [], [], [], []
+    sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
+    for _ in range(fits):
+        # Fresh edge strengths in every fit: the power curve is read over a continuum.
+        precision = study_precision(kind, p, rng)
+        truth = partial_correlations(precision)[rows, cols]
+        frame = sample_raw(precision, n, rng, distribution)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = PrivateGraph(budget=ZCDP(rho), norm_quantile=norm_quantile,
+                                 random_state=int(rng.integers(2**31))).fit(frame)
+        fit_time.append(time.perf_counter() - start)
+        release = release_from_private_graph(graph)
+        start = time.perf_counter()
+        pilot: dict = {"precision": release.precision}
+        if pilot_alpha_factor is not None:
+            pilot = {"alpha": pilot_alpha_factor * noise_calibrated_alpha(
+                release.noisy_covariance, noise_std=math.sqrt(release.noise_variance),
+                n_samples=release.n_samples)}
+        result = edge_inference(
+            release.noisy_covariance, n_samples=release.n_samples,
+            noise_variance=release.noise_variance,
+            clipping=release.clipping if clipping_correction else None,
+            fdr=fdr, fdr_method=fdr_method, method=method, **pilot,
+        )
+        inference_time.append(time.perf_counter() - start)
+        selected = result.selected
+        fdp.append(float((selected & ~edge).sum() / max(selected.sum(), 1)))
+        power.append(float((selected & edge).sum() / edge.sum()))
+        cover.append((result.ci_low <= truth) & (truth <= result.ci_high))
+        null_z.append((result.partial_correlation / result.null_std_error)[~edge])
+        strengths.append(np.abs(truth[edge]))
+        detected.append(selected[edge])
+        sigmas.append(math.sqrt(release.noise_variance))
+        bounds.append(release.clipping.row_norm_bound)
+        budgets.append(release.release_budget)
+        clipped_share.append(graph.clipping_["over_norm_bound"] / n)
+    cover = np.array(cover)
+    z = np.concatenate(null_z)
+    threshold, note = measured_threshold(np.concatenate(strengths), np.concatenate(detected))
+    release_rho = float(np.median(budgets))
+    predicted = detectable_partial_correlation(
+        n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
+        fdr=fdr, fdr_method=fdr_method)
+    amplification = noise_amplification(pattern)
+    predicted_informed = detectable_partial_correlation(
+        n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
+        fdr=fdr, fdr_method=fdr_method, noise_amplification=amplification,
+        expected_edges=float(edge.sum()))
+    return {
+        "graph": kind, "p": p, "n": n, "rho": rho, "distribution": distribution,
+        "fits": fits, "edges": int(edge.sum()),
+        "fdr": float(np.mean(fdp)), "fdr_mc_se": float(np.std(fdp, ddof=1) / math.sqrt(fits)),
+        "coverage": float(cover.mean()), "coverage_edges": float(cover[:, edge].mean()),
+        "coverage_non_edges": float(cover[:, ~edge].mean()),
+        "power": float(np.mean(power)), "null_z_sd": float(z.std()),
+        "threshold_80": threshold, "threshold_note": note,
+        "detectable": predicted, "detectable_informed": predicted_informed,
+        "noise_amplification": amplification,
+        "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
+        "release_rho": release_rho,
+        "clipped_share": float(np.mean(clipped_share)),
+        "fit_seconds": float(np.mean(fit_time)),
+        "inference_seconds": float(np.mean(inference_time)),
+    }
+
+
+def format_row(r: dict) -> str:
+    if math.isfinite(r["threshold_80"]) and not r["threshold_note"]:
+        measured = f"{r['threshold_80']:.3f}"
+        ratio = f"{r['detectable'] / r['threshold_80']:.2f}" if math.isfinite(
+            r["detectable"]) else "inf"
+    else:
+        measured = r["threshold_note"]
+        ratio = "--"
+    return (f"| {r['distribution']} | {r['graph']} | {r['p']} | {r['n']} | {r['rho']:g} | "
+            f"{r['fdr']:.3f} ± {r['fdr_mc_se']:.3f} | {r['coverage']:.3f} | "
+            f"{r['coverage_edges']:.3f} | {r['power']:.2f} | {r['null_z_sd']:.2f} | "
+            f"{measured} | {r['detectable']:.3f} | {ratio} |")
+
+
+HEADER = ("| data | graph | p | n | rho | FDR ± MC se | coverage | cov. edges | power | "
+          "null z sd | t80 measured | detectable() | ratio |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+# ---------------------------------------------------------------------------------------
+# the 30-node raw chain, and speed
+# ---------------------------------------------------------------------------------------
+
+
+def chain_f1(seeds: int, *, norm_quantile: float, fdr: float, fdr_method: str) -> list[dict]:
+    out = []
+    for seed in range(seeds):
+        frame, truth = make_raw_chain(n_samples=5000, n_features=30, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = PrivateGraph(budget=ZCDP(1.0), norm_quantile=norm_quantile,
+                                 random_state=seed).fit(frame)
+        release = release_from_private_graph(graph)
+        result = edge_inference(
+            release.noisy_covariance, n_samples=release.n_samples,
+            noise_variance=release.noise_variance, precision=release.precision,
+            clipping=release.clipping, fdr=fdr, fdr_method=fdr_method)
+        rows, cols = np.triu_indices(30, 1)
+        true_edges = truth[rows, cols]
+        for name, chosen in (("fdr", result.selected),
+                             ("threshold", graph.adjacency_[rows, cols])):
+            tp = int((chosen & true_edges).sum())
+            f1 = 2 * tp / max(int(chosen.sum()) + int(true_edges.sum()), 1)
+            out.append({"seed": seed, "selection": name, "edges": int(chosen.sum()),
+                        "true_positives": tp, "f1": f1})
+    return out
+
+
+def timing(p: int, n: int, replicates: int) -> dict:
+    precision = study_precision("random", p)
+    frame = sample_raw(precision, n, np.random.default_rng(0), "gaussian")
+    graph = PrivateGraph(budget=ZCDP(1.0), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph.fit(frame)  # compile / warm caches
+        start = time.perf_counter()
+        graph = PrivateGraph(budget=ZCDP(1.0), random_state=1).fit(frame)
+        fit_seconds = time.perf_counter() - start
+    release = release_from_private_graph(graph)
+    kwargs = dict(n_samples=release.n_samples, noise_variance=release.noise_variance,
+                  precision=release.precision, clipping=release.clipping)
+    edge_inference(release.noisy_covariance, **kwargs)
+    start = time.perf_counter()
+    edge_inference(release.noisy_covariance, **kwargs)
+    closed = time.perf_counter() - start
+    start = time.perf_counter()
+    boot = edge_inference(release.noisy_covariance, method="bootstrap", n_bootstrap=replicates,
+                          **kwargs)
+    bootstrap = time.perf_counter() - start
+    return {"p": p, "n": n, "fit_seconds": fit_seconds, "closed_form_seconds": closed,
+            "closed_form_over_fit": closed / fit_seconds, "bootstrap_replicates": replicates,
+            "bootstrap_seconds": bootstrap,
+            "bootstrap_se_over_closed_form": boot.diagnostics["se_ratio"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reduced", action="store_true", help="p in {10, 30} only")
+    parser.add_argument("--fits", type=int, default=50)
+    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS))
+    parser.add_argument("--p", nargs="+", type=int)
+    parser.add_argument("--n", nargs="+", type=int)
+    parser.add_argument("--rho", nargs="+", type=float)
+    parser.add_argument("--distributions", nargs="+", default=["gaussian"])
+    parser.add_argument("--norm-quantile", type=float, default=0.5)
+    parser.add_argument("--fdr", type=float, default=0.1)
+    parser.add_argument("--fdr-method", default="bh")
+    parser.add_argument("--method", default="closed-form")
+    parser.add_argument("--clipping-correction", action="store_true",
+                        help="remove the row-norm clipping's bias (PrivateGraph's default: not)")
+    parser.add_argument("--pilot-alpha-factor", type=float,
+                        help="solve the pilot at this multiple of the noise-calibrated "
+                             "penalty instead of reusing PrivateGraph's precision")
+    parser.add_argument("--json", help="write the cell results here")
+    parser.add_argument("--chain-f1", action="store_true",
+                        help="F1 on the 30-node raw chain, rho = 1, 10 seeds, and exit")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="print the tables of earlier runs, with detectable() as it is "
+                             "now, and exit")
+    parser.add_argument("--timing", action="store_true",
+                        help="inference time against the fit at p = 100, and exit")
+    args = parser.parse_args(argv)
+
+    if args.chain_f1:
+        rows = chain_f1(10, norm_quantile=args.norm_quantile, fdr=args.fdr,
+                        fdr_method=args.fdr_method)
+        frame = pd.DataFrame(rows)
+        print(frame.to_string(index=False))
+        print(frame.groupby("selection")[["edges", "f1"]].mean().to_string())
+        return 0
+    if args.table:
+        print(HEADER)
+        for path in args.table:
+            with open(path) as handle:
+                for cell in json.load(handle):
+                    cell["detectable"] = detectable_partial_correlation(
+                        cell["n"], cell["p"],
+                        planned_sigma(cell["n"], cell["p"], cell["release_rho"],
+                                      args.norm_quantile),
+                        norm_quantile=args.norm_quantile, fdr=args.fdr,
+                        fdr_method=args.fdr_method)
+                    print(format_row(cell))
+        return 0
+    if args.timing:
+        for n in (2000, 20000):
+            print(json.dumps(timing(100, n, 200)))
+        return 0
+
+    grid = dict(REDUCED_GRID if args.reduced else FULL_GRID)
+    for key in ("p", "n", "rho"):
+        if getattr(args, key):
+            grid[key] = tuple(getattr(args, key))
+    print(HEADER, flush=True)
+    results = []
+    for distribution in args.distributions:
+        for kind in args.graphs:
+            for p in grid["p"]:
+                for n in grid["n"]:
+                    for rho in grid["rho"]:
+                        cell = run_cell(
+                            kind, p, n, rho, distribution=distribution, fits=args.fits,
+                            norm_quantile=args.norm_quantile, fdr=args.fdr,
+                            fdr_method=args.fdr_method, method=args.method,
+                            clipping_correction=args.clipping_correction,
+                            pilot_alpha_factor=args.pilot_alpha_factor)
+                        results.append(cell)
+                        print(format_row(cell), flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,739 @@
+"""The pipeline behind :class:`~dpggm.estimators.graph.PrivateGraph`: a plan from public
+facts, then one pass over the records per released step.
+
+Budget forms
+    Every step is a Gaussian or an exponential mechanism (or, under pure DP, a Laplace or an
+    exponential mechanism). The steps compose in one notion, the *accounting* budget:
+
+    * ``ZCDP(rho)``: as given; the exponential mechanism is ``epsilon**2 / 8``-zCDP;
+    * ``ApproxDP(epsilon, delta)``: the largest ``rho`` whose tight conversion (Canonne,
+      Kamath & Steinke 2020) implies ``(epsilon, delta)``; the pipeline runs in that zCDP
+      budget and the record states both forms. Basic composition of the ``3p + 1``
+      exponential mechanisms in ``epsilon`` would leave each one a sliver of the budget;
+    * ``GDP(mu)``: ``mu**2 / 2``-zCDP (exact noise delivers zCDP, not GDP, and the
+      exponential mechanism is no Gaussian mechanism), stated as zCDP;
+    * ``PureDP(epsilon)``: pure composition (``epsilon`` adds up), exponential and Laplace
+      mechanisms; with ``method="pace"`` the ``epsilon**2 / 2``-zCDP it implies.
+
+    The shares are dyadic fractions of the accounting total, so the steps add up to it
+    exactly.
+
+Passes
+    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the
+    deviations' median (or nearest untied level) (each needs the previous stage's released cells), (4) the rescaled
+    rows' norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``,
+    ``Z^T 1`` and ``n``, from which the private mean and the second moment are both released
+    (the centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared
+    bound needs pass 5 only. The counts of passes 1-4 are histograms on public grids
+    (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpggm.estimators import _count_kernels as kernels
+from dpggm.estimators._passes import (
+    Moments,
+    MomentsState,
+    NormCounts,
+    Ranges,
+    Shifted,
+    ValueCounts,
+)
+from dpggm.exceptions import BudgetRangeError
+from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
+from dpggm.mechanisms.context import ReleaseContext
+from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
+from dpggm.mechanisms.private_bounds import (
+    RANGE_SHARES,
+    PrivateNormBound,
+    PrivateRanges,
+    RangeStages,
+    cell_scores,
+    choose_norm_bound,
+    exponential_epsilon,
+    norm_budget_needed,
+    norm_edges,
+    range_budget_needed,
+    range_epsilons,
+    spread_target,
+)
+from dpggm.mechanisms.release import (
+    release_mean,
+    release_observed_counts,
+    release_second_moment,
+)
+from dpggm.mechanisms.sensitivity import (
+    gram_l1_sensitivity,
+    gram_l2_sensitivity,
+    indicator_l2_sensitivity,
+    sum_l1_sensitivity,
+    sum_l2_sensitivity,
+)
+from dpggm.privacy.accountant import PrivacyAccountant
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    budget_from_cost,
+    exact_cost,
+)
+from dpggm.privacy.conversion import zcdp_rho_for
+
+__all__ = [
+    "GraphRelease",
+    "GraphSettings",
+    "accounting_budget",
+    "check_not_hopeless",
+    "check_plan_budget_range",
+    "graph_plan",
+    "predicted_partial_correlation_noise",
+    "run_plan",
+]
+
+#: Share of the bound step that chooses the row-norm bound (the rest chooses ranges).
+NORM_SHARE = Fraction(1, 4)
+
+#: Share of the total for the per-column counts of present values (``missing="impute"``).
+MISSING_FRACTION = Fraction(1, 64)
+
+#: The released share of present values is floored here before it divides a moment.
+_MIN_PRESENT = 0.02
+
+#: The range of an automatic bound fraction: a power of two (so the parts of a float budget
+#: stay exact), at least the first and at most the second.
+AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """The validated, public settings of one PrivateGraph fit."""
+
+    requested: Budget
+    accounting: Budget
+    declared: Bounds | None
+    center: Any
+    method: str
+    bound_fraction: Any
+    center_fraction: Fraction
+    range_width: float
+    norm_quantile: float | None
+    neighbors: str = "replace"
+    missing: str = "impute"
+
+    @property
+    def auto(self) -> bool:
+        return self.declared is None
+
+    @property
+    def private_centre(self) -> bool:
+        return isinstance(self.center, str) and self.center == "private"
+
+    @property
+    def public_centre(self) -> np.ndarray | None:
+        return None if isinstance(self.center, str) else self.center
+
+    @property
+    def with_norm(self) -> bool:
+        return self.auto and self.method != "pace" and self.norm_quantile is not None
+
+    @property
+    def non_private(self) -> bool:
+        return isinstance(self.requested, NonPrivate)
+
+
+def accounting_budget(budget: Budget, method: str) -> Budget:
+    """The notion and total the steps compose in (see the module documentation)."""
+    if isinstance(budget, (NonPrivate, ZCDP)):
+        return budget
+    if isinstance(budget, ApproxDP):
+        if budget.delta == 0:
+            return accounting_budget(PureDP(budget.epsilon), method)
+        return ZCDP(_rho_implying(budget.epsilon, budget.delta))
+    if isinstance(budget, GDP) or (isinstance(budget, PureDP) and method == "pace"):
+        # Rounded down: the steps must never spend more than the budget implies.
+        return budget_from_cost(ZCDP, exact_cost(budget, ZCDP), rounding="down")
+    return budget
+
+
+def _rho_implying(epsilon: float, delta: float) -> float:
+    """The largest ``rho`` whose tight conversion implies ``(epsilon, delta)``; where that
+    search overflows (an enormous ``epsilon``), the simple conversion ``epsilon = rho +
+    2 sqrt(rho ln(1/delta))`` solved for ``rho`` (a smaller ``rho``, so still implying it)."""
+    if epsilon == 0:
+        return 0.0
+    try:
+        return zcdp_rho_for(epsilon, delta)
+    except (OverflowError, ArithmeticError):
+        log_term = math.log(1.0 / delta)
+        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
+        rho = root * root
+        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
+            rho = math.nextafter(rho, 0.0)
+        return rho
+
+
+def _notion_cost(budget: Budget) -> Fraction:
+    return exact_cost(budget, type(budget))[0]
+
+
+def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | None:
+    """The share of the accounting total for the bound step: ``bound_fraction``, or for
+    ``"auto"`` the smallest power of two (within :data:`AUTO_BOUND_FRACTIONS`) that lets
+    every private median and spread land inside its column, and the norm bound near its
+    quantile, with probability about ``1 - e**-3`` -- from ``n`` and ``p`` only."""
+    if not settings.auto or settings.non_private:
+        return None
+    if not isinstance(settings.bound_fraction, str):
+        return Fraction(settings.bound_fraction)
+    notion = type(settings.accounting)
+    available = _notion_cost(settings.accounting)
+    need = Fraction(exact_cost(range_budget_needed(n=n, p=p, notion=notion), notion)[0])
+    if settings.with_norm:
+        need /= (1 - NORM_SHARE)
+        norm_need = exact_cost(norm_budget_needed(
+            n=n, quantile=float(settings.norm_quantile), notion=notion), notion)[0]
+        need = max(need, Fraction(norm_need) / NORM_SHARE)
+    low, high = AUTO_BOUND_FRACTIONS
+    fraction = low
+    while fraction < high and fraction * available < need:
+        fraction *= 2
+    return fraction
+
+
+def _share(total: Budget, fraction: Fraction) -> Budget:
+    """``fraction`` of ``total``, rounded down to a multiple of the total's last binary
+    digit: then the total minus any sum of such shares is an exact float, and the last
+    step can take exactly what remains (the steps add up to the total exactly)."""
+    cost = _notion_cost(total)
+    digit = Fraction(math.ulp(float(cost)))
+    return budget_from_cost(type(total), (math.floor(cost * fraction / digit) * digit,))
+
+
+def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
+    """Public noise figures of a Gaussian (or, for pure DP, Laplace) step; none for a
+    budget no exact draw can be calibrated to (check_plan_budget_range refuses it)."""
+    try:
+        return _additive_figures(mechanism_budget, size, sensitivity)
+    except (ValueError, ArithmeticError):
+        return {}
+
+
+def _additive_figures(mechanism_budget: Budget, size: int,
+                      sensitivity: float | None) -> dict[str, Any]:
+    if isinstance(mechanism_budget, PureDP):
+        if sensitivity is None:
+            return {"noise_multiplier": 1.0 / mechanism_budget.epsilon}
+        m = LaplaceMechanism(sensitivity=sensitivity, size=size, budget=mechanism_budget)
+        return {"laplace_scale": m.scale, "grid": m.grid}
+    if sensitivity is None:
+        return {"noise_multiplier": 1.0 / math.sqrt(2 * mechanism_budget.rho)}
+    g = GaussianMechanism(sensitivity=sensitivity, size=size, budget=mechanism_budget)
+    return {"sigma": g.sigma, "grid": g.grid}
+
+
+def _mechanism_name(budget: Budget) -> str:
+    return "discrete laplace" if isinstance(budget, PureDP) else "discrete gaussian"
+
+
+def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
+                   p: int) -> list[PlannedMeasurement]:
+    """The planned centring and graph steps (after any bound steps)."""
+    steps: list[PlannedMeasurement] = []
+    fixed = settings.declared
+    pure = isinstance(settings.accounting, PureDP)
+    neighbors = settings.neighbors
+    if settings.private_centre:
+        budget = shares["centring"]
+        if fixed is not None:
+            sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(fixed, p=p,
+                                                                        neighbors=neighbors) / n
+            rule = ""
+        else:
+            sens = None
+            rule = ("2 sqrt(p) / n, records in the box [-1, 1]^p" if settings.method == "pace"
+                    else f"2 {'sqrt(p) ' if pure else ''}B / n, B the released norm bound")
+        steps.append(PlannedMeasurement(
+            "centring", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
+            sensitivity_rule=rule, noise=_additive(budget, p, sens)))
+    budget = shares["graph"]
+    if settings.method == "pace":
+        steps.append(PlannedMeasurement(
+            "graph", "pace-ggm: exponential selections and discrete gaussian measurements "
+            "under a zCDP filter", budget, repetitions=1,
+            sensitivity_rule="per entry of S: b_j^2 / n (diagonal), 2 b_j b_k / n (off it), "
+                             "b the box of the centred records"))
+        return steps
+    size = p * (p + 1) // 2
+    if fixed is not None:
+        sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
+            fixed, p=p, neighbors=neighbors) / n
+        rule = ""
+    else:
+        sens = None
+        rule = ("(p + 1) B^2 / n (l1)" if pure else "sqrt(2) B^2 / n (l2)") + \
+            ", B the released norm bound"
+    steps.append(PlannedMeasurement(
+        "graph", _mechanism_name(budget) + " on the second moment", budget, repetitions=1,
+        sensitivity=sens, sensitivity_rule=rule, noise=_additive(budget, size, sens)))
+    return steps
+
+
+def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
+    """The measurements of a PrivateGraph fit on ``n`` records of ``p`` columns, from
+    public facts only."""
+    if settings.non_private:
+        return ReleasePlan("PrivateGraph", n, p, settings.requested, settings.accounting, (),
+                           settings.neighbors, {"reason": "non-private reference run"})
+    total = settings.accounting
+    fraction = bound_fraction_for(settings, n, p)
+    shares: dict[str, Budget] = {}
+    steps: list[PlannedMeasurement] = []
+    used = Fraction(0)
+    notes: dict[str, Any] = {}
+    if fraction is not None:
+        range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
+        ranges_budget = _share(total, range_share)
+        try:
+            eps = range_epsilons(ranges_budget, p)
+        except ValueError:
+            # A budget too small for any selection: the plan says so with epsilon 0, and
+            # check_plan_budget_range refuses it with the range that works.
+            eps = dict.fromkeys(RANGE_SHARES, 0.0)
+        steps.append(PlannedMeasurement(
+            "bounds", "exponential", ranges_budget, repetitions=3 * p, sensitivity=1.0,
+            sensitivity_rule="rank scores of cells of public grids",
+            noise={f"epsilon_{k}": v for k, v in eps.items()}))
+        used += range_share
+        notes["bound_fraction"] = str(fraction)
+        if settings.with_norm:
+            norm_budget = _share(total, fraction * NORM_SHARE)
+            steps.append(PlannedMeasurement(
+                "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
+                sensitivity_rule="rank score of the rescaled rows' norms",
+                noise={"epsilon": exponential_epsilon(norm_budget)}))
+            used += fraction * NORM_SHARE
+    if settings.missing == "impute" and settings.method != "pace":
+        budget = _share(total, MISSING_FRACTION)
+        pure = isinstance(total, PureDP)
+        sens = float(p) if pure else indicator_l2_sensitivity(p)
+        steps.append(PlannedMeasurement(
+            "missing counts", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
+            sensitivity_rule=f"per-column counts of present values ({'l1' if pure else 'l2'})",
+            noise=_additive(budget, p, sens)))
+        used += MISSING_FRACTION
+    if settings.private_centre:
+        shares["centring"] = _share(total, settings.center_fraction)
+        used += settings.center_fraction
+        notes["center_fraction"] = str(settings.center_fraction)
+    if used >= 1:
+        raise ValueError(
+            "the bound and centring shares leave nothing for the graph: bound_fraction + "
+            f"center_fraction must be < 1; got {fraction} + {settings.center_fraction}"
+        )
+    # The graph gets exactly what remains.
+    spent = sum((_notion_cost(s.budget) for s in steps), Fraction(0))
+    if "centring" in shares:
+        spent += _notion_cost(shares["centring"])
+    shares["graph"] = budget_from_cost(type(total), (_notion_cost(total) - spent,))
+    steps.extend(_release_steps(settings, shares, n, p))
+    return ReleasePlan("PrivateGraph", n, p, settings.requested, total, tuple(steps),
+                       settings.neighbors, notes)
+
+
+#: Variance of a normal column rescaled by ``median +- RANGE_WIDTH MAD`` onto [-1, 1].
+_RESCALED_VARIANCE = 1.0 / (5.0 * 0.6744897501960817) ** 2
+#: Share of that variance left after the rows longer than the median norm are shrunk.
+_AFTER_NORM_CLIPPING = 0.8
+
+
+def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
+    """The privacy noise's standard deviation on one partial correlation, predicted from
+    public facts for roughly normal columns under ``bounds="auto"`` (``None`` when it
+    cannot be predicted: declared bounds, PACE, or a non-private run).
+
+    The rescaled columns have variance ``v = 1 / (5 * 0.674)**2``; the norm bound sits
+    near the median row norm, ``B**2 ~ p v``; the second moment's noise is
+    ``sqrt(2) B**2 / n`` times the mechanism's noise multiplier, and a partial correlation
+    of weakly dependent columns moves by that noise over the (clipped) variance.
+    """
+    steps = {s.step: s for s in plan.steps}
+    graph = steps.get("graph")
+    if graph is None or "noise_multiplier" not in graph.noise or "norm bound" not in steps:
+        return None
+    n, p = plan.n_samples, plan.n_features
+    b2 = p * _RESCALED_VARIANCE
+    if isinstance(graph.budget, PureDP):
+        entry = math.sqrt(2.0) * (p + 1) * b2 / n * graph.noise["noise_multiplier"]
+    else:
+        entry = math.sqrt(2.0) * b2 / n * graph.noise["noise_multiplier"]
+    return entry / (_AFTER_NORM_CLIPPING * _RESCALED_VARIANCE)
+
+
+def check_not_hopeless(plan: ReleasePlan) -> None:
+    """Refuse, before any data are read or noise drawn, a release that would be pure noise:
+    predicted noise of one partial correlation above 1 (no partial correlation exceeds 1)."""
+    noise = predicted_partial_correlation_noise(plan)
+    if noise is not None and noise > 1.0:
+        raise ValueError(
+            f"this release would be pure noise: with {plan.n_samples} records, "
+            f"{plan.n_features} columns and {plan.requested}, the privacy noise on each "
+            f"partial correlation has a standard deviation of about {noise:.3g} (a partial "
+            "correlation is at most 1). Use more records, fewer columns or a larger budget: "
+            "the noise falls like p / (n sqrt(rho))"
+        )
+
+
+def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
+    """Refuse, before the first random draw, a budget for which one of the plan's exact
+    Gaussian or Laplace steps cannot be drawn (its noise beyond the exact samplers' range,
+    or its statistic beyond the grid's), naming the range that works.
+
+    Every part is stated on the records rescaled into ``[-1, 1]^p`` (or the declared
+    bound): the private bounds and the centring rescale the sensitivity and the values by
+    the same factor, which leaves the noise in grid steps unchanged. The exponential
+    mechanisms have no such limit.
+    """
+    if settings.non_private:
+        return
+    from dpggm.mechanisms.additive import NoisePart, check_budget_range
+
+    n, p = plan.n_samples, plan.n_features
+    total = _notion_cost(plan.accounting)
+    shares_of = plan
+    if total == 0:
+        # A zero budget: the parts' shares come from the same plan at a nominal total.
+        nominal = budget_from_cost(type(plan.accounting), (Fraction(1),))
+        shares_of = graph_plan(replace(settings, accounting=nominal), n, p)
+        total = Fraction(1)
+    bounds = settings.declared if settings.declared is not None else Box(1.0)
+    pure = isinstance(plan.accounting, PureDP)
+    parts: list[Any] = []
+    for step in shares_of.steps:
+        share = _notion_cost(step.budget) / total
+        if step.step == "missing counts":
+            parts.append(NoisePart(share=share, sensitivity=float(step.sensitivity), size=p,
+                                   value_bound=float(n), laplace=pure))
+        elif step.step == "centring":
+            sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(
+                bounds, p=p, neighbors="replace") / n
+            parts.append(NoisePart(share=share, sensitivity=sens, size=p,
+                                   value_bound=bounds.row_norm(p), laplace=pure))
+        elif step.step == "graph" and settings.method != "pace":
+            sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
+                bounds, p=p, neighbors="replace") / n
+            parts.append(NoisePart(share=share, sensitivity=sens, size=p * (p + 1) // 2,
+                                   value_bound=bounds.row_norm(p) ** 2, laplace=pure))
+        elif step.step == "graph":
+            from dpggm.estimators.pace import PACECovariance, pace_noise_parts
+            from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
+
+            box = bounds if isinstance(bounds, Box) else Box(1.0)
+            defaults = PACECovariance().get_params()
+            parts += pace_noise_parts(
+                second_moment_entry_sensitivity(box, n=n, p=p, neighbors="replace"),
+                box.vector(p), diag_fraction=Fraction(defaults["diag_fraction"]),
+                select_fraction=Fraction(defaults["select_fraction"]),
+                max_rounds=max(1, p * (p - 1)), scale=share)
+    release = f"a graph of {p} columns from n = {n} rows"
+    requested = settings.requested
+    if type(requested) is type(plan.accounting):
+        check_budget_range(plan.accounting, parts, release=release)
+        return
+    try:
+        check_budget_range(plan.accounting, parts, release=release)
+    except BudgetRangeError as exc:
+        # The pipeline runs in zCDP; the caller gave another form: state the range in it.
+        name, value, convert = _requested_form(requested)
+        low = convert(exc.low) if exc.low > 0 else 0.0
+        high = convert(exc.high)
+        raise BudgetRangeError(
+            f"budget: {name} must be in [{low:.3g}, {high:.3g}] for {release}, run in zCDP at "
+            f"the rho that {requested} implies; got {name}={value!r}",
+            parameter=name, value=value, low=low, high=high) from None
+
+
+def _requested_form(requested: Budget) -> tuple[str, float, Any]:
+    """The requested budget's parameter, its value, and the map from the zCDP ``rho`` it is
+    run in back to that parameter (for messages)."""
+    if isinstance(requested, ApproxDP):
+        return ("epsilon", requested.epsilon,
+                lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon)
+    if isinstance(requested, GDP):
+        return "mu", requested.mu, lambda rho: math.sqrt(2 * rho)
+    return "epsilon", requested.epsilon, lambda rho: math.sqrt(2 * rho)
+
+
+# ------------------------------------------------------------------------------ running
+
+
+@dataclass
+class GraphRelease:
+    """What a run released (public) and counted (curator-only)."""
+
+    ranges: PrivateRanges | None = None
+    norm_bound: PrivateNormBound | None = None
+    inner_bounds: Bounds | None = None
+    mean: np.ndarray | None = None
+    covariance: np.ndarray | None = None
+    second_moment: np.ndarray | None = None
+    entry_noise_std: float = 0.0
+    n: int = 0
+    moments: MomentsState | None = None
+    present: np.ndarray | None = None
+    beyond_grid: np.ndarray | None = None
+    tied: np.ndarray | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+
+
+class _Runner:
+    """Runs a plan's steps in order: each checked against the accountant, run, then
+    booked (so only what ran is spent)."""
+
+    def __init__(self, settings: GraphSettings, plan: ReleasePlan, records: Any,
+                 ctx: ReleaseContext) -> None:
+        self.settings, self.plan, self.records, self.ctx = settings, plan, records, ctx
+        self.accountant = None if settings.non_private else PrivacyAccountant(plan.accounting)
+        self.steps = {s.step: s for s in plan.steps}
+        self.out = GraphRelease(n=plan.n_samples)
+
+    def _run(self, task: Any) -> Any:
+        shift = self.settings.public_centre
+        return self.records.run(task if shift is None else Shifted(task, shift))
+
+    def _book(self, step: str, run: Any) -> Any:
+        planned = self.steps[step]
+        if self.accountant is not None:
+            self.accountant.check(planned.budget)
+        result, noise = run(planned)
+        if self.accountant is not None:
+            self.accountant.spend(planned.budget, mechanism=planned.mechanism)
+        self.out.steps.append({"step": step, "budget": planned.budget,
+                               "mechanism": planned.mechanism, **noise})
+        return result
+
+    def ranges(self, first: Any) -> None:
+        rng = self.ctx.source
+        epsilons = ({k[len("epsilon_"):]: v for k, v in self.steps["bounds"].noise.items()}
+                    if "bounds" in self.steps else {})
+        stages = RangeStages(epsilons=epsilons, width=self.settings.range_width)
+        exact = self.settings.non_private
+
+        def run(planned: Any) -> tuple[PrivateRanges, dict[str, Any]]:
+            lower, upper = _choose_median(stages, first, rng, exact)
+            edges = stages.refine_edges(lower, upper)
+            refine = self._run(ValueCounts(edges, kernels.LINEAR))
+            lower, upper = _choose(stages, "refine", refine, rng, exact, edges=edges)
+            centre = (lower + upper) / 2
+            radius = stages.tie_radius(lower, upper)
+            spread_counts = self._run(ValueCounts(
+                stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+            # Curator-only: values the median grid cannot place, and the ties.
+            self.out.beyond_grid = first.counts[:, 0] + first.counts[:, -1]
+            self.out.tied = spread_counts.tied / np.maximum(spread_counts.counted, 1)
+            spread = _choose_spread(stages, spread_counts, rng, exact)
+            budget = planned.budget if not exact else NonPrivate()
+            ranges = stages.ranges(centre, spread, budget)
+            return ranges, {"mechanism": "exponential-mechanism median and spread",
+                            "epsilons": dict(epsilons)}
+
+        if exact:
+            self.out.ranges, _ = run(None)
+        else:
+            self.out.ranges = self._book("bounds", run)
+        if self.settings.public_centre is not None:
+            # A public centre: keep it, with a symmetric range about it.
+            r = self.out.ranges
+            half = np.maximum(np.abs(r.lower), np.abs(r.upper))
+            self.out.ranges = PrivateRanges(lower=-half, upper=half, budget=r.budget,
+                                            epsilons=r.epsilons, width=r.width)
+        self.out.inner_bounds = Box(1.0)
+
+    def norm_bound(self) -> None:
+        p, n = self.plan.n_features, self.plan.n_samples
+        cap = math.sqrt(p)
+        r = self.out.ranges
+        counts = self._run(NormCounts(Ranges(r.lower, r.upper), norm_edges(cap)))
+        quantile = float(self.settings.norm_quantile)
+
+        def run(planned: Any) -> tuple[PrivateNormBound, dict[str, Any]]:
+            chosen = choose_norm_bound(counts.below(), n, cap=cap, budget=planned.budget,
+                                       quantile=quantile, rng=self.ctx.source)
+            return chosen, {"epsilon": chosen.epsilon}
+
+        if self.settings.non_private:
+            below = counts.below()
+            index = int(np.argmin(np.abs(below - int(round(quantile * n)))))
+            self.out.norm_bound = PrivateNormBound(float(norm_edges(cap)[index]), cap,
+                                                   quantile, math.inf, NonPrivate())
+        else:
+            self.out.norm_bound = self._book("norm bound", run)
+        self.out.inner_bounds = RowNorm(self.out.norm_bound.bound)
+
+    def moments(self, first: Any = None) -> MomentsState:
+        r = self.out.ranges
+        task = Moments(
+            ranges=None if r is None else Ranges(r.lower, r.upper),
+            norm_bound=None if self.out.norm_bound is None else self.out.norm_bound.bound,
+            declared=self.settings.declared,
+        )
+        state = first if first is not None else self._run(task)
+        self.out.moments = state
+        if self.settings.declared is not None:
+            self.out.inner_bounds = self.settings.declared
+        return state
+
+    def release(self, state: MomentsState) -> None:
+        """The private mean and second moment from the clipped sums (pass 5)."""
+        gram, total, n = state.second_moment_sums()
+        bounds = self.out.inner_bounds
+        if self.settings.missing == "impute" and self.settings.method != "pace":
+            self._present(state, n)
+        if self.settings.non_private:
+            self.out.second_moment = (gram + gram.T) / (2 * n)
+            self.out.mean = total / n if self.settings.private_centre else None
+        else:
+            if self.settings.private_centre:
+                self.out.mean = self._book("centring", lambda planned: release_mean(
+                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx))
+            if self.settings.method != "pace":
+                self.out.second_moment = self._book("graph", lambda planned: self._matrix(
+                    gram, n, bounds, planned))
+        self._centre(gram, total, n)
+
+    def _present(self, state: MomentsState, n: int) -> None:
+        """The share of values present in each column, from released counts over the
+        public ``n``: raised by two noise standard deviations (a public figure) and capped
+        at 1, so that the noise of the counts cannot shrink a complete column's moments;
+        floored at a small public share."""
+        observed = n - state.missing_by_column
+        if self.settings.non_private:
+            self.out.present = np.clip(observed / n, _MIN_PRESENT, 1.0)
+            return
+        noise: dict[str, Any] = {}
+
+        def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
+            counts, record = release_observed_counts(observed, budget=planned.budget,
+                                                     ctx=self.ctx)
+            noise.update(record)
+            return counts, record
+
+        counts = self._book("missing counts", run)
+        spread = noise.get("observed_sigma", noise.get("observed_laplace_scale", 0.0))
+        if "observed_laplace_scale" in noise:
+            spread = math.sqrt(2.0) * spread
+        self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
+
+    def _matrix(self, gram: np.ndarray, n: int, bounds: Bounds,
+                planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
+        mechanism = "laplace" if isinstance(planned.budget, PureDP) else "gaussian"
+        released = release_second_moment(gram, n=n, bounds=bounds, budget=planned.budget,
+                                          mechanism=mechanism, ctx=self.ctx)
+        self.out.entry_noise_std = released.entry_noise_std
+        self.out.caveats.extend(released.guarantee.notes.get("caveats", []))
+        noise = {k: v for k, v in released.guarantee.noise.items()}
+        return released.second_moment, noise
+
+    def _centre(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:
+        """The covariance of the centred records, from released values (post-processing);
+        for PACE the exact centred second moment and its box, from the sums and the
+        released mean."""
+        mean = self.out.mean
+        if self.settings.method == "pace":
+            exact = (gram + gram.T) / (2 * n)
+            if mean is not None:
+                sums = total / n
+                exact = exact - np.outer(mean, sums) - np.outer(sums, mean) + np.outer(mean, mean)
+                box = self.out.inner_bounds.vector(len(mean)) + np.abs(mean)
+                self.out.inner_bounds = Box(tuple(box))
+            self.out.second_moment = exact
+            return
+        covariance = self.out.second_moment
+        present = self.out.present
+        if present is not None:
+            # Values imputed at the centre shrink the moments of a column by its share of
+            # present values, and a pair's by the share present in both (about the
+            # product when values are missing at random); dividing undoes it.
+            pairs = np.outer(present, present)
+            np.fill_diagonal(pairs, present)
+            covariance = covariance / pairs
+            self.out.entry_noise_std /= float(np.min(present)) ** 2
+            if mean is not None:
+                mean = mean / present
+                self.out.mean = mean
+        if mean is not None:
+            covariance = covariance - np.outer(mean, mean)
+        self.out.covariance = covariance
+
+
+def _choose_median(stages: RangeStages, counts: Any, rng: Any,
+                   exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    if not exact:
+        return stages.choose_median(counts.below(), counts.counted, rng)
+    index = _best_cells(counts.below(), counts.counted)
+    return stages.median_edges[index], stages.median_edges[index + 1]
+
+
+def _choose(stages: RangeStages, stage: str, counts: Any, rng: Any, exact: bool, *,
+            edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not exact:
+        return stages.choose_refined(edges, counts.below(), counts.counted, rng)
+    index = _best_cells(counts.below(), counts.counted)
+    rows = np.arange(edges.shape[0])
+    return edges[rows, index], edges[rows, index + 1]
+
+
+def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> np.ndarray:
+    if not exact:
+        return stages.choose_spread(counts.below(), counts.tied, counts.counted, rng)
+    targets = spread_target(counts.counted, counts.tied)
+    below = counts.below()
+    index = np.array([int(np.argmax(cell_scores(below[j], int(targets[j]))))
+                      for j in range(below.shape[0])])
+    edges = stages.spread_edges
+    return np.sqrt(edges[index] * edges[index + 1])
+
+
+def _best_cells(below: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """The non-private choice: per column, the highest-scoring cell (the first of ties)."""
+    from dpggm.mechanisms.private_bounds import cell_scores, target_rank
+
+    return np.array([int(np.argmax(cell_scores(below[j], target_rank(int(counted[j]), 0.5))))
+                     for j in range(below.shape[0])])
+
+
+def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: ReleaseContext,
+             first: Any) -> tuple[GraphRelease, Any]:
+    """Run every step of ``plan`` on ``records`` (``first`` is the first pass's result,
+    already computed while reading). Returns the release and the accountant."""
+    runner = _Runner(settings, plan, records, ctx)
+    if settings.auto:
+        runner.ranges(first)
+        if settings.with_norm:
+            runner.norm_bound()
+        state = runner.moments()
+    else:
+        state = runner.moments(first)
+    runner.release(state)
+    return runner.out, runner.accountant
+
+
+def first_pass_task(settings: GraphSettings) -> Any:
+    """The task of the first pass, which needs no released value (and, for a file, runs
+    while the file is parsed)."""
+    task: Any = (ValueCounts(RangeStages(epsilons={}).median_edges, kernels.SYMMETRIC)
+                 if settings.auto else Moments(declared=settings.declared))
+    shift = settings.public_centre
+    return task if shift is None else Shifted(task, shift)
+

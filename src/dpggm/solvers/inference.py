@@ -1,0 +1,1198 @@
+"""Per-edge inference from a released second moment: intervals, p-values, FDR control.
+
+Everything here is post-processing of one release ``S~ = S + E`` (``S`` the second moment of
+the clipped, centred records, ``E`` symmetric noise with independent upper-triangle entries,
+diagonal included, of known variance ``sigma**2``) together with the public description of
+how it was made (``n``, ``sigma``, the clipping bounds). No data, no budget.
+
+The estimator (see ``docs/inference.md`` for the derivations and the calibration study):
+
+1. **Pilot.** A precision matrix ``Theta`` with the right zeros: the graphical lasso at the
+   noise-calibrated penalty (or a precision the caller already solved), refitted without
+   penalty on its own support (:func:`support_refit`). The refit matters: at a strongly
+   penalised pilot the de-biased estimate depends on the noise through the pilot, and the
+   plug-in variance below then understates the truth (null z-scores with standard deviation
+   1.1 to 1.35 in our measurements, false-discovery rates of 0.2 to 0.5 at a nominal 0.1);
+   unpenalised on its support the pilot satisfies ``Theta^{-1} = S~`` there, the first-order
+   dependence cancels and the z-scores are standard.
+2. **De-biased precision** ``T = 2 Theta - Theta S~ Theta`` (Jankova & van de Geer 2015) and
+   partial correlations ``r_jk = -T_jk / sqrt(T_jj T_kk)``.
+3. **Variance** of ``r_jk`` by the delta method, ``dr = <M_jk, dS~>`` with
+   ``M_jk = c u_j u_k' + a u_j u_j' + b u_k u_k'``, ``u_j = Theta e_j``,
+   ``c = 1 / sqrt(T_jj T_kk)``, ``a = r / (2 T_jj)``, ``b = r / (2 T_kk)``:
+
+   * sampling: ``Var(y' M y) / n`` over the records ``y``, with Gaussian fourth moments:
+     ``(1 - r**2)**2 / n``. Clipped records have shorter tails, so this errs on the safe
+     side (by 5 to 15 % in variance at a median row-norm bound without the correction of
+     step 4; null z-scores with standard deviation 0.93 to 0.99);
+   * noise: ``sigma**2 (2 ||sym M||_F**2 - sum_l (sym M)_ll**2)``, which for ``T_jk``
+     itself (``c = 1``, ``a = b = 0``) is
+     ``sigma**2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)**2 - sum_l Theta_jl**2 Theta_lk**2]``
+     (SPEC section 5): the diagonal noise and the mirrored off-diagonal noise each enter
+     once.
+
+4. **Clipping.** Clipping changes the estimand: shrinking long rows onto the ball
+   ``||z|| <= B`` shrinks the partial correlations of the clipped records towards zero
+   (by 8 % at ``p = 10``, 2 % at ``p = 30``, 1 % at ``p = 100`` with a median bound). For a
+   centred Gaussian, radial clipping keeps the eigenvectors of the covariance and scales
+   its ``j``-th eigenvalue by ``g_j = E[min(1, B^2/Q) z_j^2]`` (:func:`_radial_gains`, in
+   closed form under a gamma approximation of the quadratic form ``Q``). Given a
+   :class:`ClippingModel`, the eigenvalues of the pre-clipping covariance are solved from
+   the pilot's (``lambda_j g_j(lambda) = mu_j``, indirect inference under a Gaussian working
+   model) and the release is shifted by the change of shape (scale does not move partial
+   correlations) before steps 1-3.
+5. **Tests.** ``p = 2 Phi(-|r| / se0)`` with ``se0`` the standard error under
+   ``r_jk = 0``; Benjamini-Hochberg (or Benjamini-Yekutieli) q-values over the
+   ``p (p - 1) / 2`` pairs; an edge is selected when its q-value is at most ``fdr``.
+
+A parametric bootstrap (``method="bootstrap"``) re-simulates the mechanism from the released
+quantities -- clipped Gaussian records from the working model, the second moment, the noise,
+the refit pilot on the same support and the de-biased estimate -- and uses the replicates'
+spread and bias in place of the closed form; it is the calibration check of the closed
+form and the fallback where the linearisation is doubtful (``||Theta E||`` not small).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import linalg, stats
+
+from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
+from dpggm.solvers._validation import check_square_symmetric
+from dpggm.solvers.glasso import graphical_lasso
+from dpggm.solvers.psd import project_psd
+from dpggm.solvers.toolkit import single_threaded_blas
+
+__all__ = [
+    "EDGE_STRENGTHS",
+    "FDR_METHODS",
+    "NOISE_AMPLIFICATION",
+    "RESCALED_VARIANCE",
+    "ClippingModel",
+    "EdgeInference",
+    "detectable_partial_correlation",
+    "edge_inference",
+    "expected_row_norm_bound",
+    "false_discovery_control",
+    "noise_calibrated_alpha",
+    "support_refit",
+]
+
+#: Multiple-testing procedures of :func:`false_discovery_control`.
+FDR_METHODS = ("bh", "by")
+_METHODS = ("closed-form", "bootstrap")
+
+
+# ---------------------------------------------------------------------------------------
+# checks
+# ---------------------------------------------------------------------------------------
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {value!r}")
+    return float(value)
+
+
+def _open_unit(value: Any, name: str) -> float:
+    number = _real(value, name)
+    if not (0.0 < number < 1.0):
+        raise ValueError(f"{name} must be in the open interval (0, 1); got {number!r}")
+    return number
+
+
+def _nonnegative(value: Any, name: str) -> float:
+    number = _real(value, name)
+    if not (math.isfinite(number) and number >= 0.0):
+        raise ValueError(f"{name} must be a finite number >= 0; got {number!r}")
+    return number
+
+
+def _positive_int(value: Any, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {int(value)}")
+    return int(value)
+
+
+def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}; got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# multiple testing
+# ---------------------------------------------------------------------------------------
+
+
+def false_discovery_control(p_values: Any, *, method: str = "bh") -> np.ndarray:
+    """Benjamini-Hochberg or Benjamini-Yekutieli adjusted p-values (q-values).
+
+    Selecting every hypothesis with q-value at most ``q`` controls the false-discovery rate
+    at ``q``: under independence or positive regression dependence (``"bh"``, Benjamini &
+    Hochberg 1995; Benjamini & Yekutieli 2001) or under any dependence (``"by"``, at the
+    cost of a factor ``sum_{k<=m} 1/k``, about ``ln m + 0.58``).
+
+    Parameters
+    ----------
+    p_values : array_like of shape (m,)
+        p-values in ``[0, 1]``.
+    method : {"bh", "by"}, default="bh"
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        ``q_(i) = min_{k >= i} min(1, c m p_(k) / k)`` in the original order, with
+        ``c = 1`` (BH) or ``c = sum_{k<=m} 1/k`` (BY).
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite input, a value outside ``[0, 1]``, or an unknown method.
+
+    Notes
+    -----
+    Privacy: post-processing only; consumes no budget.
+    """
+    method = _choice(method, "method", FDR_METHODS)
+    values = np.asarray(p_values, dtype=float)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"p_values must be a non-empty 1-D array; got shape {values.shape}")
+    if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > 1):
+        bad = values[~(np.isfinite(values) & (values >= 0) & (values <= 1))][0]
+        raise ValueError(f"p_values must lie in [0, 1]; got {bad!r}")
+    m = values.size
+    factor = float(np.sum(1.0 / np.arange(1, m + 1))) if method == "by" else 1.0
+    order = np.argsort(values, kind="stable")
+    scaled = values[order] * (factor * m / np.arange(1, m + 1))
+    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# pilot precision
+# ---------------------------------------------------------------------------------------
+
+
+def noise_calibrated_alpha(noisy_covariance: Any, *, noise_std: float, n_samples: int) -> float:
+    """The graphical-lasso penalty from the release and public quantities only.
+
+    ``alpha = noise_std sqrt(2 ln(p (p - 1) / 2)) + s sqrt(2 ln(p) / n)`` with ``s`` the
+    median released variance (floored at 0): the universal threshold of the noise plus the
+    sampling rate of a covariance entry (the rule of ``GraphicalLasso(alpha="auto")``).
+
+    Notes
+    -----
+    Privacy: post-processing only; consumes no budget.
+    """
+    S = check_square_symmetric(noisy_covariance, name="noisy_covariance")
+    noise_std = _nonnegative(noise_std, "noise_std")
+    n = _positive_int(n_samples, "n_samples")
+    p = S.shape[0]
+    pairs = max(p * (p - 1) / 2, 2.0)
+    scale = max(float(np.median(np.diag(S))), 0.0)
+    return noise_std * math.sqrt(2 * math.log(pairs)) + scale * math.sqrt(
+        2 * math.log(max(p, 2)) / n
+    )
+
+
+def _cholesky(matrix: np.ndarray) -> np.ndarray | None:
+    try:
+        factor = linalg.cholesky(matrix, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(factor)) or not np.all(np.diagonal(factor) > 0):
+        return None
+    return factor
+
+
+def _inverse_from_cholesky(factor: np.ndarray) -> np.ndarray:
+    inverse = linalg.cho_solve((factor, True), np.eye(factor.shape[0]), check_finite=False)
+    return 0.5 * (inverse + inverse.T)
+
+
+def support_refit(
+    S: Any,
+    support: Any,
+    *,
+    start: Any = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, int, bool]:
+    """Maximum-likelihood precision with a given zero pattern (covariance selection).
+
+    Minimises ``-log det Theta + tr(S Theta)`` over positive definite ``Theta`` with
+    ``Theta_jk = 0`` wherever ``support`` is false (the diagonal is always free), by Newton's
+    method with the Newton system solved by preconditioned conjugate gradients (each
+    Hessian product ``W V W`` costs two matrix products) and a backtracking line search
+    that keeps ``Theta`` positive definite. At the solution ``Theta^{-1}`` equals ``S`` on the
+    support and the diagonal (Dempster 1972).
+
+    Parameters
+    ----------
+    S : array_like of shape (p, p)
+        Symmetric matrix, possibly indefinite (a noisy release).
+    support : array_like of bool, shape (p, p)
+        Symmetric pattern of the free off-diagonal entries.
+    start : array_like of shape (p, p), optional
+        Positive definite start with zeros off ``support`` (e.g. a graphical-lasso
+        solution); default the inverse of the diagonal of ``S``.
+    tol : float, default=1e-10
+        Stop when half the squared Newton decrement is below ``tol``.
+    max_iter : int, default=100
+        Newton steps.
+
+    Returns
+    -------
+    precision : ndarray of shape (p, p)
+    iterations : int
+    converged : bool
+
+    Raises
+    ------
+    NoSolutionError
+        When no positive definite matrix agrees with ``S`` on the support (the objective is
+        unbounded below), or the start is not positive definite.
+
+    Notes
+    -----
+    Privacy: post-processing only; consumes no budget.
+    """
+    S = check_square_symmetric(S)
+    p = S.shape[0]
+    mask = np.asarray(support, dtype=bool)
+    if mask.shape != (p, p):
+        raise ValueError(f"support must have shape {(p, p)}; got {mask.shape}")
+    mask = mask | mask.T | np.eye(p, dtype=bool)
+    # Starts, best first: the given one with its entries off the support dropped (which
+    # can lose positive definiteness), its diagonal, the inverse diagonal of S.
+    candidates = []
+    if start is not None:
+        given = np.asarray(start, dtype=float)
+        if given.shape != (p, p):
+            raise ValueError(f"start must have shape {(p, p)}; got {given.shape}")
+        masked = np.where(mask, given, 0.0)
+        candidates += [0.5 * (masked + masked.T), np.diag(np.diag(given))]
+    if np.all(np.diag(S) > 0):
+        candidates.append(np.diag(1.0 / np.diag(S)))
+    theta = factor = None
+    for candidate in candidates:
+        factor = _cholesky(candidate)
+        if factor is not None:
+            theta = candidate
+            break
+    if theta is None:
+        raise NoSolutionError(
+            "support_refit needs a positive definite start: none was given and S has a "
+            f"diagonal entry <= 0 ({float(np.diag(S).min()):.3g})"
+        )
+    with single_threaded_blas(p):
+        return _newton_refit(S, mask, theta, factor, tol, max_iter)
+
+
+def _newton_refit(S, mask, theta, factor, tol, max_iter):
+    logdet = 2.0 * float(np.sum(np.log(np.diagonal(factor))))
+    value = -logdet + float(np.vdot(S, theta))
+    start_scale = float(np.max(np.abs(theta)))
+    W = _inverse_from_cholesky(factor)
+    for iteration in range(1, max_iter + 1):
+        gradient = np.where(mask, S - W, 0.0)
+        direction = _newton_direction(W, gradient, mask)
+        slope = float(np.vdot(gradient, direction))
+        if -slope / 2 <= tol * max(1.0, abs(value)):
+            return theta, iteration - 1, True
+        step = 1.0
+        while True:
+            candidate = theta + step * direction
+            candidate_factor = _cholesky(candidate)
+            if candidate_factor is not None:
+                candidate_value = -2.0 * float(
+                    np.sum(np.log(np.diagonal(candidate_factor)))
+                ) + float(np.vdot(S, candidate))
+                if candidate_value <= value + 0.25 * step * slope:
+                    break
+            step *= 0.5
+            if step < 1e-12:
+                return theta, iteration, False
+        theta, factor, value = candidate, candidate_factor, candidate_value
+        if float(np.max(np.abs(theta))) > 1e8 * start_scale or not math.isfinite(value):
+            raise NoSolutionError(
+                "no positive definite precision matches the matrix on this support: the "
+                "refit objective is unbounded below"
+            )
+        W = _inverse_from_cholesky(factor)
+    return theta, max_iter, False
+
+
+def _newton_direction(W: np.ndarray, gradient: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Solve ``P(W D W) = -gradient`` on the support by preconditioned conjugate gradients
+    (inexact: relative residual ``min(0.1, sqrt(||g||))``)."""
+    diagonal = np.diag(W)
+    precondition = np.where(mask, np.outer(diagonal, diagonal) + W * W, 1.0)
+    residual = -gradient
+    norm0 = math.sqrt(float(np.vdot(residual, residual)))
+    if norm0 == 0.0:
+        return np.zeros_like(gradient)
+    target = min(0.1, math.sqrt(norm0)) * norm0
+    x = np.zeros_like(gradient)
+    z = residual / precondition
+    search = z.copy()
+    rz = float(np.vdot(residual, z))
+    for _ in range(4 * int(mask.sum()) + 10):
+        product = np.where(mask, W @ search @ W, 0.0)
+        curvature = float(np.vdot(search, product))
+        if curvature <= 0:
+            break
+        step = rz / curvature
+        x += step * search
+        residual -= step * product
+        if math.sqrt(float(np.vdot(residual, residual))) <= target:
+            break
+        z = residual / precondition
+        rz_new = float(np.vdot(residual, z))
+        search = z + (rz_new / rz) * search
+        rz = rz_new
+    return 0.5 * (x + x.T)
+
+
+def _glasso_pilot(S: np.ndarray, alpha: float, floor: float) -> np.ndarray:
+    """Graphical lasso on the release, repaired least-first when it has no solution (as
+    ``GraphicalLasso`` does): variances raised to ``floor``, then eigenvalues."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            return graphical_lasso(S, alpha).estimate
+        except (NoSolutionError, NumericalError, ValueError):
+            pass
+        repaired = S.copy()
+        diagonal = np.diag(repaired)
+        repaired[np.diag_indices_from(repaired)] = np.maximum(diagonal, floor)
+        try:
+            return graphical_lasso(repaired, alpha).estimate
+        except (NoSolutionError, NumericalError, ValueError):
+            repaired = project_psd(repaired, min_eigenvalue=floor).estimate
+            return graphical_lasso(repaired, alpha).estimate
+
+
+def _refit_pilot(S: np.ndarray, start: np.ndarray, floor: float) -> tuple[np.ndarray, str]:
+    """The pilot refitted on the support of ``start``.
+
+    A noisy release can have no positive definite completion on that support (the refit
+    objective is then unbounded below). The release's diagonal is then raised by the
+    least of ``lambda / 2`` and ``lambda`` that works, ``lambda = floor - min eig(S)``
+    (with ``lambda`` the completion ``S + lambda I`` exists): the off-diagonal entries of the
+    support are still matched exactly, and the de-biasing, which uses the release itself,
+    corrects the shift."""
+    support = start != 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            theta, _, converged = support_refit(S, support, start=start)
+            return theta, "refit" if converged else "refit (not converged)"
+        except NoSolutionError:
+            pass
+        shift = floor - float(linalg.eigvalsh(S, subset_by_index=[0, 0], check_finite=False)[0])
+        for fraction in (0.5, 1.0):
+            shifted = S + fraction * shift * np.eye(S.shape[0])
+            try:
+                theta, _, converged = support_refit(shifted, support, start=start)
+            except NoSolutionError:
+                continue
+            return theta, f"refit on the release with its diagonal raised by {fraction * shift:.3g}"
+    raise NumericalError("the pilot could not be refitted on its support")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------
+# clipping model
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClippingModel:
+    """How the released records were bounded, in the coordinates of the release.
+
+    The records are taken as Gaussian before clipping (the working model); each row ``z``
+    is clipped to the box ``|z_j| <= box_j``, then shrunk onto the ball ``||z|| <= B``
+    (``row_norm_bound``), then (``recentre``) centred on the released mean and shrunk onto
+    the ball again -- what ``PrivateGraph`` does to its rescaled records.
+
+    Attributes
+    ----------
+    row_norm_bound : float or None
+        ``B``; ``None`` for no row-norm clipping.
+    box : float, array of shape (p,) or None, default=1.0
+        Per-coordinate bound applied first (``1`` for records rescaled onto ``[-1, 1]``).
+    mean : array of shape (p,) or None
+        Location of the records before clipping (the released mean); ``None`` for zero.
+    recentre : bool, default=True
+        Whether the records were centred on their mean and clipped to the ball again.
+    """
+
+    row_norm_bound: float | None
+    box: Any = 1.0
+    mean: Any = None
+    recentre: bool = True
+
+    def check(self, p: int) -> ClippingModel:
+        """This model with its arrays checked against ``p`` variables."""
+        bound = self.row_norm_bound
+        if bound is not None:
+            bound = _real(bound, "row_norm_bound")
+            if not (math.isfinite(bound) and bound > 0):
+                raise ValueError(f"row_norm_bound must be a finite number > 0; got {bound!r}")
+        box = self.box
+        if box is not None:
+            box = np.broadcast_to(np.asarray(box, dtype=float), (p,)).copy()
+            if not np.all(np.isfinite(box)) or np.any(box <= 0):
+                raise ValueError("box must be finite and > 0 in every coordinate")
+        mean = np.zeros(p) if self.mean is None else np.asarray(self.mean, dtype=float)
+        if mean.shape != (p,) or not np.all(np.isfinite(mean)):
+            raise ValueError(f"mean must be a finite vector of length {p}; got shape {mean.shape}")
+        return ClippingModel(row_norm_bound=bound, box=box, mean=mean,
+                             recentre=bool(self.recentre))
+
+    def clip(self, rows: np.ndarray) -> np.ndarray:
+        """The clipped (and recentred) records, as the mechanism computes them."""
+        out = rows if self.box is None else np.clip(rows, -self.box, self.box)
+        out = self._ball(out)
+        if self.recentre:
+            out = self._ball(out - out.mean(axis=0))
+        return out
+
+    def _ball(self, rows: np.ndarray) -> np.ndarray:
+        if self.row_norm_bound is None:
+            return rows
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        scale = np.minimum(1.0, self.row_norm_bound / np.maximum(norms, 1e-300))
+        return rows * scale[:, None]
+
+
+def _radial_gains(eigenvalues: np.ndarray, bound_squared: float) -> np.ndarray:
+    """``g_j = E[min(1, B^2 / Q) z_j^2]`` for ``Q = sum_i lambda_i z_i^2``, ``z ~ N(0, I)``:
+    the factor by which shrinking rows onto the ball ``||x|| <= B`` scales the ``j``-th
+    eigenvalue of a centred Gaussian's covariance (the eigenvectors do not change, by
+    symmetry).
+
+    ``E[z_j^2 f(Q)] = E[f(Q_j)]`` where ``Q_j`` has ``z_j^2`` replaced by a chi-square with 3
+    degrees of freedom; ``Q_j`` is approximated by the gamma law with its mean and variance
+    (Satterthwaite), for which ``E[min(1, B^2 / G)] = F_k(B^2) + B^2 / (theta (k - 1))
+    (1 - F_{k-1}(B^2))`` in closed form. Against 2e6 simulated rows the gains agree within
+    0.5 % on the calibration graphs (p >= 10) and 1.5 % for ten eigenvalues spread over two
+    decades.
+    """
+    lam = np.maximum(eigenvalues, 0.0)
+    mean = lam.sum() + 2.0 * lam
+    var = 2.0 * float(np.sum(lam * lam)) + 4.0 * lam * lam
+    scale = var / mean
+    shape = mean / scale
+    below = stats.gamma.cdf(bound_squared, shape, scale=scale)
+    tail = np.where(shape > 1.0,
+                    stats.gamma.sf(bound_squared, np.maximum(shape - 1.0, 1e-12), scale=scale)
+                    * bound_squared / (scale * np.maximum(shape - 1.0, 1e-12)),
+                    0.0)
+    return np.clip(below + tail, 1e-12, 1.0)
+
+
+def _declip(covariance: np.ndarray, bound: float, max_iter: int = 200) -> np.ndarray:
+    """The covariance of a centred Gaussian whose rows, shrunk onto the ball of radius
+    ``bound``, have covariance ``covariance``: the eigenvalues solve
+    ``lambda_j g_j(lambda) = mu_j`` (fixed point; ``g`` from :func:`_radial_gains`), the
+    eigenvectors are those of ``covariance``."""
+    mu, vectors = linalg.eigh(covariance, check_finite=False)
+    mu = np.maximum(mu, 1e-12 * max(float(mu[-1]), 1e-300))
+    lam = mu.copy()
+    squared = bound * bound
+    for _ in range(max_iter):
+        updated = mu / _radial_gains(lam, squared)
+        if np.max(np.abs(updated - lam) / updated) < 1e-10:
+            lam = updated
+            break
+        lam = updated
+    return (vectors * lam) @ vectors.T
+
+
+# ---------------------------------------------------------------------------------------
+# the de-biased estimate and its variance
+# ---------------------------------------------------------------------------------------
+
+
+def _debiased(S: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    T = 2.0 * theta - theta @ S @ theta
+    T = 0.5 * (T + T.T)
+    diagonal = np.diag(T).copy()
+    pilot_diagonal = np.diag(theta)
+    # A de-biased variance that is not clearly positive means the release is dominated by
+    # noise there; the pilot's own diagonal is then the safer standardiser.
+    diagonal = np.where(diagonal > 0.25 * pilot_diagonal, diagonal, pilot_diagonal)
+    scale = np.sqrt(diagonal)
+    r = -T / np.outer(scale, scale)
+    np.fill_diagonal(r, 1.0)
+    return T, r, diagonal
+
+
+def _coefficients(r: np.ndarray, diagonal: np.ndarray, null: bool):
+    scale = np.sqrt(diagonal)
+    c = 1.0 / np.outer(scale, scale)
+    if null:
+        zero = np.zeros_like(r)
+        return c, zero, zero
+    return c, r / (2.0 * diagonal)[:, None], r / (2.0 * diagonal)[None, :]
+
+
+def _noise_variance(theta: np.ndarray, c, a, b, variance: float) -> np.ndarray:
+    """``variance (2 ||sym M||_F^2 - sum_l (sym M)_ll^2)`` for every pair at once."""
+    G = theta @ theta
+    g = np.diag(G)
+    squares = theta * theta
+    Q22 = squares.T @ squares
+    Q31 = (squares * theta).T @ theta
+    Q40 = np.diag(Q22)
+    frobenius = (c * c * (np.outer(g, g) + G * G) / 2 + a * a * (g * g)[:, None]
+                 + b * b * (g * g)[None, :] + 2 * c * a * G * g[:, None]
+                 + 2 * c * b * G * g[None, :] + 2 * a * b * G * G)
+    diagonal = (c * c * Q22 + a * a * Q40[:, None] + b * b * Q40[None, :]
+                + 2 * c * a * Q31 + 2 * c * b * Q31.T + 2 * a * b * Q22)
+    return variance * np.maximum(2.0 * frobenius - diagonal, 0.0)
+
+
+def _moments_gaussian(theta: np.ndarray):
+    K = theta
+    k = np.diag(K)
+    return K, k, np.outer(k, k) + 2 * K * K, 3 * k[:, None] * K, 3 * k * k
+
+
+def _sampling_variance(moments, c, a, b, n: int) -> np.ndarray:
+    M11, M20, M22, M31, M40 = moments
+    second = (c * c * M22 + a * a * M40[:, None] + b * b * M40[None, :]
+              + 2 * c * a * M31 + 2 * c * b * M31.T + 2 * a * b * M22)
+    first = c * M11 + a * M20[:, None] + b * M20[None, :]
+    return np.maximum(second - first * first, 0.0) / n
+
+
+def _missing_extra_variance(theta: np.ndarray, working: np.ndarray, c, a, b,
+                            present: np.ndarray, n: int) -> np.ndarray:
+    """What values missing completely at random add to the sampling variance of every
+    pair's estimate, when they were imputed at 0 and the moments divided by the shares
+    present (``present``; a pair's by the product of its two shares).
+
+    With ``u_i = 1 / o_i - 1`` the extra covariance of two corrected entries ``C_ab`` and
+    ``C_cd`` is ``(w - 1) (S_ac S_bd + S_ad S_bc + S_ab S_cd) / n``, ``w`` the product of
+    ``1 / o_i`` over the variables the two entries share (1 for disjoint entries: their
+    records are independent). For the estimate's linear functional ``<M, C>``, ``M = U D
+    U^T`` with ``U`` the columns ``j, k`` of ``theta`` and ``D = [[a, c/2], [c/2, b]]``,
+    the sum over entries sharing one variable ``i`` is, per ``i``,
+    ``4 S_ii (M S M)_ii + 8 (M S)_ii^2 - 12 S_ii M_ii (M S)_ii + 3 S_ii^2 M_ii^2``; over
+    entries sharing two, ``2 sum_{i != l} u_i u_l M_il^2 (S_ii S_ll + 2 S_il^2)``, bounded
+    here by ``6 tr(D A D A)``, ``A = U^T diag(u S_diag) U`` (Cauchy-Schwarz; conservative).
+    ``S`` is the working covariance (the inverse of ``theta``)."""
+    p = theta.shape[0]
+    delta = 1.0 / np.asarray(present, dtype=float) - 1.0
+    s_diag = np.diag(working)
+    W = theta @ working  # rows: (theta S)_{j, i}
+    G = W @ theta  # U^T S U entries: (theta S theta)_{jk}
+    out = np.zeros((p, p))
+    for j in range(p):
+        k = np.arange(p)
+        aj, bj, cj = a[j], b[j], c[j]  # per k
+        tj = theta[:, j][None, :]  # (1, p) over i
+        tk = theta.T  # (p, p): row k, column i
+        m_diag = aj[:, None] * tj**2 + cj[:, None] * tj * tk + bj[:, None] * tk**2
+        wj = W[j][None, :]
+        wk = W  # row k: (theta S)_{k, i}
+        ms_diag = (tj * (aj[:, None] * wj + 0.5 * cj[:, None] * wk)
+                   + tk * (0.5 * cj[:, None] * wj + bj[:, None] * wk))
+        # D G D for every k: D = [[a, c/2], [c/2, b]], G = [[G_jj, G_jk], [G_jk, G_kk]].
+        g11, g12, g22 = G[j, j], G[j, k], G[k, k]
+        d11, d12, d22 = aj, 0.5 * cj, bj
+        e11 = d11 * (d11 * g11 + d12 * g12) + d12 * (d11 * g12 + d12 * g22)
+        e12 = d11 * (d12 * g11 + d22 * g12) + d12 * (d12 * g12 + d22 * g22)
+        e22 = d12 * (d12 * g11 + d22 * g12) + d22 * (d12 * g12 + d22 * g22)
+        msm_diag = e11[:, None] * tj**2 + 2 * e12[:, None] * tj * tk + e22[:, None] * tk**2
+        one = (4 * s_diag * msm_diag + 8 * ms_diag**2 - 12 * s_diag * m_diag * ms_diag
+               + 3 * s_diag**2 * m_diag**2)
+        first = one @ delta
+        weight = delta * s_diag
+        a11 = (tj**2 * weight).sum(axis=1)
+        a12 = (tj * tk * weight).sum(axis=1)
+        a22 = (tk**2 * weight).sum(axis=1)
+        # tr(D A D A) with 2 x 2 symmetric D and A.
+        da11, da12 = d11 * a11 + d12 * a12, d11 * a12 + d12 * a22
+        da21, da22 = d12 * a11 + d22 * a12, d12 * a12 + d22 * a22
+        trace = da11**2 + 2 * da12 * da21 + da22**2
+        out[j] = (first + 6 * trace) / n
+    out = 0.5 * (out + out.T)
+    return np.maximum(out, 0.0)
+
+
+# ---------------------------------------------------------------------------------------
+# result
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EdgeInference:
+    """Inference for every pair ``j < k`` of a released second moment.
+
+    Pair arrays are in the order of ``numpy.triu_indices(p, 1)``.
+
+    Attributes
+    ----------
+    source, target : ndarray of int
+        The pair ``(j, k)``, ``j < k``.
+    partial_correlation : ndarray
+        The de-biased partial correlation.
+    std_error : ndarray
+        Its standard error (sampling and noise).
+    ci_low, ci_high : ndarray
+        The interval at ``confidence_level`` (within ``[-1, 1]``).
+    p_value : ndarray
+        Two-sided p-value of "no edge" (partial correlation 0).
+    q_value : ndarray
+        False-discovery-adjusted p-value (``fdr_method``).
+    selected : ndarray of bool
+        ``q_value <= fdr``.
+    confidence_level, fdr : float
+    fdr_method, method : str
+    debiased_precision : ndarray of shape (p, p)
+        ``T = 2 Theta - Theta S~ Theta`` on the (clipping-corrected) release.
+    pilot_precision : ndarray of shape (p, p)
+        The refitted pilot ``Theta``.
+    null_std_error : ndarray
+        The standard error under "no edge" (used for the p-value).
+    noise_share : ndarray
+        Share of the variance due to the privacy noise.
+    clipping_correction : ndarray of shape (p, p) or None
+        What was added to the release to undo the clipping bias (working model).
+    diagnostics : dict
+        ``pilot`` (how the pilot was obtained), ``alpha``, and for the bootstrap
+        ``n_bootstrap`` and ``se_ratio`` (median bootstrap / closed-form standard error).
+    """
+
+    source: np.ndarray
+    target: np.ndarray
+    partial_correlation: np.ndarray
+    std_error: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_value: np.ndarray
+    q_value: np.ndarray
+    selected: np.ndarray
+    confidence_level: float
+    fdr: float
+    fdr_method: str
+    method: str
+    debiased_precision: np.ndarray
+    pilot_precision: np.ndarray
+    null_std_error: np.ndarray
+    noise_share: np.ndarray
+    clipping_correction: np.ndarray | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_features(self) -> int:
+        """Number of variables ``p``."""
+        return int(self.debiased_precision.shape[0])
+
+    def matrix(self, name: str) -> np.ndarray:
+        """A pair attribute as a symmetric ``p x p`` matrix (diagonal 0, or 1 for
+        ``partial_correlation``; boolean for ``selected``)."""
+        values = np.asarray(getattr(self, name))
+        p = self.n_features
+        out = np.zeros((p, p), dtype=values.dtype)
+        out[self.source, self.target] = values
+        out[self.target, self.source] = values
+        if name == "partial_correlation":
+            np.fill_diagonal(out, 1.0)
+        return out
+
+    def to_frame(self, names: list[str] | None = None):
+        """A DataFrame with one row per pair: ``source, target, partial_correlation,
+        ci_low, ci_high, p_value, q_value, selected`` and ``std_error``, strongest evidence
+        first (smallest p-value)."""
+        import pandas as pd
+
+        p = self.n_features
+        labels = [str(j) for j in range(p)] if names is None else [str(x) for x in names]
+        if len(labels) != p:
+            raise ValueError(f"names must have {p} entries; got {len(labels)}")
+        frame = pd.DataFrame({
+            "source": [labels[j] for j in self.source],
+            "target": [labels[k] for k in self.target],
+            "partial_correlation": self.partial_correlation,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_value": self.p_value,
+            "q_value": self.q_value,
+            "selected": self.selected,
+            "std_error": self.std_error,
+        })
+        order = np.lexsort((-np.abs(self.partial_correlation), self.p_value))
+        return frame.iloc[order].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------
+# the entry point
+# ---------------------------------------------------------------------------------------
+
+
+def edge_inference(
+    noisy_covariance: Any,
+    *,
+    n_samples: int,
+    noise_variance: float,
+    precision: Any = None,
+    alpha: Any = "auto",
+    clipping: ClippingModel | None = None,
+    present: Any = None,
+    confidence_level: float = 0.9,
+    fdr: float = 0.1,
+    fdr_method: str = "bh",
+    method: str = "closed-form",
+    n_bootstrap: int = 200,
+    random_state: int = 0,
+) -> EdgeInference:
+    """Partial correlations with intervals, p-values and FDR-controlled edges, from a
+    released second moment.
+
+    Parameters
+    ----------
+    noisy_covariance : array_like of shape (p, p)
+        The release ``S~`` (symmetric, possibly indefinite): second moment of the clipped,
+        centred records plus symmetric noise.
+    n_samples : int
+        Number of records ``n`` behind the release.
+    noise_variance : float
+        Variance of every noise entry of the upper triangle, diagonal included (``sigma**2``
+        for the Gaussian mechanism; ``2 b**2`` for Laplace noise of scale ``b``); ``0`` for
+        a non-private matrix.
+    precision : array_like of shape (p, p), optional
+        A pilot precision already solved on this release (e.g. ``GraphicalLasso.precision_``);
+        only its zero pattern and its values as a start are used. Default: the graphical
+        lasso at ``alpha``.
+    alpha : float or "auto", default="auto"
+        Penalty of the pilot when ``precision`` is not given; ``"auto"`` is
+        :func:`noise_calibrated_alpha`.
+    clipping : ClippingModel, optional
+        How the records were bounded. With a row-norm bound, the shrinkage of the partial
+        correlations that clipping causes is removed under a Gaussian working model (the
+        estimand is then the population's partial correlations); without it the estimand
+        is that of the clipped records. Recommended whenever rows were clipped onto a
+        ball (it changes a 0.45 partial correlation by 0.03 at p = 10 with a median bound).
+    present : array_like of shape (p,), optional
+        The shares of values present per variable, when missing values were imputed at 0
+        and every moment divided by the shares present (a pair's by the product of its
+        two): the sampling variance then gains what values missing completely at random
+        add (:func:`_missing_extra_variance`). The noise variance given must already be
+        the largest of the corrected entries'.
+    confidence_level : float in (0, 1), default=0.9
+    fdr : float in (0, 1), default=0.1
+        Target false-discovery rate of the selected edges.
+    fdr_method : {"bh", "by"}, default="bh"
+        Benjamini-Hochberg, or Benjamini-Yekutieli (valid under any dependence, more
+        conservative).
+    method : {"closed-form", "bootstrap"}, default="closed-form"
+        Standard errors (and bias) from the delta method, or from a parametric bootstrap
+        of the whole mechanism (``n_bootstrap`` replicates).
+    n_bootstrap : int, default=200
+    random_state : int, default=0
+        Seed of the bootstrap's simulations. They draw synthetic records from a model
+        fitted to the release (public quantities only), so the seed has no bearing on
+        privacy; it makes the post-processing reproducible.
+
+    Returns
+    -------
+    EdgeInference
+        Estimate, standard error, interval, p-value, q-value and selection for every pair
+        ``j < k`` (``to_frame()`` for a table), the de-biased precision and the pilot.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad argument, named in the message.
+
+    Privacy
+    -------
+    Post-processing of the release: it reads the released matrix and the public
+    description of its noise and bounds, never the data, and spends no budget. The
+    simulations draw synthetic records from a model fitted to the release.
+
+    Notes
+    -----
+    The closed form costs a few ``p x p`` matrix products and one Newton refit of the
+    pilot (0.05 s at p = 100); the bootstrap 200 refits (about 5 s at p = 100). See the
+    module docstring and ``docs/inference.md`` for the derivations and the calibration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpggm.solvers import edge_inference
+    >>> theta = np.eye(4) + np.diag([-0.4] * 3, 1) + np.diag([-0.4] * 3, -1)
+    >>> result = edge_inference(np.linalg.inv(theta), n_samples=5000, noise_variance=1e-6)
+    >>> result.to_frame(["a", "b", "c", "d"])[["source", "target", "selected"]].head(3)
+      source target  selected
+    0      a      b      True
+    1      c      d      True
+    2      b      c      True
+    """
+    S = check_square_symmetric(noisy_covariance, name="noisy_covariance")
+    p = S.shape[0]
+    n = _positive_int(n_samples, "n_samples", minimum=2)
+    variance = _nonnegative(noise_variance, "noise_variance")
+    level = _open_unit(confidence_level, "confidence_level")
+    fdr = _open_unit(fdr, "fdr")
+    fdr_method = _choice(fdr_method, "fdr_method", FDR_METHODS)
+    method = _choice(method, "method", _METHODS)
+    replicates = _positive_int(n_bootstrap, "n_bootstrap", minimum=10)
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(f"random_state must be an integer seed; got {random_state!r}")
+    if clipping is not None:
+        if not isinstance(clipping, ClippingModel):
+            raise TypeError(f"clipping must be a ClippingModel or None; got {type(clipping).__name__}")
+        clipping = clipping.check(p)
+    shares = None
+    if present is not None:
+        shares = np.asarray(present, dtype=float)
+        if shares.shape != (p,) or not np.all(np.isfinite(shares)) or np.any(shares <= 0) \
+                or np.any(shares > 1):
+            raise ValueError(f"present must hold {p} shares in (0, 1]; got {present!r}")
+        if np.all(shares == 1.0):
+            shares = None
+    noise_std = math.sqrt(variance)
+    if precision is not None:
+        start = check_square_symmetric(precision, name="precision")
+        if start.shape != (p, p):
+            raise ValueError(
+                f"precision must have the shape of noisy_covariance {(p, p)}; got {start.shape}"
+            )
+        if _cholesky(start) is None:
+            raise ValueError("precision must be positive definite (a solved pilot precision)")
+        alpha_used = None
+    else:
+        if isinstance(alpha, str):
+            if alpha != "auto":
+                raise ValueError(f"alpha must be a number >= 0 or 'auto'; got {alpha!r}")
+            alpha_used = noise_calibrated_alpha(S, noise_std=noise_std, n_samples=n)
+        else:
+            alpha_used = _nonnegative(alpha, "alpha")
+
+    with single_threaded_blas(p):
+        floor = max(noise_std, 1e-12 * float(np.max(np.abs(np.diag(S)))))
+        if precision is None:
+            start = _glasso_pilot(S, alpha_used, floor)
+        theta, pilot_note = _refit_pilot(S, start, floor)
+        correction = None
+        working = _inverse_from_cholesky(_cholesky(theta))
+        if clipping is not None and clipping.row_norm_bound is not None:
+            # Partial correlations do not change with the scale of the matrix and the
+            # declipping map is close to a scaling: only its change of shape is added to
+            # the release, in the release's own scale, so that the sampling and noise
+            # variances (of the release) keep their scale.
+            pre_clip = _declip(working, clipping.row_norm_bound)
+            shaped = pre_clip * (np.trace(working) / np.trace(pre_clip))
+            correction = shaped - working
+            S = S + correction
+            start = np.where(theta != 0, _inverse_from_cholesky(_cholesky(shaped)), 0.0)
+            if _cholesky(start) is None:
+                start = np.diag(1.0 / np.diag(shaped))
+            theta, pilot_note = _refit_pilot(S, start, floor)
+        else:
+            pre_clip = working
+        T, r, diagonal = _debiased(S, theta)
+        moments = _moments_gaussian(theta)
+        c, a, b = _coefficients(r, diagonal, null=False)
+        sampling = _sampling_variance(moments, c, a, b, n)
+        noise = _noise_variance(theta, c, a, b, variance)
+        c0, a0, b0 = _coefficients(r, diagonal, null=True)
+        null_variance = (_sampling_variance(moments, c0, a0, b0, n)
+                         + _noise_variance(theta, c0, a0, b0, variance))
+        if shares is not None:
+            sampling = sampling + _missing_extra_variance(theta, working, c, a, b, shares, n)
+            null_variance = null_variance + _missing_extra_variance(
+                theta, working, c0, a0, b0, shares, n)
+        rows, cols = np.triu_indices(p, 1)
+        estimate = r[rows, cols]
+        se = np.sqrt(sampling + noise)[rows, cols]
+        se0 = np.sqrt(null_variance)[rows, cols]
+        share = (noise / np.maximum(sampling + noise, 1e-300))[rows, cols]
+        diagnostics: dict[str, Any] = {"pilot": pilot_note, "alpha": alpha_used}
+        if method == "bootstrap":
+            # The replicates simulate public quantities only (post-processing), so a seeded
+            # stream is what makes the interval reproducible; no release noise comes from it.
+            rng = np.random.default_rng(int(random_state))
+            boot_se, bias = _bootstrap(
+                theta=theta, working=working, pre_clip=pre_clip, correction=correction,
+                clipping=clipping, n=n, variance=variance, replicates=replicates, rng=rng,
+            )
+            diagnostics.update(
+                n_bootstrap=replicates,
+                se_ratio=float(np.median(boot_se / np.maximum(se, 1e-300))),
+                closed_form_std_error=se,
+                bootstrap_bias=bias,
+            )
+            estimate = estimate - bias
+            se = boot_se
+            se0 = boot_se
+    estimate = np.clip(estimate, -1.0, 1.0)
+    quantile = float(stats.norm.ppf(0.5 + level / 2))
+    ci_low = np.clip(estimate - quantile * se, -1.0, 1.0)
+    ci_high = np.clip(estimate + quantile * se, -1.0, 1.0)
+    p_value = 2.0 * stats.norm.sf(np.abs(estimate) / np.maximum(se0, 1e-300))
+    q_value = false_discovery_control(p_value, method=fdr_method)
+    return EdgeInference(
+        source=rows, target=cols, partial_correlation=estimate, std_error=se,
+        ci_low=ci_low, ci_high=ci_high, p_value=p_value, q_value=q_value,
+        selected=q_value <= fdr, confidence_level=level, fdr=fdr, fdr_method=fdr_method,
+        method=method, debiased_precision=T, pilot_precision=theta, null_std_error=se0,
+        noise_share=share, clipping_correction=correction, diagnostics=diagnostics,
+    )
+
+
+#: Records simulated per bootstrap replicate at most; beyond, the replicate's deviation
+#: from the working model's clipped covariance is scaled by sqrt(m / n).
+_BOOTSTRAP_ROWS = 4000
+
+
+def _bootstrap(*, theta, working, pre_clip, correction, clipping, n, variance, replicates,
+               rng):
+    """Parametric bootstrap of the closed-form pipeline under the fitted working model.
+
+    Each replicate draws Gaussian records with the pre-clipping covariance, clips them as
+    the mechanism does (box, ball, recentring, ball), forms their second moment, adds the
+    noise, applies the same clipping correction and refits the pilot on the same support;
+    the replicates' spread is the standard error and their mean minus the model's partial
+    correlations the bias."""
+    p = theta.shape[0]
+    support = theta != 0
+    factor = _cholesky(pre_clip)
+    model_precision = _inverse_from_cholesky(factor)
+    scale = np.sqrt(np.diag(model_precision))
+    model_r = -model_precision / np.outer(scale, scale)
+    rows, cols = np.triu_indices(p, 1)
+    upper = np.triu_indices(p)
+    m = min(n, _BOOTSTRAP_ROWS)
+    shrink = math.sqrt(m / n)
+    location = clipping.mean if clipping is not None else np.zeros(p)
+    draws = np.empty((replicates, len(rows)))
+    for b in range(replicates):
+        records = location + rng.standard_normal((m, p)) @ factor.T
+        if clipping is not None:
+            records = clipping.clip(records)
+        records = records - records.mean(axis=0)
+        moment = records.T @ records / m
+        if m < n:
+            moment = working + shrink * (moment - working)
+        if variance > 0:
+            noise = np.zeros((p, p))
+            noise[upper] = rng.normal(0.0, math.sqrt(variance), len(upper[0]))
+            moment = moment + noise + np.triu(noise, 1).T
+        if correction is not None:
+            moment = moment + correction
+        try:
+            refit, _, _ = support_refit(moment, support, start=theta, tol=1e-8)
+        except NoSolutionError:
+            refit = theta
+        _, r_b, _ = _debiased(moment, refit)
+        draws[b] = r_b[rows, cols]
+    se = draws.std(axis=0, ddof=1)
+    bias = draws.mean(axis=0) - model_r[rows, cols]
+    return se, bias
+
+
+# ---------------------------------------------------------------------------------------
+# what a budget can detect
+# ---------------------------------------------------------------------------------------
+
+
+#: Per-coordinate variance of a Gaussian column rescaled by its median +- 5 MADs onto
+#: ``[-1, 1]`` (``PrivateGraph``'s ranges): ``1 / (5 Phi^{-1}(3/4))**2``.
+RESCALED_VARIANCE = 1.0 / (5.0 * float(stats.norm.ppf(0.75))) ** 2
+
+#: Default ratio of the noise standard error of a partial correlation to its value for an
+#: edge between two variables that have no other neighbours: what the rest of a sparse graph
+#: adds. The graphs of the calibration study have 1.06 to 1.10 (chains) and 1.29 to 1.39
+#: (hubs, random graphs) at their median edge; 1.1 put the prediction within 25 % of the
+#: measured 80 %-power threshold in every cell of the study, 1.2 called the six cells where
+#: the noise dominates (thresholds 0.29 to 0.44) undetectable.
+NOISE_AMPLIFICATION = 1.1
+
+#: Range of the edges' |partial correlation| assumed by :func:`detectable_partial_correlation`
+#: to predict how many edges will be selected (spread log-uniformly over it).
+EDGE_STRENGTHS = (0.01, 0.5)
+
+
+def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
+                            record_variance: float = RESCALED_VARIANCE) -> float:
+    """The row-norm bound a ``norm_quantile`` rule is expected to choose, before the data.
+
+    Assumes ``p`` roughly independent columns of per-coordinate variance
+    ``record_variance`` (Gaussian columns mapped by median +- 5 MADs give
+    :data:`RESCALED_VARIANCE`): ``||z||^2 ~ v chi^2_p`` and the bound is
+    ``sqrt(v F^{-1}_{chi^2_p}(q))``. Correlated columns spread the norms more and lower
+    the median a little (by 1 to 4 % on the calibration graphs).
+
+    Notes
+    -----
+    Privacy: public parameters only.
+    """
+    p = _positive_int(n_features, "n_features", minimum=2)
+    q = _open_unit(norm_quantile, "norm_quantile")
+    v = _real(record_variance, "record_variance")
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"record_variance must be a finite number > 0; got {v!r}")
+    return math.sqrt(v * float(stats.chi2.ppf(q, p)))
+
+
+def _edge_standard_errors(t: float, n: int, sigma: float, clipped_variance: float,
+                          amplification: float) -> tuple[float, float]:
+    """Null-test and actual standard errors of the estimate of a partial correlation ``t``
+    between two variables with no other neighbours (records of per-coordinate variance
+    ``clipped_variance``), the noise part scaled by ``amplification``; by the same closed
+    form :func:`edge_inference` uses."""
+    theta = np.array([[1.0, -t], [-t, 1.0]]) / (clipped_variance * (1.0 - t * t))
+    _, r, diagonal = _debiased(np.linalg.inv(theta), theta)
+    moments = _moments_gaussian(theta)
+    out = []
+    for null in (True, False):
+        c, a, b = _coefficients(r, diagonal, null=null)
+        variance = (_sampling_variance(moments, c, a, b, n)[0, 1]
+                    + amplification**2 * _noise_variance(theta, c, a, b, sigma * sigma)[0, 1])
+        out.append(math.sqrt(variance))
+    return out[0], out[1]
+
+
+def detectable_partial_correlation(
+    n_samples: int,
+    n_features: int,
+    noise_sigma: float,
+    *,
+    row_norm_bound: float | None = None,
+    norm_quantile: float = 0.5,
+    record_variance: float = RESCALED_VARIANCE,
+    fdr: float = 0.1,
+    power: float = 0.8,
+    fdr_method: str = "bh",
+    expected_edges: float | None = None,
+    edge_strengths: tuple[float, float] = EDGE_STRENGTHS,
+    noise_amplification: float = NOISE_AMPLIFICATION,
+) -> float:
+    """The smallest ``|partial correlation|`` an edge needs to be selected with probability
+    ``power`` by :func:`edge_inference` at false-discovery rate ``fdr``, from public
+    parameters only.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        ``n`` and ``p``.
+    noise_sigma : float
+        Standard deviation of the noise on every released second-moment entry of the
+        rescaled records (from the release plan).
+    row_norm_bound : float, optional
+        Row-norm bound of the rescaled records; default :func:`expected_row_norm_bound` at
+        ``norm_quantile``.
+    norm_quantile : float, default=0.5
+    record_variance : float, default=RESCALED_VARIANCE
+        Per-coordinate variance of the rescaled records before the row-norm clipping.
+    fdr, power : float in (0, 1)
+    fdr_method : {"bh", "by"}
+    expected_edges : float, optional
+        Number of edges of the graph; default ``p``.
+    edge_strengths : (float, float), default=EDGE_STRENGTHS
+        Their ``|partial correlation|`` is taken as log-uniform over this range; their
+        expected detections give the expected number ``R`` of selections, hence the
+        Benjamini-Hochberg cut-off ``|z| > Phi^{-1}(1 - fdr R / (2 m))``,
+        ``m = p (p - 1) / 2`` (solved jointly).
+    noise_amplification : float, default=NOISE_AMPLIFICATION
+        What the rest of the graph adds to the noise standard error of an edge.
+
+    Returns
+    -------
+    float
+        The threshold ``t`` solving ``t = c(t) se_0(t) + z_power se(t)``, with the standard
+        errors of :func:`edge_inference` for an edge of strength ``t`` (the smallest root);
+        ``inf`` when no partial correlation up to 0.99 would be detected.
+
+    Notes
+    -----
+    Assumptions (see ``docs/inference.md``): Gaussian-like columns mapped by median +- 5
+    MADs (per-coordinate variance :data:`RESCALED_VARIANCE`), rows shrunk onto the ball at
+    the ``norm_quantile`` of their norms (which scales the variances by the radial gain of
+    independent coordinates), a sparse graph; the clipping bias is corrected, so the
+    threshold is on the population scale.
+
+    Privacy: public parameters only; nothing is read from data.
+    """
+    n = _positive_int(n_samples, "n_samples", minimum=2)
+    p = _positive_int(n_features, "n_features", minimum=2)
+    sigma = _nonnegative(noise_sigma, "noise_sigma")
+    v = _real(record_variance, "record_variance")
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"record_variance must be a finite number > 0; got {v!r}")
+    fdr = _open_unit(fdr, "fdr")
+    power = _open_unit(power, "power")
+    fdr_method = _choice(fdr_method, "fdr_method", FDR_METHODS)
+    amplification = _real(noise_amplification, "noise_amplification")
+    if not (math.isfinite(amplification) and amplification > 0):
+        raise ValueError(f"noise_amplification must be a finite number > 0; got {amplification!r}")
+    low, high = (_real(x, "edge_strengths") for x in edge_strengths)
+    if not (0 < low < high < 1):
+        raise ValueError(f"edge_strengths must satisfy 0 < low < high < 1; got {edge_strengths!r}")
+    if row_norm_bound is None:
+        bound = expected_row_norm_bound(p, norm_quantile=norm_quantile, record_variance=v)
+    else:
+        bound = _real(row_norm_bound, "row_norm_bound")
+        if not (math.isfinite(bound) and bound > 0):
+            raise ValueError(f"row_norm_bound must be a finite number > 0; got {bound!r}")
+    m = p * (p - 1) / 2
+    edges = float(p) if expected_edges is None else _nonnegative(expected_edges, "expected_edges")
+    level = fdr / (float(np.sum(1.0 / np.arange(1, int(m) + 1))) if fdr_method == "by" else 1.0)
+    clipped_variance = v * float(_radial_gains(np.full(p, v), bound * bound)[0])
+    z_power = float(stats.norm.ppf(power))
+
+    def errors(t: float) -> tuple[float, float]:
+        return _edge_standard_errors(t, n, sigma, clipped_variance, amplification)
+
+    # The Benjamini-Hochberg cut-off c rejects |z| > c with c = Phi^{-1}(1 - fdr R / (2m)),
+    # R the expected number of selections: the expected detections of the edges (their
+    # strengths log-uniform over edge_strengths) inflated by the false ones (R / (1 - fdr)).
+    # R grows as c falls; iterate from the single-selection cut-off.
+    nodes, weights = np.polynomial.legendre.leggauss(48)
+    strengths = np.exp(math.log(low) + (nodes + 1) / 2 * math.log(high / low))
+    weights = weights / 2
+    standard = np.array([errors(float(t)) for t in strengths])
+    cutoff = float(stats.norm.isf(level / (2 * m)))
+    for _ in range(100):
+        detection = stats.norm.cdf((strengths - cutoff * standard[:, 0]) / standard[:, 1])
+        selections = min(max(edges * float(weights @ detection) / (1.0 - fdr), 1.0), m)
+        updated = float(stats.norm.isf(level * selections / (2 * m)))
+        if abs(updated - cutoff) < 1e-10:
+            break
+        cutoff = updated
+
+    def gap(t: float) -> float:
+        null_se, se = errors(t)
+        return t - cutoff * null_se - z_power * se
+
+    # The noise standard error of a strong edge grows with its strength (as
+    # sqrt(1 + 4t^2 + t^4) / (1 - t^2) for an isolated edge), so the gap need not be
+    # monotone: the smallest root is bracketed on a grid first.
+    grid = np.geomspace(1e-4, 0.99, 200)
+    values = np.array([gap(float(t)) for t in grid])
+    positive = np.flatnonzero(values >= 0)
+    if positive.size == 0:
+        return math.inf
+    first = int(positive[0])
+    if first == 0:
+        return float(grid[0])
+    from scipy.optimize import brentq
+
+    return float(brentq(gap, float(grid[first - 1]), float(grid[first]), xtol=1e-10))

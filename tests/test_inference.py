@@ -1,0 +1,388 @@
+"""Edge inference from a released second moment (dpggm.solvers.inference).
+
+Reference values are computed independently of the code under test: variances by
+simulation and by finite-difference Jacobians, FDR adjustments by SciPy, the restricted
+maximum-likelihood property by Dempster's moment equations, radial-clipping gains by
+simulation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpggm.solvers import inference
+from dpggm.solvers.inference import (
+    ClippingModel,
+    detectable_partial_correlation,
+    edge_inference,
+    expected_row_norm_bound,
+    false_discovery_control,
+    support_refit,
+)
+
+
+def _chain_precision(p: int, weight: float = 0.4) -> np.ndarray:
+    return np.eye(p) + np.diag(np.full(p - 1, -weight), 1) + np.diag(np.full(p - 1, -weight), -1)
+
+
+def _symmetric_noise(rng: np.random.Generator, p: int, sigma: float, size: int) -> np.ndarray:
+    """``size`` symmetric matrices with i.i.d. N(0, sigma^2) upper triangles (diagonal
+    included), mirrored."""
+    upper = np.triu_indices(p)
+    out = np.zeros((size, p, p))
+    out[:, upper[0], upper[1]] = rng.normal(0.0, sigma, (size, len(upper[0])))
+    return out + np.triu(out, 1).transpose(0, 2, 1)
+
+
+def _partial(theta: np.ndarray) -> np.ndarray:
+    d = np.sqrt(np.diag(theta))
+    return -theta / np.outer(d, d)
+
+
+# ---------------------------------------------------------------------------------------
+# the variance formula
+# ---------------------------------------------------------------------------------------
+
+
+def test_noise_variance_of_debiased_entry_matches_simulation():
+    # T = 2 Theta - Theta (S + E) Theta with Theta fixed: Var(T_jk) over 100 000 symmetric
+    # noise draws against sigma^2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)^2
+    # - sum_l Theta_jl^2 Theta_lk^2] (SPEC section 5).
+    rng = np.random.default_rng(0)
+    p, sigma = 5, 0.05
+    theta = _chain_precision(p) + 0.1 * np.eye(p)
+    theta[0, 3] = theta[3, 0] = 0.2
+    E = _symmetric_noise(rng, p, sigma, 100_000)
+    T = -np.einsum("ab,rbc,cd->rad", theta, E, theta)  # the noise part of T
+    empirical = T.var(axis=0)
+    G = theta @ theta
+    squares = theta**2
+    formula = sigma**2 * (np.outer(np.diag(G), np.diag(G)) + G**2 - squares.T @ squares)
+    off = ~np.eye(p, dtype=bool)
+    assert np.allclose(empirical[off] / formula[off], 1.0, atol=0.02)
+    # The diagonal and the mirrored off-diagonal noise both matter: dropping the
+    # correction term (treating every entry as independent) is measurably wrong.
+    wrong = sigma**2 * (np.outer(np.diag(G), np.diag(G)) + G**2)
+    assert np.max(np.abs(empirical[off] / wrong[off] - 1.0)) > 0.05
+
+
+def test_partial_correlation_variance_matches_finite_difference_jacobian():
+    # The delta-method variance of r_jk (sampling and noise) against a variance built from
+    # a numerical Jacobian of r with respect to every released entry.
+    p, n, variance = 6, 500, 1e-4
+    theta = _chain_precision(p, 0.35)
+    theta[1, 4] = theta[4, 1] = -0.15
+    S = np.linalg.inv(theta)
+    T, r, diagonal = inference._debiased(S, theta)
+    c, a, b = inference._coefficients(r, diagonal, null=False)
+    noise = inference._noise_variance(theta, c, a, b, variance)
+    sampling = inference._sampling_variance(inference._moments_gaussian(theta), c, a, b, n)
+    upper = np.triu_indices(p)
+    jacobian = np.zeros((len(upper[0]), p, p))
+    step = 1e-6
+    for index, (i, j) in enumerate(zip(*upper)):
+        bump = np.zeros((p, p))
+        bump[i, j] = bump[j, i] = step
+        _, plus, _ = inference._debiased(S + bump, theta)
+        _, minus, _ = inference._debiased(S - bump, theta)
+        jacobian[index] = (plus - minus) / (2 * step)
+    reference_noise = variance * np.sum(jacobian**2, axis=0)
+    # Sampling: Cov(S_ab, S_cd) = (S_ac S_bd + S_ad S_bc) / n for Gaussian records.
+    cov = np.zeros((len(upper[0]), len(upper[0])))
+    for x, (a1, b1) in enumerate(zip(*upper)):
+        for y, (c1, d1) in enumerate(zip(*upper)):
+            cov[x, y] = (S[a1, c1] * S[b1, d1] + S[a1, d1] * S[b1, c1]) / n
+    reference_sampling = np.einsum("xjk,xy,yjk->jk", jacobian, cov, jacobian)
+    off = ~np.eye(p, dtype=bool)
+    assert np.allclose(noise[off], reference_noise[off], rtol=1e-5)
+    assert np.allclose(sampling[off], reference_sampling[off], rtol=1e-5)
+    # Gaussian records: the sampling variance of a partial correlation is (1 - r^2)^2 / n.
+    assert np.allclose(sampling[off], (1 - r[off] ** 2) ** 2 / n, rtol=1e-9)
+
+
+def test_standard_errors_match_the_spread_over_releases():
+    # Whole pipeline (pilot, refit, de-biasing) on many releases of one population matrix:
+    # the reported standard error against the spread of the estimates.
+    rng = np.random.default_rng(1)
+    p, sigma = 5, 0.02
+    theta = _chain_precision(p)
+    S = np.linalg.inv(theta)
+    estimates, errors = [], []
+    for E in _symmetric_noise(rng, p, sigma, 300):
+        result = edge_inference(S + E, n_samples=10**9, noise_variance=sigma**2)
+        estimates.append(result.partial_correlation)
+        errors.append(result.std_error)
+    ratio = np.std(estimates, axis=0) / np.mean(errors, axis=0)
+    assert np.all(np.abs(ratio - 1.0) < 0.15), ratio
+
+
+def test_interval_coverage_on_gaussian_data_with_noise():
+    rng = np.random.default_rng(2)
+    p, n, sigma = 6, 800, 0.01
+    theta = _chain_precision(p)
+    truth = _partial(theta)[np.triu_indices(p, 1)]
+    factor = np.linalg.cholesky(np.linalg.inv(theta))
+    covered = []
+    for E in _symmetric_noise(rng, p, sigma, 150):
+        X = rng.standard_normal((n, p)) @ factor.T
+        result = edge_inference(X.T @ X / n + E, n_samples=n, noise_variance=sigma**2,
+                                confidence_level=0.9)
+        covered.append((result.ci_low <= truth) & (truth <= result.ci_high))
+    coverage = float(np.mean(covered))
+    # 150 x 15 intervals, correlated within a release: Monte-Carlo error about 0.01.
+    assert 0.86 <= coverage <= 0.94, coverage
+
+
+# ---------------------------------------------------------------------------------------
+# false-discovery control
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["bh", "by"])
+def test_false_discovery_control_matches_scipy(method):
+    rng = np.random.default_rng(3)
+    p_values = np.concatenate([rng.uniform(size=300), rng.uniform(0, 1e-3, size=40), [0.0, 1.0]])
+    rng.shuffle(p_values)
+    ours = false_discovery_control(p_values, method=method)
+    reference = stats.false_discovery_control(p_values, method=method)
+    assert np.allclose(ours, reference, rtol=1e-12, atol=1e-15)
+
+
+def test_false_discovery_control_by_hand():
+    # Benjamini-Hochberg on four p-values: sorted 0.01, 0.02, 0.03, 0.5 give
+    # 4 * p / rank = 0.04, 0.04, 0.04, 0.5 (monotone already).
+    q = false_discovery_control([0.03, 0.5, 0.01, 0.02])
+    assert np.allclose(q, [0.04, 0.5, 0.04, 0.04])
+    by = false_discovery_control([0.03, 0.5, 0.01, 0.02], method="by")
+    assert np.allclose(by, np.minimum(1.0, q * (1 + 1 / 2 + 1 / 3 + 1 / 4)))
+
+
+def test_selection_is_q_values_at_most_fdr():
+    rng = np.random.default_rng(4)
+    p = 8
+    theta = _chain_precision(p)
+    S = np.linalg.inv(theta) + _symmetric_noise(rng, p, 0.01, 1)[0]
+    result = edge_inference(S, n_samples=2000, noise_variance=1e-4, fdr=0.05)
+    assert np.array_equal(result.selected, result.q_value <= 0.05)
+    assert np.allclose(result.q_value, stats.false_discovery_control(result.p_value))
+    # The chain's edges are strong: all found, and nothing else at this noise.
+    chain = result.target - result.source == 1
+    assert result.selected[chain].all()
+
+
+# ---------------------------------------------------------------------------------------
+# pieces
+# ---------------------------------------------------------------------------------------
+
+
+def test_support_refit_solves_dempsters_equations():
+    rng = np.random.default_rng(5)
+    p = 7
+    A = rng.standard_normal((40, p))
+    S = A.T @ A / 40
+    support = np.abs(_chain_precision(p)) > 0
+    support[0, 4] = support[4, 0] = True
+    theta, _, converged = support_refit(S, support)
+    assert converged
+    W = np.linalg.inv(theta)
+    assert np.allclose(W[support], S[support], atol=1e-8)
+    assert np.all(theta[~support] == 0)
+    assert np.all(np.linalg.eigvalsh(theta) > 0)
+
+
+def test_support_refit_refuses_a_release_without_positive_definite_completion():
+    S = np.array([[1.0, 2.0], [2.0, 1.0]])  # indefinite, full support
+    with pytest.raises(inference.NoSolutionError):
+        support_refit(S, np.ones((2, 2), dtype=bool))
+
+
+def test_radial_gains_match_simulation():
+    # Ten eigenvalues spread over two decades, rows clipped at their median norm: the
+    # gamma (two-moment) approximation is within 1.5 % of 400 000 simulated rows.
+    rng = np.random.default_rng(6)
+    eigenvalues = np.geomspace(0.003, 0.3, 10)
+    squared = rng.standard_normal((400_000, 10)) ** 2
+    Q = squared @ eigenvalues
+    bound_squared = float(np.median(Q))
+    weights = np.minimum(1.0, bound_squared / Q)
+    simulated = (weights[:, None] * squared).mean(axis=0)
+    approximated = inference._radial_gains(eigenvalues, bound_squared)
+    # The spread across eigenvalues is what the correction uses.
+    assert np.allclose(approximated / approximated.mean(), simulated / simulated.mean(),
+                       rtol=0.015)
+    assert np.allclose(approximated, simulated, rtol=0.02)
+
+
+def test_clipping_correction_recovers_the_population_partial_correlations():
+    # Rows shrunk onto the ball at their median norm shrink the partial correlations; the
+    # correction undoes it (Gaussian working model, no noise, a large sample).
+    rng = np.random.default_rng(7)
+    p, n = 6, 200_000
+    theta = _chain_precision(p, 0.45)
+    X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
+    model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
+                          box=None, recentre=False)
+    Z = model.clip(X)
+    S = Z.T @ Z / n
+    truth = _partial(theta)[np.triu_indices(p, 1)]
+    edges = np.abs(truth) > 0
+    plain = edge_inference(S, n_samples=n, noise_variance=0.0)
+    corrected = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=model)
+    # The same rows unclipped: their estimate carries the same sampling error, so the
+    # comparison isolates the clipping bias.
+    unclipped = edge_inference(X.T @ X / n, n_samples=n, noise_variance=0.0)
+    sign = np.sign(truth[edges])
+
+    def bias(result):  # towards the truth's sign: clipping pulls towards 0
+        return np.mean((result.partial_correlation - unclipped.partial_correlation)[edges] * sign)
+
+    assert bias(plain) < -0.03
+    assert abs(bias(corrected)) < 0.1 * abs(bias(plain))
+
+
+def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
+    rng = np.random.default_rng(8)
+    p, n, sigma = 5, 2000, 2e-3
+    theta = _chain_precision(p)
+    X = rng.standard_normal((n, p)) @ np.linalg.cholesky(np.linalg.inv(theta)).T
+    S = X.T @ X / n + _symmetric_noise(rng, p, sigma, 1)[0]
+    result = edge_inference(S, n_samples=n, noise_variance=sigma**2, method="bootstrap",
+                            n_bootstrap=200)
+    assert result.method == "bootstrap"
+    assert 0.85 < result.diagnostics["se_ratio"] < 1.15
+
+
+def test_bootstrap_simulates_the_clipping():
+    # Records clipped at their median norm (box, ball, recentring): the bootstrap re-simulates
+    # that from the released quantities and agrees with the closed form.
+    rng = np.random.default_rng(10)
+    p, n, sigma = 6, 3000, 1e-3
+    theta = _chain_precision(p, 0.45)
+    X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.08 * np.linalg.inv(theta)).T
+    model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))), box=1.0)
+    Z = model.clip(X)
+    S = Z.T @ Z / n + _symmetric_noise(rng, p, sigma, 1)[0]
+    result = edge_inference(S, n_samples=n, noise_variance=sigma**2, clipping=model,
+                            method="bootstrap", n_bootstrap=150)
+    assert result.clipping_correction is not None
+    assert 0.85 < result.diagnostics["se_ratio"] < 1.15
+    # The bias the bootstrap finds is small next to the standard error: the closed-form
+    # correction already removed the clipping bias.
+    assert np.median(np.abs(result.diagnostics["bootstrap_bias"]) / result.std_error) < 0.25
+
+
+# ---------------------------------------------------------------------------------------
+# what a budget can detect
+# ---------------------------------------------------------------------------------------
+
+
+def test_detectable_without_noise_solves_the_power_equation():
+    # No noise and no other edge expected (one selection: the cut-off is the Bonferroni-like
+    # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
+    # error of the test is sqrt((Theta_jj Theta_kk + Theta_jk^2) / (Theta_jj Theta_kk n))
+    # = sqrt((1 + t^2) / n) (Jankova & van de Geer), the estimate's is (1 - t^2) / sqrt(n).
+    n, p = 2000, 10
+    t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
+    cutoff = stats.norm.isf(0.1 / (2 * 45))
+    reference = 0.1
+    for _ in range(200):
+        reference = (cutoff * math.sqrt(1 + reference**2)
+                     + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
+    assert t == pytest.approx(reference, rel=1e-7)
+    # More edges expected: more selections, a lower cut-off, a lower threshold.
+    assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t
+
+
+def test_detectable_grows_with_noise_and_shrinks_with_samples():
+    base = detectable_partial_correlation(5000, 30, 5e-4)
+    assert detectable_partial_correlation(5000, 30, 1e-3) > base
+    assert detectable_partial_correlation(20000, 30, 5e-4) < base
+    assert detectable_partial_correlation(5000, 30, 5e-4, fdr_method="by") > base
+    assert detectable_partial_correlation(5000, 30, 1.0) == math.inf
+
+
+def test_expected_row_norm_bound_is_the_chi_square_quantile():
+    v = inference.RESCALED_VARIANCE
+    assert v == pytest.approx(1 / (5 * 0.6744897501960817) ** 2)
+    assert expected_row_norm_bound(30) == pytest.approx(math.sqrt(v * stats.chi2.ppf(0.5, 30)))
+
+
+# ---------------------------------------------------------------------------------------
+# output and refusals
+# ---------------------------------------------------------------------------------------
+
+
+def test_frame_and_matrix_views():
+    p = 4
+    S = np.linalg.inv(_chain_precision(p))
+    result = edge_inference(S, n_samples=1000, noise_variance=0.0)
+    frame = result.to_frame(["a", "b", "c", "d"])
+    assert list(frame.columns[:8]) == ["source", "target", "partial_correlation", "ci_low",
+                                       "ci_high", "p_value", "q_value", "selected"]
+    assert len(frame) == p * (p - 1) // 2
+    assert isinstance(frame, pd.DataFrame)
+    assert frame["p_value"].is_monotonic_increasing
+    matrix = result.matrix("partial_correlation")
+    assert np.allclose(matrix, matrix.T) and np.all(np.diag(matrix) == 1)
+    assert np.all((result.ci_low <= result.partial_correlation)
+                  & (result.partial_correlation <= result.ci_high))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"noise_variance": -1.0}, "noise_variance must be a finite number >= 0"),
+        ({"noise_variance": float("nan")}, "noise_variance must be a finite number >= 0"),
+        ({"n_samples": 1}, "n_samples must be an integer >= 2"),
+        ({"n_samples": 10.5}, "n_samples must be an integer"),
+        ({"confidence_level": 1.0}, "confidence_level must be in the open interval (0, 1)"),
+        ({"fdr": 0.0}, "fdr must be in the open interval (0, 1)"),
+        ({"fdr_method": "holm"}, "fdr_method must be one of"),
+        ({"method": "exact"}, "method must be one of"),
+        ({"n_bootstrap": 5}, "n_bootstrap must be an integer >= 10"),
+        ({"alpha": -0.1}, "alpha must be a finite number >= 0"),
+        ({"alpha": "cv"}, "alpha must be a number >= 0 or 'auto'"),
+        ({"precision": np.eye(3)}, "precision must have the shape of noisy_covariance"),
+        ({"precision": -np.eye(4)}, "precision must be positive definite"),
+        ({"clipping": 1.0}, "clipping must be a ClippingModel"),
+        ({"clipping": ClippingModel(row_norm_bound=-1.0)}, "row_norm_bound must be a finite"),
+        ({"clipping": ClippingModel(row_norm_bound=1.0, mean=np.zeros(3))},
+         "mean must be a finite vector of length 4"),
+        ({"random_state": "secure"}, "random_state must be an integer seed"),
+    ],
+)
+def test_bad_arguments_are_refused_with_their_name(kwargs, message):
+    S = np.linalg.inv(_chain_precision(4))
+    arguments = {"n_samples": 100, "noise_variance": 0.0, **kwargs}
+    with pytest.raises((ValueError, TypeError)) as error:
+        edge_inference(S, **arguments)
+    assert message in str(error.value)
+
+
+def test_bad_matrices_are_refused():
+    with pytest.raises(ValueError, match="noisy_covariance must be a square"):
+        edge_inference(np.ones((3, 4)), n_samples=10, noise_variance=0.0)
+    with pytest.raises(ValueError, match="noisy_covariance must be symmetric"):
+        edge_inference(np.array([[1.0, 0.5], [0.1, 1.0]]), n_samples=10, noise_variance=0.0)
+    with pytest.raises(ValueError, match="noisy_covariance must contain only finite"):
+        edge_inference(np.array([[1.0, np.nan], [np.nan, 1.0]]), n_samples=10,
+                       noise_variance=0.0)
+    with pytest.raises(ValueError, match="p_values must lie in"):
+        false_discovery_control([0.1, 1.5])
+    with pytest.raises(ValueError, match="noise_sigma must be a finite number >= 0"):
+        detectable_partial_correlation(100, 5, -1.0)
+
+
+def test_an_indefinite_release_still_gives_finite_answers():
+    rng = np.random.default_rng(9)
+    p = 12
+    S = np.linalg.inv(_chain_precision(p)) + _symmetric_noise(rng, p, 0.3, 1)[0]
+    assert np.linalg.eigvalsh(S)[0] < 0
+    result = edge_inference(S, n_samples=500, noise_variance=0.09)
+    for name in ("partial_correlation", "std_error", "ci_low", "ci_high", "p_value", "q_value"):
+        assert np.all(np.isfinite(getattr(result, name))), name

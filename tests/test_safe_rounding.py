@@ -1,0 +1,115 @@
+"""Every conversion between privacy figures rounds toward the safe side: the cost a step
+delivers never exceeds the cost it was booked for (exact rational checks)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpggm import GDP, ZCDP, Box, PureDP
+from dpggm.estimators import pace as pace_module
+from dpggm.estimators.baselines import AdaptiveCovariance
+from dpggm.estimators.pace import PACECovariance
+from dpggm.mechanisms import private_bounds
+from dpggm.mechanisms.additive import GaussianMechanism
+from dpggm.privacy.calibration import (
+    EXPONENTIAL_MECHANISM_ZCDP,
+    PURE_DP_ZCDP,
+    epsilon_for_zcdp,
+)
+
+# Shares of a budget as the estimators form them: any non-negative float, subnormals too.
+_SHARES = st.floats(min_value=0.0, max_value=1e300, allow_nan=False, allow_infinity=False,
+                    allow_subnormal=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(rho=_SHARES, coefficient=st.sampled_from([EXPONENTIAL_MECHANISM_ZCDP, PURE_DP_ZCDP]))
+def test_epsilon_for_zcdp_is_the_largest_float_within_the_share(rho, coefficient):
+    epsilon = epsilon_for_zcdp(rho, coefficient=coefficient)
+    assert coefficient * Fraction(epsilon) ** 2 <= Fraction(rho)
+    above = math.nextafter(epsilon, math.inf)
+    assert coefficient * Fraction(above) ** 2 > Fraction(rho)
+
+
+def test_epsilon_for_zcdp_beats_the_rounded_square_root():
+    # Independent count: the square root rounded to nearest overspends for many shares.
+    rng = np.random.default_rng(0)
+    shares = rng.uniform(1e-6, 1.0, size=400)
+    over = [r for r in shares if Fraction(math.sqrt(8 * r)) ** 2 / 8 > Fraction(float(r))]
+    assert len(over) > 50
+    for r in over:
+        epsilon = epsilon_for_zcdp(float(r))
+        assert Fraction(epsilon) ** 2 / 8 <= Fraction(float(r))
+        assert epsilon == math.nextafter(math.sqrt(8 * r), 0.0)
+
+
+def test_epsilon_for_zcdp_edges():
+    assert epsilon_for_zcdp(0.0) == 0.0
+    assert epsilon_for_zcdp(Fraction(10) ** 700) == 1.7976931348623157e308
+    tiny = epsilon_for_zcdp(5e-324)
+    assert tiny > 0 and Fraction(tiny) ** 2 / 8 <= Fraction(5e-324)
+    with pytest.raises(ValueError, match="rho must be >= 0"):
+        epsilon_for_zcdp(-1.0)
+
+
+@pytest.fixture(scope="module")
+def box_data():
+    rng = np.random.default_rng(4)
+    X = rng.multivariate_normal(np.zeros(4), 0.5 * np.eye(4) + 0.5, size=400)
+    return np.clip(X / 3, -1, 1)
+
+
+def test_pace_selection_rounding_on_shares_where_the_root_rounds_up(box_data, monkeypatch):
+    # Every selection's epsilon against the share booked for it, over budgets for which
+    # the square root rounded to nearest overspends on some of the shares.
+    used = []
+    original = pace_module.exponential_mechanism
+
+    def recording(scores, *, sensitivity, epsilon, rng):
+        used.append(epsilon)
+        return original(scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng)
+
+    monkeypatch.setattr(pace_module, "exponential_mechanism", recording)
+    overspent_by_root = 0
+    for rho in np.linspace(0.05, 0.5, 12):
+        used.clear()
+        est = PACECovariance(budget=ZCDP(float(rho)), bounds=Box(1.0), random_state=1,
+                             max_rounds=3).fit(box_data)
+        booked = [s.budget.rho for s in est.accountant_.spends if s.mechanism == "exponential"]
+        for epsilon, rho_sel in zip(used, booked):
+            assert Fraction(epsilon) ** 2 / 8 <= Fraction(rho_sel)
+            overspent_by_root += Fraction(math.sqrt(8 * rho_sel)) ** 2 / 8 > Fraction(rho_sel)
+    assert overspent_by_root > 0  # the case the fix is about did occur
+
+
+@settings(max_examples=200, deadline=None)
+@given(mu=st.floats(min_value=1e-3, max_value=50.0))
+def test_exact_gaussian_under_gdp_never_delivers_more_than_mu_squared_over_two(mu):
+    mechanism = GaussianMechanism(sensitivity=1.0, size=3, budget=GDP(mu))
+    assert isinstance(mechanism.delivered, ZCDP)
+    assert Fraction(mechanism.delivered.rho) <= Fraction(mu) ** 2 / 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(rho=st.floats(min_value=1e-6, max_value=10.0), p=st.integers(1, 3))
+def test_private_range_stages_never_cost_more_than_their_share(rho, p):
+    X = np.random.default_rng(0).normal(size=(20, p))
+    ranges = private_bounds.private_ranges(X, budget=ZCDP(rho), rng=0)
+    for stage, share in private_bounds.RANGE_SHARES.items():
+        exact_share = Fraction(rho) / p * Fraction(share)
+        assert Fraction(ranges.epsilons[stage]) ** 2 / 8 <= exact_share
+
+
+def test_adaptive_sparse_vector_epsilon_within_its_zcdp_share():
+    rng = np.random.default_rng(2)
+    X = np.clip(rng.normal(size=(300, 3)) / 3, -1, 1)
+    est = AdaptiveCovariance(budget=ZCDP(0.37), bounds=Box(1.0), random_state=0).fit(X)
+    (sparse,) = [s for s in est.accountant_.spends if isinstance(s.budget, PureDP)]
+    share = Fraction(0.37) * Fraction(est.radius_fraction)
+    assert Fraction(sparse.budget.epsilon) ** 2 / 2 <= share
