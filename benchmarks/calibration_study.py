@@ -226,6 +226,7 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
     rng = np.random.default_rng([seed, GRAPHS.index(kind), p, n, int(rho * 1000),
                                  0 if distribution == "gaussian" else 1])
     fdp, power, cover, null_z, strengths, detected = [], [], [], [], [], []
+    withheld: list[bool] = []
     sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
     for _ in range(fits):
         # Fresh edge strengths in every fit: the power curve is read over a continuum.
@@ -235,7 +236,8 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graph = PrivateGraph(budget=ZCDP(rho), norm_quantile=norm_quantile,
+            graph = PrivateGraph(budget=ZCDP(rho), norm_quantile=norm_quantile, fdr=fdr,
+                                 fdr_method=fdr_method,
                                  random_state=int(rng.integers(2**31))).fit(frame)
         fit_time.append(time.perf_counter() - start)
         release = release_from_private_graph(graph)
@@ -254,6 +256,10 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         )
         inference_time.append(time.perf_counter() - start)
         selected = result.selected
+        if graph.selection_withheld_:
+            # PrivateGraph reports no edge where the release can detect nothing.
+            selected = np.zeros_like(selected)
+        withheld.append(graph.selection_withheld_)
         fdp.append(float((selected & ~edge).sum() / max(selected.sum(), 1)))
         power.append(float((selected & edge).sum() / edge.sum()))
         cover.append((result.ci_low <= truth) & (truth <= result.ci_high))
@@ -278,7 +284,7 @@ def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: 
         expected_edges=float(edge.sum()))
     return {
         "graph": kind, "p": p, "n": n, "rho": rho, "distribution": distribution,
-        "fits": fits, "edges": int(edge.sum()),
+        "fits": fits, "edges": int(edge.sum()), "withheld_share": float(np.mean(withheld)),
         "fdr": float(np.mean(fdp)), "fdr_mc_se": float(np.std(fdp, ddof=1) / math.sqrt(fits)),
         "coverage": float(cover.mean()), "coverage_edges": float(cover[:, edge].mean()),
         "coverage_non_edges": float(cover[:, ~edge].mean()),
@@ -305,12 +311,13 @@ def format_row(r: dict) -> str:
     return (f"| {r['distribution']} | {r['graph']} | {r['p']} | {r['n']} | {r['rho']:g} | "
             f"{r['fdr']:.3f} ± {r['fdr_mc_se']:.3f} | {r['coverage']:.3f} | "
             f"{r['coverage_edges']:.3f} | {r['power']:.2f} | {r['null_z_sd']:.2f} | "
-            f"{measured} | {r['detectable']:.3f} | {ratio} |")
+            f"{measured} | {r['detectable']:.3f} | {ratio} |"
+            + (f" {r['withheld_share']:.2f} |" if "withheld_share" in r else " -- |"))
 
 
 HEADER = ("| data | graph | p | n | rho | FDR ± MC se | coverage | cov. edges | power | "
-          "null z sd | t80 measured | detectable() | ratio |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "null z sd | t80 measured | detectable() | ratio | withheld |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 # ---------------------------------------------------------------------------------------

@@ -162,3 +162,20 @@ def test_graph_selects_by_fdr_by_default_and_by_threshold_by_name(frame, tmp_pat
         assert result.exit_code != 0
         assert option in result.output and value in result.output
         assert not (tmp_path / "bad").exists()
+
+
+def test_a_release_that_can_detect_nothing_reports_no_edge_and_says_why(tmp_path):
+    data, _ = make_raw_chain(n_samples=2000, n_features=30, random_state=4)
+    path = tmp_path / "starved.csv"
+    data.to_csv(path, index=False)
+    result = runner.invoke(app, ["graph", str(path), "--rho", "0.003", "--seed", "1",
+                                 "--out", str(tmp_path / "o"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "o" / "result.json").read_text(encoding="utf-8"))
+    assert record["inference"]["withheld"] is True
+    assert record["inference"]["detectable"]["nothing_detectable"] is True
+    assert (tmp_path / "o" / "edges.csv").read_text(encoding="utf-8").count("\n") == 1
+    assert "the false-discovery control is not reliable, so no edge is reported" in " ".join(
+        result.output.split())
+    report = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "No edge is reported" in report

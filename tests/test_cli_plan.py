@@ -41,6 +41,15 @@ def test_plan_equals_what_the_run_records(tmp_path, budget, bound):
     if bound != "auto":
         # Declared bounds fix the sensitivity: the plan states the noise itself.
         assert breakdown[-1]["sigma"] == plan["steps"][-1]["noise"]["sigma"]
+        assert plan["detectable"]["partial_correlation"] is None
+        assert "declared bounds" in plan["detectable"]["reason"]
+    else:
+        # What the plan predicts before the data is what the release states after it
+        # (at the expected row-norm bound against the released one).
+        before = plan["detectable"]["partial_correlation"]
+        after = json.loads((out / "result.json").read_text())["inference"]["detectable"]
+        assert after["partial_correlation"] == pytest.approx(before, rel=0.25)
+        assert after["power"] == plan["detectable"]["power"] == 0.8
 
 
 def test_plan_needs_no_data_and_refuses_bad_options():
@@ -58,6 +67,34 @@ def test_plan_needs_no_data_and_refuses_bad_options():
     assert bad.exit_code == 2 and "--method" in bad.output
     none = runner.invoke(app, ["plan", "--rows", "20", "--columns", "10"])
     assert none.exit_code == 2 and "exactly one budget" in none.output
+
+
+def test_plan_states_the_detectable_partial_correlation():
+    from dpggm import ZCDP, PrivateGraph
+
+    def planned(*options):
+        done = runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30", *options])
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    text = " ".join(planned("--rho", "1").split())
+    value = PrivateGraph(budget=ZCDP(1.0)).detectable(n_samples=5000, n_features=30)
+    assert 0 < value < 0.2
+    assert (f"detectable |partial correlation| (80 % power at FDR 0.1; normal columns, "
+            f"sparse graph): {value:.3g}") in text
+    record = json.loads(planned("--rho", "1", "--json"))["detectable"]
+    assert record == {"partial_correlation": value, "power": 0.8, "nothing_detectable": False}
+    # A stricter FDR needs stronger edges; a smaller budget too, down to none at all.
+    strict = json.loads(planned("--rho", "1", "--fdr", "0.01", "--json"))["detectable"]
+    assert strict["partial_correlation"] > value
+    starved = json.loads(planned("--rho", "0.002", "--json"))["detectable"]
+    assert starved == {"partial_correlation": None, "power": 0.8, "nothing_detectable": True}
+    assert "none -- even 0.99" in " ".join(planned("--rho", "0.002").split())
+    assert "not predicted (PACE-GGM" in " ".join(planned("--rho", "1", "--method",
+                                                         "pace").split())
+    bad = runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30", "--rho", "1",
+                              "--fdr", "1.5"])
+    assert bad.exit_code == 2 and "--fdr must be in (0, 1)" in bad.output
 
 
 @pytest.mark.parametrize("method, budget, bound, extra", [

@@ -159,7 +159,7 @@ def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
         assert column in errors
     assert set(errors["method"]) == {"DP-RP", "DP-AGL", "DP-AGL raw release (paper)"}
     assert (errors["n_failed"] == 0).all()
-    assert errors["calibration"].str.contains("analytic").all()
+    assert errors["calibration"].str.startswith("exact through zCDP").all()
     assert errors.loc[errors["epsilon"] >= 1, "calibration"].str.contains("not valid").all()
     for _, group in errors.groupby("method"):
         group = group.set_index("epsilon")
@@ -177,6 +177,54 @@ def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
     assert (tmp_path / "seed000_roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileExistsError):
         run_seed000(models=(3,), n_features=8, roc=False, out_dir=tmp_path)
+
+
+def test_seed000_paper_setting_steps(tmp_path):
+    n, epsilons = 200, (0.5, 2.0)
+    result = run_seed000(
+        n_features=8, models=(2,), sample_sizes=(n,), epsilons=epsilons, repetitions=1,
+        roc=False, settings=("paper", "honest", "data-max", "data-max+cv"), out_dir=tmp_path,
+    )
+    assert {"errors", "paper_setting"} <= set(result)
+    table = result["paper_setting"]
+    assert list(dict.fromkeys(table["setting"])) == ["data-max", "data-max+cv", "paper"]
+    assert set(table["method"]) == {"DP-RP", "DP-AGL"}
+    assert table["validity"].str.startswith("data-dependent").all()
+    paper = table[(table["setting"] == "paper") & (table["method"] == "DP-RP")].set_index("epsilon")
+    # The paper's noise: sigma = (sqrt(2)/n) sqrt(2 ln(1.25 n)) / epsilon for rows of norm 1
+    # (the exact sampler's grid adds a little, never less).
+    for epsilon in epsilons:
+        classical = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 * n)) / epsilon
+        assert classical <= paper.loc[epsilon, "sigma_mean"] <= classical * 1.01
+    assert paper.loc[0.5, "epsilon_delivered_mean"] < 0.5
+    assert "not proven" in paper.loc[2.0, "calibration"]
+    # The first two steps spend the (epsilon, delta) asked, as the honest run does.
+    steps = table[table["setting"] != "paper"]
+    np.testing.assert_allclose(steps["epsilon_delivered_mean"], steps["epsilon"])
+    # Cross-validated penalties differ from the fixed ones of the data-max step.
+    penalty = table.set_index(["setting", "method", "epsilon"])["penalty_value_mean"]
+    assert penalty[("data-max", "DP-AGL", 0.5)] != penalty[("data-max+cv", "DP-AGL", 0.5)]
+    assert (tmp_path / "seed000_paper_setting.csv").exists()
+    assert (tmp_path / "seed000_errors.csv").exists()
+    alone = run_seed000(n_features=8, models=(2,), sample_sizes=(n,), epsilons=(0.5,),
+                        repetitions=1, roc=False, settings=("data-max",))
+    assert set(alone) == {"paper_setting", "timing", "environment"}
+    with pytest.raises(ValueError, match="settings must be"):
+        run_seed000(settings=("paper's",))
+
+
+def test_seed000_heldout_likelihood_is_the_gaussian_log_density():
+    from dpggm.experiments.seed000 import _heldout_loglik
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((50, 4))
+    precision = np.array([[2.0, 0.3, 0, 0], [0.3, 1.5, 0, 0], [0, 0, 1.0, 0.2],
+                          [0, 0, 0.2, 1.2]])
+    S = X.T @ X / len(X)
+    density = stats.multivariate_normal(np.zeros(4), np.linalg.inv(precision)).logpdf(X).mean()
+    assert 0.5 * _heldout_loglik(precision, S) - 2 * math.log(2 * math.pi) == pytest.approx(
+        density, rel=1e-12)
+    assert _heldout_loglik(np.diag([1.0, -1.0, 1.0, 1.0]), S) == -math.inf
 
 
 def test_seed000_rejects_bad_arguments():
@@ -237,10 +285,12 @@ def test_seed004_tiny_error_falls_with_n(tmp_path):
         epsilons=(1.0,),
         sparsity_p=10,
         privacy_p=10,
+        panels=("sparsity", "dimension", "privacy"),
         out_dir=tmp_path,
     )
     errors = result["errors"]
     assert {"rel_spectral_mean", "rel_spectral_se", "n_reps", "n_failed"} <= set(errors)
+    assert set(errors["model"]) == {"paper"}
     private = errors[(errors["panel"] == "privacy") & (errors["epsilon"] == 1.0)]
     means = private.sort_values("n")["rel_spectral_mean"].to_numpy()
     assert np.all(np.diff(means) < 0)
@@ -256,8 +306,42 @@ def test_seed004_tiny_error_falls_with_n(tmp_path):
     assert (tmp_path / "seed004_figure1.png").exists()
 
 
+def test_seed004_detectable_panel_keeps_true_entries_at_large_n(tmp_path):
+    result = run_seed004(
+        panels=("detectable",), sample_sizes=(1_000, 100_000), repetitions=1,
+        detectable_p=20, detectable_epsilons=(2.0,), out_dir=tmp_path,
+    )
+    errors = result["errors"].set_index(["epsilon", "n"])
+    private, reference = errors.loc[(2.0, 100_000)], errors.loc[("non-private", 100_000)]
+    assert set(errors["panel"]) == {"detectable"} and set(errors["model"]) == {"detectable"}
+    assert private["kept_offdiagonal_mean"] > 0 and private["tpr_mean"] > 0.5
+    assert private["fdp_mean"] < 0.1
+    assert reference["tpr_mean"] >= private["tpr_mean"]
+    # The privacy cost shows in the error, above the non-private line.
+    assert errors.loc[(2.0, 1_000), "rel_spectral_mean"] > errors.loc[
+        ("non-private", 1_000), "rel_spectral_mean"]
+    # The model: Ũ + shift·I has smallest eigenvalue 1 (U = that / 200, then / c²).
+    settings_row = result["settings"].iloc[0]
+    assert settings_row["smallest_eigenvalue_U"] * settings_row["rescaling_factor_c"] ** 2 * 200 \
+        == pytest.approx(1.0, rel=1e-9)
+    assert 0 < settings_row["largest_correlation"] < 0.5
+    assert (tmp_path / "seed004_detectable.png").exists()
+    assert not (tmp_path / "seed004_figure1.png").exists()
+
+
+def test_seed004_panels_do_not_change_each_others_numbers():
+    common = {"sample_sizes": (2_000,), "repetitions": 1, "privacy_p": 8, "epsilons": (1.0,),
+              "detectable_p": 8, "detectable_epsilons": (1.0,)}
+    alone = run_seed004(panels=("privacy",), **common)["errors"]
+    both = run_seed004(panels=("privacy", "detectable"), **common)["errors"]
+    both = both[both["panel"] == "privacy"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone, both)
+
+
 def test_seed004_rejects_bad_arguments():
     with pytest.raises(ValueError, match="sparsity_ratios"):
         run_seed004(sparsity_ratios=(1.5,))
     with pytest.raises(ValueError, match="sample_sizes"):
         run_seed004(sample_sizes=(1,))
+    with pytest.raises(ValueError, match="panels must be"):
+        run_seed004(panels=("figure 2",))

@@ -309,9 +309,10 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     result = runner.invoke(app, ["graph", str(data), "--rho", "1", "--bound", "auto",
                                  "--out", str(out), "--seed", "5"])
     assert result.exit_code == 0, result.output
+    # intervals.png: the edges' intervals, drawn whenever the edges come with them.
     assert sorted(p.name for p in out.iterdir()) == [
-        "edges.csv", "graph.png", "precision.npy", "precision.png", "report.html",
-        "result.json"]
+        "edges.csv", "graph.png", "intervals.png", "precision.npy", "precision.png",
+        "report.html", "result.json"]
     record = json.loads((out / "result.json").read_text())
     privacy = record["privacy"]
     assert privacy["budget"] == {"notion": "zcdp", "rho": 1.0}
@@ -324,7 +325,8 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     assert support_f1(_edges_adjacency(edges, list(frame.columns)), truth) >= 0.8
     assert (out / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "report.html").read_text()
-    assert html.count("<svg") == 2  # the pictures, inline with their labels as text
+    # The pictures (graph, the edges' intervals, heatmap), inline with their labels as text.
+    assert html.count("<svg") == 3
     assert "https://" not in html and "<img" not in html
     # Curator diagnostics go to stderr only, never into the released files.
     for path in out.iterdir():

@@ -315,6 +315,56 @@ def test_table_1a_runner_small():
     assert table.loc[1, "n_reps"] == 2
     assert np.all(table["auc_corrected_mean"] > 0.9)
     assert set(roc[500]) == {None, 20.0}
+    # The paper's scoring: against the noiseless fit's graph, which scores itself 1.
+    clean = runs[runs["noise"] == "no noise"]
+    assert (clean["auc_reference_corrected"] == 1.0).all()
+    assert (clean["auc_reference_uncorrected"] == 1.0).all()
+    assert table["auc_reference_corrected_mean"].between(0.5, 1.0).all()
+
+
+def test_reference_auc_against_a_hand_made_graph():
+    from types import SimpleNamespace
+
+    from dpggm.experiments.seed002 import _reference_auc, _reference_graph
+
+    precision = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.1], [0.0, 0.1, 2.0]])
+    fit = SimpleNamespace(precision_=precision,
+                          edge_scores=lambda: np.abs(precision - np.diag(np.diag(precision))))
+    reference = _reference_graph(fit)
+    assert reference.tolist() == [[False, True, False], [True, False, True], [False, True, False]]
+    assert _reference_auc(fit, reference) == 1.0
+    # Scores that rank the one non-edge first: pairs (0,1), (1,2) edges, (0,2) not.
+    other = SimpleNamespace(edge_scores=lambda: np.array([[0, 0.2, 0.9], [0.2, 0, 0.1],
+                                                          [0.9, 0.1, 0]]))
+    assert _reference_auc(other, reference) == 0.0
+    # Undefined without a non-edge, or without a fit.
+    assert np.isnan(_reference_auc(fit, np.ones((3, 3), dtype=bool)))
+    assert np.isnan(_reference_auc(None, reference))
+
+
+def test_table_1b_variants_small(tmp_path):
+    from dpggm.experiments.seed002 import VARIANTS_1B, run_table_1b, run_table_1b_variants
+
+    common = {"n_samples": 400, "n_features": 30, "sparsities": (0.9,)}
+    tables = run_table_1b_variants(
+        repetitions=1, out_dir=tmp_path, snr_levels=(20.0,),
+        variants=("as run: penalty factor 0.5, diagonal margin 0.1", "penalty factor 0.1",
+                  "like for like: penalty factor 0.1, the paper's diagonal"), **common)
+    variants = tables["variants"]
+    assert list(variants["noise"]) == ["no noise", "no noise", "no noise", "20 dB"]
+    first = variants.iloc[0]
+    # The first variant repeats the run's streams: the same AUC as run_table_1b.
+    table, _, _ = run_table_1b(full=False, **common)
+    assert first["auc_mean"] == table.loc[table["noise"] == "no noise",
+                                          "auc_corrected_mean"].iloc[0]
+    # A smaller penalty keeps more entries.
+    assert variants.iloc[1]["edges_mean"] > first["edges_mean"]
+    assert variants.iloc[1]["alpha_mean"] == pytest.approx(first["alpha_mean"] / 5)
+    assert set(variants["auc_paper"]) == {0.626, 0.623}
+    assert VARIANTS_1B[variants.iloc[2]["variant"]]["margin"] == 1e-6
+    assert (tmp_path / "seed002_1b_variants.csv").exists()
+    with pytest.raises(ValueError, match="variants must be among"):
+        run_table_1b_variants(variants=("no such",))
 
 
 def test_run_seed002_writes_files(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as html_module
+import json
 import os
 import re
 import shutil
@@ -59,8 +60,9 @@ def test_guarantee_in_words_states_what_rho_means():
 def test_report_of_graph_output_is_self_contained(graph_dir):
     html = build_report(graph_dir)
     assert html.startswith("<!DOCTYPE html>")
-    # The pictures are inline SVG (labels kept as text); nothing refers outside the file.
-    assert html.count("<svg") == 2 and "<img " not in html
+    # The pictures are inline SVG (labels kept as text): the graph, the edges' intervals
+    # and the heatmap; nothing refers outside the file.
+    assert html.count("<svg") == 3 and "<img " not in html
     for remote in ("https://", "<script", "<link", "xlink:href=\"http", "src=\"http"):
         assert remote not in html
     assert "How the budget was spent" in html and "bounds" in html and "centring" in html
@@ -341,3 +343,197 @@ def test_unicode_report_renders_readably_in_headless_chromium(unicode_dir, tmp_p
     dark_columns = np.where((rows < 0.5).any(axis=0))[0]
     assert dark_columns.min() < 250 and dark_columns.max() > 850, (
         dark_columns.min(), dark_columns.max())
+
+
+# -- the report of edge inference: intervals, q-values, what an FDR means, what a budget
+# -- detects -----------------------------------------------------------------------------
+
+
+def _staged_report(graph, folder: Path, name: str = "g") -> Path:
+    out = folder / name
+    staged = StagedOutput(out)
+    stage_graph_outputs(graph, staged, data_name="raw.csv", name=out.name)
+    staged.commit()
+    return out
+
+
+@pytest.fixture(scope="module")
+def interval_dir(tmp_path_factory):
+    """A 12-variable chain whose edges mix strong evidence and evidence near the cut."""
+    frame, _ = make_raw_chain(n_samples=2000, n_features=12, random_state=0)
+    graph = PrivateGraph(budget=ZCDP(1.0), random_state=2).fit(frame)
+    q = graph.edges_["q_value"]
+    assert (q < 0.01).sum() >= 5 and ((q >= 0.01) & (q <= 0.1)).sum() >= 2
+    return _staged_report(graph, tmp_path_factory.mktemp("intervals")), graph
+
+
+def test_edge_list_keeps_its_four_columns_first_and_gains_the_intervals(interval_dir):
+    out, graph = interval_dir
+    edges = pd.read_csv(out / "edges.csv")
+    assert list(edges.columns) == ["source", "target", "weight", "partial_correlation",
+                                   "ci_low", "ci_high", "p_value", "q_value"]
+    assert len(edges) == len(graph.edges_) and (edges["q_value"] <= 0.1).all()
+    assert (out / "intervals.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_states_the_runs_fdr_level_and_detectable_threshold(interval_dir, tmp_path):
+    out, graph = interval_dir
+    text = " ".join(_visible_text((out / "report.html").read_text(encoding="utf-8")).split())
+    assert ("false-discovery-rate control at 0.1 (Benjamini–Hochberg q-values): of the "
+            "edges shown, about 1 in 10 may be false") in text
+    assert "cover the true partial correlation with 90 % probability" in text
+    assert (f"Edges weaker than {graph.detectable_:.2g} (|partial correlation|) cannot be "
+            "told from noise at this budget and size") in text
+    # The edge table: every edge with its interval and q-value, strongest evidence first.
+    first = graph.edges_.iloc[0]
+    assert "90 % interval" in text and "q-value" in text and "near the cut" in text
+    assert f"[{first.ci_low:.3f}, {first.ci_high:.3f}]".replace("-", "−") in text
+    assert "solid when q < 0.01 (strong evidence), dashed when 0.01 ≤ q ≤ 0.1" in text
+
+    # Another FDR and level are stated as they were run.
+    frame, _ = make_raw_chain(n_samples=2000, n_features=12, random_state=0)
+    other = PrivateGraph(budget=ZCDP(1.0), random_state=2, fdr=0.05,
+                         confidence_level=0.8).fit(frame)
+    page = " ".join(_visible_text(build_report(_staged_report(other, tmp_path))).split())
+    assert "control at 0.05" in page and "about 1 in 20 may be false" in page
+    assert "with 80 % probability" in page and "80 % interval" in page
+    assert "about 1 in 10" not in page
+
+
+def test_report_of_a_threshold_graph_says_no_error_control(tmp_path):
+    frame, _ = make_raw_chain(n_samples=2000, n_features=12, random_state=0)
+    graph = PrivateGraph(budget=ZCDP(1.0), random_state=2, select="threshold").fit(frame)
+    out = _staged_report(graph, tmp_path)
+    record = json.loads((out / "result.json").read_text())["inference"]
+    assert record["select"] == "threshold"
+    assert record["min_partial_correlation"] == graph.min_partial_correlation_
+    text = " ".join(_visible_text(build_report(out)).split())
+    assert "No error control was applied" in text and "may be false" not in text
+    assert "centred on the de-biased estimate" in text
+
+
+def test_an_empty_graph_is_explained_by_a_number(tmp_path):
+    frame, _ = make_raw_chain(n_samples=3000, n_features=20, random_state=0)
+    data = tmp_path / "raw.csv"
+    frame.to_csv(data, index=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "dpggm", "graph", str(data), "--rho", "0.01", "--seed", "1",
+         "--out", str(tmp_path / "g"), "--quiet"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": SRC})
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "g" / "result.json").read_text())
+    assert record["n_edges"] == 0
+    detectable = record["inference"]["detectable"]
+    stderr = " ".join(done.stderr.split())
+    text = " ".join(_visible_text((tmp_path / "g" / "report.html").read_text()).split())
+    assert "the graph is EMPTY" in stderr
+    if detectable["nothing_detectable"]:
+        # Where nothing is detectable the selection is withheld, and both say so.
+        assert record["inference"]["withheld"] is True
+        assert "No edge is reported" in text and "not reliable" in stderr
+        sentence = "o edge can be told from noise at this budget and size"
+    else:
+        assert "No pair passed" in text
+        sentence = (f"dges weaker than {detectable['partial_correlation']:.2g} "
+                    "(|partial correlation|) cannot be told from noise")
+    assert sentence in stderr and sentence in text
+    assert stderr.count(sentence) == 1  # stated once, in the curator's line on the graph
+
+
+def test_the_public_detectable_line_of_a_graph_with_edges(tmp_path):
+    frame, _ = make_raw_chain(n_samples=2000, n_features=12, random_state=0)
+    data = tmp_path / "raw.csv"
+    frame.to_csv(data, index=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "dpggm", "graph", str(data), "--rho", "1", "--seed", "2",
+         "--out", str(tmp_path / "g"), "--quiet"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": SRC})
+    assert done.returncode == 0, done.stderr
+    value = json.loads((tmp_path / "g" / "result.json").read_text())["inference"][
+        "detectable"]["partial_correlation"]
+    # One line, marked public, apart from the curator's lines.
+    public = [line for line in done.stderr.splitlines()
+              if line.startswith("(public, also in the report) ")]
+    assert len(public) == 1 and f"Edges weaker than {value:.2g} (|partial" in public[0]
+
+
+def test_graph_lines_are_styled_by_evidence():
+    """Solid below a tenth of the FDR, dashed up to it, dotted above it (a threshold
+    graph), with a legend naming each style drawn."""
+    from dpggm.report.plots import draw_graph
+
+    edges = pd.DataFrame({"source": ["a", "b", "c"], "target": ["b", "c", "d"],
+                          "partial_correlation": [0.5, -0.3, 0.2],
+                          "q_value": [0.001, 0.05, 0.4]})
+    svg = draw_graph(edges, ["a", "b", "c", "d"], fdr=0.1, fmt="svg")
+    assert "strong evidence: q &lt; 0.01" in svg
+    assert "near the cut: 0.01 ≤ q ≤ 0.1" in svg and "no evidence at the cut: q &gt; 0.1" in svg
+    # Three arcs and three legend samples: two of each with a dash pattern but the solid.
+    assert svg.count("stroke-dasharray") == 4
+    plain = draw_graph(edges.drop(columns="q_value"), ["a", "b", "c", "d"], fmt="svg")
+    assert "stroke-dasharray" not in plain and "evidence" not in plain
+
+
+def test_forest_plot_is_capped_and_says_so():
+    from dpggm.report.plots import FOREST_LIMIT, forest_plot
+
+    m = FOREST_LIMIT + 20
+    names = [f"v{j:03d}" for j in range(m + 1)]
+    r = np.linspace(-0.5, 0.5, m)
+    edges = pd.DataFrame({"source": names[:-1], "target": names[1:], "weight": r,
+                          "partial_correlation": r, "ci_low": r - 0.05, "ci_high": r + 0.05,
+                          "p_value": np.linspace(1e-6, 0.01, m),
+                          "q_value": np.linspace(1e-5, 0.09, m)})
+    svg = forest_plot(edges, names, detectable=0.1, fmt="svg")
+    assert f"{FOREST_LIMIT} of the {m} edges" in svg
+    labels = set(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    shown = {f"{a} – {b}" for a, b in zip(edges.source, edges.target)} & labels
+    # The first rows of the edge list (strongest evidence) are drawn, the rest left out.
+    assert shown == {f"{a} – {b}" for a, b in zip(edges.source[:FOREST_LIMIT],
+                                                   edges.target[:FOREST_LIMIT])}
+    assert "not told from noise (80 % power)" in svg
+
+
+def test_report_with_intervals_renders_in_headless_chromium(interval_dir, tmp_path):
+    """The report of edge inference as a reader's browser draws it: the summary box,
+    and a forest plot with one drawn interval per edge."""
+    from matplotlib.image import imread
+
+    out, graph = interval_dir
+    width, height = 1200, 3600
+    shot = tmp_path / "report.png"
+    completed = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+         f"--window-size={width},{height}", f"--screenshot={shot}",
+         (out / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    image = imread(shot)[..., :3]
+    assert image.shape[:2] == (height, width)
+    # The summary box (its pale blue background) sits under the title.
+    pale = np.all(np.abs(image - np.array([0xF4, 0xF8, 0xFC]) / 255) < 0.01, axis=2)
+    assert pale[:500].sum() > 50_000
+    # The forest plot's area is where its grey band (what the release cannot tell from
+    # noise) runs down the page: the longest run of rows with a stretch of that grey (its
+    # legend has a small patch of it too).
+    band = np.all(np.abs(image - 0xEC / 255) < 0.01, axis=2)
+    grey_rows = np.nonzero(band.sum(axis=1) >= 30)[0]
+    runs = np.split(grey_rows, np.nonzero(np.diff(grey_rows) > 1)[0] + 1)
+    plot_rows = max(runs, key=len)
+    assert plot_rows.size > 200, "no forest plot with its band in the page"
+    top, bottom = plot_rows.min(), plot_rows.max() + 1
+    # Inside it the intervals are drawn in the pure colours of the signs (the graph's
+    # arcs above are translucent); its rows of such pixels, grouped, are the intervals:
+    # one per edge.
+    colours = [np.array([0xD6, 0x27, 0x28]) / 255, np.array([0x1F, 0x6F, 0xB4]) / 255]
+    pure = np.zeros((bottom - top, width), dtype=bool)
+    for colour in colours:
+        pure |= np.all(np.abs(image[top:bottom] - colour) < 0.03, axis=2)
+    rows = np.nonzero(pure.sum(axis=1) >= 20)[0]
+    groups = 1 + int(np.sum(np.diff(rows) > 3)) if rows.size else 0
+    assert groups == len(graph.edges_)
+    # The intervals are evenly spaced, one row each, down the whole plot.
+    assert rows.max() - rows.min() > 0.8 * (bottom - top)
+    assert np.isclose(image[:, -20:].mean(), 1.0, atol=0.02)  # white margin: no overflow

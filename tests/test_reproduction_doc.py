@@ -75,3 +75,18 @@ def test_the_tables_are_built_from_the_csv_files_beside_the_page(tmp_path):
     )
     # Every marker was filled from a run, none left "not run".
     assert "*(not run)*" not in PAGE.read_text(encoding="utf-8")
+
+
+def test_the_summary_reports_like_for_like_for_seeds_000_002_003():
+    # Issue 24: the papers whose own setting can be run report its share within the
+    # tolerance beside the honest one; only seed 001 (no setting to copy) says "not run".
+    text = PAGE.read_text(encoding="utf-8")
+    block = text.split("<!-- BEGIN table:summary -->")[1].split("<!-- END table:summary -->")[0]
+    rows = [line.split("|")[1:-1] for line in block.strip().splitlines()[2:]]
+    like = {(paper.strip(), table.strip()): cells[-1].strip() for paper, table, *cells in rows}
+    for (paper, table), share in like.items():
+        if paper == "Seed 001":
+            assert share == "not run", table
+        else:
+            assert re.fullmatch(r"\d+/\d+ \(\d+ %\)", share), (paper, table, share)
+    assert sum(paper == "Seed 000" for paper, _ in like) == 2

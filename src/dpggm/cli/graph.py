@@ -1,7 +1,8 @@
 """``dpggm graph``: the private graph of a CSV, with pictures and a report, in one command.
 
 Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no seed),
-``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png`` and ``report.html``.
+``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png``, ``intervals.png`` (the
+edges' intervals, when the edges come with them) and ``report.html``.
 They are written into a staging directory beside ``--out`` and renamed into place once
 (see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
 
@@ -13,6 +14,7 @@ only (never written into ``--out``): the curator reads them, nobody else.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,17 +46,26 @@ from dpggm.cli._common import (
 )
 from dpggm.estimators.registry import GRAPH_METHODS
 
-__all__ = ["curator_diagnostics", "graph", "graph_result_record", "stage_graph_outputs"]
+__all__ = ["curator_diagnostics", "graph", "graph_result_record", "inference_record",
+           "stage_graph_outputs"]
 
 #: The interpreter's thread switch interval while a file is read (see _reading_ahead).
 GIL_SWITCH_SECONDS = 0.0005
+
+
+def inference_record(estimator: Any) -> dict[str, Any] | None:
+    """How a fitted ``PrivateGraph`` chose its edges and what its release can detect
+    (:func:`dpggm.estimators.graph.inference_record`, imported when called)."""
+    from dpggm.estimators.graph import inference_record as record_of
+
+    return record_of(estimator)
 
 
 def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     """The public record of a fitted ``PrivateGraph`` (no seed, nothing computed from the
     private data beyond the release): the library's record
     (:func:`dpggm.estimators.graph.graph_result_record`, the one ``PrivateGraph.save``
-    writes) with the command and its title."""
+    writes, with its ``inference`` record) with the command and its title."""
     from dpggm.estimators.graph import graph_result_record as library_record
 
     return {"command": "graph", "title": f"dpggm graph of {data_name}",
@@ -65,14 +76,22 @@ def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: st
     """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
     ``PrivateGraph.save`` writes (the same function), then the pictures and the report."""
     from dpggm.estimators.graph import stage_graph_release
-    from dpggm.report import build_report, draw_graph, precision_heatmap
+    from dpggm.report import build_report, draw_graph, forest_plot, precision_heatmap
 
     record = graph_result_record(estimator, data_name=data_name)
     names = _names(estimator)
+    edges = estimator.edges_
     stage_graph_release(staged, estimator, record)
     if estimator.precision_ is not None:
         staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
-    staged.bytes("graph.png", draw_graph(estimator.edges_, names, title=record["title"]))
+    fdr = float(estimator.fdr)
+    staged.bytes("graph.png", draw_graph(edges, names, title=record["title"], fdr=fdr))
+    inference = record.get("inference")
+    if inference is not None and len(edges) and "ci_low" in edges:
+        detectable = (inference.get("detectable") or {}).get("partial_correlation")
+        staged.bytes("intervals.png", forest_plot(
+            edges, names, confidence_level=float(estimator.confidence_level), fdr=fdr,
+            detectable=detectable))
     staged.text("report.html", build_report(staged.staging, name=name))
 
 
@@ -153,9 +172,21 @@ def curator_diagnostics(estimator: Any) -> list[str]:
     if n_edges == 0:
         noise = predicted_partial_correlation_noise(estimator.plan_)
         beyond = sum(counts.get("beyond_grid_by_column", {}).values())
+        detectable = getattr(estimator, "detectable_", None)
         if beyond:
             lines.append("the graph is EMPTY: columns with values beyond the ranges' grid "
                          "(above) are the likely cause")
+        elif detectable is not None:
+            # The figure is public (the report states it too): the number that explains
+            # the empty graph.
+            words = _detectable_words(estimator)
+            withheld = (" There the false-discovery control is not reliable, so no edge is "
+                        "reported; --select threshold draws an exploratory graph without "
+                        "error control."
+                        if getattr(estimator, "selection_withheld_", False) else "")
+            lines.append(f"the graph is EMPTY: {words[0].lower()}{words[1:]}{withheld} A "
+                         "larger budget, more records or fewer columns lower that threshold "
+                         "(it falls like p / (n sqrt(rho)))")
         elif noise is not None:
             lines.append(
                 f"the graph is EMPTY: at this budget and size the privacy noise on one partial "
@@ -170,6 +201,16 @@ def curator_diagnostics(estimator: Any) -> list[str]:
         lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
                      "Check the bounds and centring (--center private).")
     return lines
+
+
+def _detectable_words(estimator: Any) -> str:
+    """The report's sentence on what the release can detect (public: from
+    ``detectable_``)."""
+    from dpggm.estimators.graph import DETECTABLE_POWER
+    from dpggm.report import detectable_in_words
+
+    private = estimator.privacy_.budget.to_dict().get("notion") != "non-private"
+    return detectable_in_words(estimator.detectable_, private=private, power=DETECTABLE_POWER)
 
 
 # over 120 lines: 47 of them are the signature that declares the command's options.
@@ -200,13 +241,16 @@ def graph(
              "column's private range; the guarantee is unchanged), refuse, or drop (refused "
              "under replace-one neighbours: it would make the row count private)")] = "impute",
     select: Annotated[str, typer.Option(
-        help="how edges are chosen from the release: fdr (false-discovery control with "
-             "per-edge intervals and q-values) or threshold (the graphical lasso's non-zero "
-             "entries above a fixed partial correlation; no error control)")] = "fdr",
+        help="how the edges are chosen (post-processing): fdr (false-discovery-rate "
+             "control over every pair's q-value) or threshold (the graphical lasso's "
+             "non-zero entries above a fixed |partial correlation|; no error "
+             "control)")] = "fdr",
     fdr: Annotated[float, typer.Option(
         help="target false-discovery rate of --select fdr, in (0, 1)")] = 0.1,
+    fdr_method: Annotated[str, typer.Option(
+        help="bh (Benjamini-Hochberg) or by (Benjamini-Yekutieli, any dependence)")] = "bh",
     confidence_level: Annotated[float, typer.Option(
-        help="level of the per-edge intervals, in (0, 1)")] = 0.9,
+        help="level of the edges' intervals, in (0, 1)")] = 0.9,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -249,11 +293,7 @@ def graph(
                         "drop --ledger or give a budget")
     if method not in GRAPH_METHODS:
         raise UserError(f"--method must be one of {', '.join(GRAPH_METHODS)}; got {method!r}")
-    if select not in ("fdr", "threshold"):
-        raise UserError(f"--select must be fdr or threshold; got {select!r}")
-    for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
-        if not (0.0 < value < 1.0):
-            raise UserError(f"{option} must be in (0, 1); got {value!r}")
+    _check_selection(select, fdr, fdr_method, confidence_level)
     if missing not in ("impute", "refuse", "drop"):
         raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
     if missing == "drop":
@@ -271,7 +311,7 @@ def graph(
         return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
-            select=select, fdr=fdr, confidence_level=confidence_level,
+            select=select, fdr=fdr, fdr_method=fdr_method, confidence_level=confidence_level,
             random_state=random_state,
         )
 
@@ -316,6 +356,11 @@ def graph(
             raise UserError(str(exc)) from None
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
+    if getattr(estimator, "detectable_", None) is not None and estimator.adjacency_.any():
+        # A public figure (the report states it too), one line however long; for an
+        # empty graph the curator's line above states it.
+        err_console.print(f"(public, also in the report) {_detectable_words(estimator)}",
+                          markup=False, soft_wrap=True)
     if as_json:
         console.print_json((out / "result.json").read_text(encoding="utf-8"))
         return
@@ -374,6 +419,18 @@ def _check_input(data: Path, engine: str) -> None:
                         f"with --engine dask a glob of its parts such as '{data}/*.parquet'")
     if not data.exists():
         raise UserError(f"no such file: {data}")
+
+
+def _check_selection(select: str, fdr: float, fdr_method: str,
+                     confidence_level: float) -> None:
+    """The edge-selection options, checked before the data are opened."""
+    if select not in ("fdr", "threshold"):
+        raise UserError(f"--select must be fdr or threshold; got {select!r}")
+    if fdr_method not in ("bh", "by"):
+        raise UserError(f"--fdr-method must be bh or by; got {fdr_method!r}")
+    for option, value in (("--fdr", fdr), ("--confidence-level", confidence_level)):
+        if not (math.isfinite(value) and 0 < value < 1):
+            raise UserError(f"{option} must be in (0, 1); got {value!r}")
 
 
 def _parse_fraction(text: str, option: str) -> Any:

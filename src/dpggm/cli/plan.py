@@ -12,6 +12,7 @@ columns, the budget and the bound, all public. The same figures are recorded in
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any
 
 import typer
@@ -27,7 +28,10 @@ from dpggm.cli._common import (
     guard,
 )
 
-__all__ = ["plan", "plan_table"]
+__all__ = ["detectable_line", "detectable_record", "plan", "plan_table"]
+
+#: The power at which the detectable |partial correlation| is stated.
+DETECTABLE_POWER = 0.8
 
 
 def _number(value: Any) -> str:
@@ -61,10 +65,46 @@ def plan_table(record: dict[str, Any]) -> Any:
     return table
 
 
+def detectable_record(estimator: Any, rows: int, columns: int) -> dict[str, Any]:
+    """What a graph estimator's release would detect (``estimator.detectable``), for the
+    plan's record: ``partial_correlation`` (``None`` when no edge up to 0.99 would be
+    detected, or when there is no prediction), ``power`` and ``reason`` when there is no
+    prediction. Public parameters only."""
+    try:
+        value = estimator.detectable(n_samples=rows, n_features=columns,
+                                     power=DETECTABLE_POWER)
+    except ValueError:
+        reason = ("PACE-GGM's edges carry no inference: its adaptive measurements have no "
+                  "closed form" if estimator.method == "pace" else
+                  "with declared bounds the records' spread within the bound is not known "
+                  "before the data")
+        return {"partial_correlation": None, "power": DETECTABLE_POWER, "reason": reason}
+    finite = math.isfinite(value)
+    return {"partial_correlation": float(value) if finite else None,
+            "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+
+
+def detectable_line(detectable: dict[str, Any], *, fdr: float) -> str:
+    """The plan's sentence on the weakest edge the release would detect."""
+    power = f"{100 * detectable['power']:.0f} %"
+    if "reason" in detectable:
+        return f"detectable |partial correlation|: not predicted ({detectable['reason']})"
+    if detectable["nothing_detectable"]:
+        return (f"detectable |partial correlation|: none -- even 0.99 would be found less "
+                f"than {power} of the time at FDR {fdr:g}; a larger budget, more records "
+                "or fewer columns are needed")
+    return (f"detectable |partial correlation| ({power} power at FDR {fdr:g}; normal "
+            f"columns, sparse graph): {detectable['partial_correlation']:.3g} -- weaker "
+            "edges cannot be told from noise at this budget and size")
+
+
 def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
-                     bound_fraction: str, center_fraction: float, missing: str) -> Any:
+                     bound_fraction: str, center_fraction: float, missing: str,
+                     fdr: float) -> Any:
     if center not in ("private", "none"):
         raise UserError(f"--center must be private or none; got {center!r}")
+    if not (math.isfinite(fdr) and 0 < fdr < 1):
+        raise UserError(f"--fdr must be in (0, 1); got {fdr!r}")
     fraction: Any = bound_fraction
     if bound_fraction != "auto":
         try:
@@ -77,7 +117,7 @@ def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
 
     return PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
                         bound_fraction=fraction, center_fraction=center_fraction,
-                        missing=missing)
+                        missing=missing, fdr=fdr)
 
 
 def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
@@ -115,6 +155,9 @@ def plan(
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private (dpggm graph)")] = 0.0625,
     missing: Annotated[str, typer.Option(help="impute or refuse (dpggm graph)")] = "impute",
+    fdr: Annotated[float, typer.Option(
+        help="target false-discovery rate of the edge selection, for the detectable "
+             "|partial correlation| (dpggm graph), in (0, 1)")] = 0.1,
     diag_fraction: Annotated[float | None, typer.Option(
         help="PACE: share of the budget for the diagonal")] = None,
     select_fraction: Annotated[float | None, typer.Option(
@@ -141,7 +184,8 @@ def plan(
     if command == "graph":
         estimator = _graph_estimator(budget, bound=bound, center=center or "private",
                                      method=method, bound_fraction=bound_fraction,
-                                     center_fraction=center_fraction, missing=missing)
+                                     center_fraction=center_fraction, missing=missing,
+                                     fdr=fdr)
     else:
         options = {"center": center, "diag_fraction": diag_fraction,
                    "select_fraction": select_fraction, "max_rounds": max_rounds,
@@ -162,6 +206,7 @@ def plan(
 
         noise = predicted_partial_correlation_noise(release_plan)
         record["predicted_partial_correlation_noise"] = noise
+        record["detectable"] = detectable_record(estimator, rows, columns)
     if as_json:
         console.print_json(json.dumps(record))
         return
@@ -176,3 +221,5 @@ def plan(
     if noise is not None:
         console.print(f"predicted privacy noise on one partial correlation (normal columns): "
                       f"standard deviation {noise:.3g}", markup=False)
+    if "detectable" in record:
+        console.print(detectable_line(record["detectable"], fdr=fdr), markup=False)

@@ -71,13 +71,19 @@ __all__ = [
     "edge_table",
     "edges_csv_text",
     "edges_from_precision",
+    "DETECTABLE_POWER",
     "graph_result_record",
+    "inference_record",
     "partial_correlation",
     "stage_graph_release",
 ]
 
 
-def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = 0.8,
+#: The power at which ``PrivateGraph.detectable_`` states the weakest edge it detects.
+DETECTABLE_POWER = 0.8
+
+
+def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_POWER,
                 sigma: float | None = None, bound: float | None = None) -> float | None:
     """:func:`~dpggm.solvers.inference.detectable_partial_correlation` for a plan (the
     noise from the plan at the expected bound) or a fit (its ``sigma`` and ``bound``);
@@ -207,7 +213,8 @@ class PrivateGraph(DPEstimator):
         for the sampling and the privacy noise (whose distribution the release states), a
         p-value and a Benjamini-Hochberg q-value; the edges are the pairs with
         ``q <= fdr`` (:func:`dpggm.solvers.inference.edge_inference`; see the user guide's
-        "Edges you can trust"). ``"threshold"``: the non-zero entries of the graphical
+        "Edges you can trust"), none when the release can detect nothing
+        (``detectable_`` infinite, ``selection_withheld_``). ``"threshold"``: the non-zero entries of the graphical
         lasso with ``|partial correlation| >= min_partial_correlation``. PACE-GGM
         (``method="pace"``) reports its measured pattern either way: its adaptive,
         unevenly noisy measurements are not what the closed form describes.
@@ -246,6 +253,11 @@ class PrivateGraph(DPEstimator):
     detectable_ : float or None
         The smallest ``|partial correlation|`` this release detects with 80 % power at
         ``fdr`` (public figures: the release's noise and bound; ``inf`` when none is).
+    selection_withheld_ : bool
+        True when ``select="fdr"`` reported no edge because ``detectable_`` is infinite:
+        there the error control is not reliable (measured false-discovery rates of
+        0.2-0.8 at a target of 0.1), so the selection is withheld; ``inference_`` keeps
+        every pair's estimate and interval.
     release_ : ReleasedMoment or None
         What the inference reads: the released covariance of the rescaled records, its
         noise variance, ``n``, the solved precision and how the records were clipped
@@ -452,6 +464,15 @@ class PrivateGraph(DPEstimator):
         return value
 
     def _detectable_after_fit(self) -> float | None:
+        # What a release writes is public, and result.json and the report state this
+        # figure, so it is computed from public quantities only: the plan (n, p, the
+        # budget), the released noise variance of the second moment (set by the released
+        # row-norm bound, n and the budget; divided by the released shares of values
+        # present), the released row-norm bound, and the options. n is public because
+        # PrivateGraph runs under replace-one neighbours only (it refuses add/remove,
+        # whose n would be private and would have to be replaced by a released count).
+        # With declared bounds the spread of the records within the bound is not public:
+        # no figure.
         release = self.release_
         if release is None or self.norm_bound_ is None:
             return None
@@ -544,7 +565,8 @@ class PrivateGraph(DPEstimator):
 
         The files are those ``dpggm graph`` writes, from the same functions:
         ``result.json`` (:func:`graph_result_record`: sizes, names, guarantee, parameters
-        without the seed, public diagnostics), ``edges.csv`` (exactly :attr:`edges_`: the
+        without the seed, public diagnostics, how the edges were chosen and what the
+        release can detect), ``edges.csv`` (exactly :attr:`edges_`: the
         selected edges with their intervals and q-values, or the threshold's) and
         ``precision.npy`` (when there is a precision matrix). The pictures
         (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
@@ -630,6 +652,17 @@ class PrivateGraph(DPEstimator):
             self.precision_ = None
             self.partial_correlation_ = np.eye(p)
             off = self._adjacency_z.copy()
+        self.norm_bound_ = release.norm_bound
+        self.detectable_ = self._detectable_after_fit()
+        self.selection_withheld_ = bool(
+            inference is not None and self.select == "fdr" and self.detectable_ is not None
+            and math.isinf(self.detectable_))
+        if self.selection_withheld_:
+            # Where the release can detect nothing, the normal approximation behind the
+            # p-values fails (the pilot's support is noise): measured FDRs of 0.2-0.8 at a
+            # target of 0.1 (docs/inference.md, "Where nothing can be detected"). No edge
+            # is reported; the estimates and intervals stay in inference_.
+            inference = replace(inference, selected=np.zeros_like(inference.selected))
         if inference is not None and self.select == "fdr":
             off = inference.matrix("selected")
             # An edge's weight and partial correlation are the de-biased ones, which its
@@ -639,7 +672,6 @@ class PrivateGraph(DPEstimator):
         self._inference = inference
         self.mean_ = None if release.mean is None else shift + scale * release.mean
         self.ranges_ = ranges
-        self.norm_bound_ = release.norm_bound
         self._set_fitted(X, n_samples=n, n_features=p, columns=list(columns), privacy=None,
                          covariance=self.covariance_, adjacency=off)
         state = release.moments
@@ -669,12 +701,16 @@ class PrivateGraph(DPEstimator):
                        else self.partial_correlation_)
             self.edges_ = edge_table(self.adjacency_, list(columns), weight=weight,
                                      partial=partial, inference=inference)
-        self.detectable_ = self._detectable_after_fit()
 
     def _selection_note(self, settings: GraphSettings) -> str:
         if settings.method == "pace":
             return ("PACE-GGM's measured pattern (edge inference does not describe its "
                     "adaptive, unevenly noisy measurements)")
+        if self.select == "fdr" and getattr(self, "selection_withheld_", False):
+            return ("false-discovery control withheld: the release can detect no partial "
+                    "correlation at this budget and size, where the error control is not "
+                    "reliable, so no edge is reported (the estimates and intervals of every "
+                    "pair are kept; select='threshold' gives a graph without error control)")
         if self.select == "fdr":
             return (f"false-discovery control: pairs whose de-biased partial correlation has a "
                     f"{'Benjamini-Hochberg' if self.fdr_method == 'bh' else 'Benjamini-Yekutieli'}"
@@ -732,6 +768,36 @@ class PrivateGraph(DPEstimator):
             b for k, b in plan.forms(self.report_delta).items() if b != budget))
 
 
+def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
+    """How a fitted :class:`PrivateGraph` chose its edges and what its release can detect
+    (its ``detectable_``), for ``result.json``; ``None`` without edge inference (PACE-GGM).
+
+    Every figure is public: the options, and ``detectable_``, which the estimator computes
+    from ``n`` and ``p`` (public under replace-one neighbours, the only relation of
+    ``PrivateGraph``), the release's noise standard deviation and its released row-norm
+    bound -- nothing read from the data.
+    """
+    if getattr(estimator, "inference_", None) is None:
+        return None
+    record: dict[str, Any] = {
+        "select": estimator.select,
+        "fdr": float(estimator.fdr),
+        "fdr_method": estimator.fdr_method,
+        "confidence_level": float(estimator.confidence_level),
+    }
+    if estimator.select == "threshold":
+        record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
+    if getattr(estimator, "selection_withheld_", False):
+        record["withheld"] = True
+    detectable = estimator.detectable_
+    if detectable is not None:
+        # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
+        finite = math.isfinite(detectable)
+        record["detectable"] = {"partial_correlation": float(detectable) if finite else None,
+                                "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+    return record
+
+
 def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
     """The public record of a fitted :class:`PrivateGraph` (``result.json``): sizes, column
     names, the number of edges, the guarantee, the parameters (never the seed) and public
@@ -753,7 +819,7 @@ def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
         diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
         diagnostics["solver converged"] = bool(estimator.solver_.converged)
         diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
-    return {
+    record = {
         "method": estimator.method,
         "n_samples": int(estimator.n_samples_),
         "n_features": int(p),
@@ -763,6 +829,10 @@ def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
         "parameters": params,
         "diagnostics": diagnostics,
     }
+    inference = inference_record(estimator)
+    if inference is not None:
+        record["inference"] = inference
+    return record
 
 
 def stage_graph_release(staged: Any, estimator: PrivateGraph, record: dict[str, Any]) -> None:

@@ -28,8 +28,9 @@ What differs from the paper, and why:
   the repetitions where it acted (at these noise levels, nearly all). The method
   ``"DP-AGL raw release (paper)"`` solves the paper's problem on the release as it is,
   for the fixed penalties; a repetition without a solution counts in ``n_failed``.
-* **Calibration.** The Gaussian noise uses the analytic calibration (Balle and Wang
-  2018), valid for every epsilon. The paper used the classical formula, which is proven
+* **Calibration.** The Gaussian noise is the library's exact discrete Gaussian,
+  calibrated through zCDP (the largest rho whose conversion implies the (epsilon, delta)
+  asked), valid for every epsilon. The paper used the classical formula, which is proven
   only for epsilon < 1; the ``calibration`` column says so on every row and
   ``sigma_classical_formula`` shows what the paper's formula would have used.
 * **Solver.** DP-AGL is the graphical lasso by ADMM with a penalised diagonal, as in the
@@ -42,6 +43,19 @@ What differs from the paper, and why:
   from the largest off-diagonal entry of the release down by a factor 100, a
   post-processing of the release) at which the pair is an edge; the paper's "smoothed
   average ROC" becomes the vertical average of the per-repetition curves.
+
+The paper's own setting, like for like (``settings``). Beside the honest run, the same
+samples and noise streams are run in the paper's setting, one step at a time, so that each
+gap to the paper is split into its causes: ``"data-max"`` divides every record by the
+sample's largest row norm and declares the bound 1 (the paper's normalisation: the bound
+is read off the data), with the fixed penalties in those units; ``"data-max+cv"`` also
+picks both penalties by the paper's non-private 5-fold likelihood cross-validation (Bien
+and Tibshirani) on the normalised records; ``"paper"`` also draws the noise of the paper's
+classical formula ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon``, released as the zCDP
+budget that noise amounts to, ``rho = epsilon^2 / (4 ln(1.25/delta))`` (a proven
+(epsilon, delta) calibration below epsilon = 1 only; ``epsilon_delivered`` is what it gives
+at ``delta``). None of these carries a formal guarantee: their records say
+``validity = "data-dependent: ..."``.
 
 Privacy: an evaluation. Each repetition spends its stated budget once on one synthetic
 sample; the comparison with the non-private estimate is not part of any release.
@@ -59,7 +73,7 @@ import pandas as pd
 
 from dpggm.datasets.synthetic import make_seed000_model
 from dpggm.estimators.covariance import PrivateCovariance
-from dpggm.estimators.precision import GraphicalLasso, RidgePrecision
+from dpggm.estimators.precision import GraphicalLasso, RidgePrecision, non_private_cv_alpha
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.experiments._common import (
     check_integers,
@@ -84,8 +98,9 @@ from dpggm.experiments.runner import (
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.metrics.graph import edge_auc, edge_scores_to_roc
 from dpggm.metrics.matrix import relative_error
-from dpggm.privacy.budgets import ApproxDP, NonPrivate
+from dpggm.privacy.budgets import ZCDP, ApproxDP, NonPrivate
 from dpggm.solvers.glasso import graphical_lasso
+from dpggm.solvers.ridge import ridge_precision
 
 __all__ = ["run_seed000"]
 
@@ -114,6 +129,13 @@ _OUTPUTS = {
     "trend": "seed000_trend.csv",
     "settings": "seed000_settings.csv",
 }
+_PAPER_OUTPUTS = {"paper_setting": "seed000_paper_setting.csv"}
+#: The steps from the honest run to the paper's setting, in order (see the module notes).
+SETTINGS = ("honest", "data-max", "data-max+cv", "paper")
+#: Cross-validation grids, in units of the normalised scale ``v = 1/p`` (ridge: ``v^2``).
+CV_RIDGE_GRID = np.geomspace(1e-6, 1e2, 33)
+CV_ALPHA_GRID = np.geomspace(1e-4, 1e2, 25)
+CV_FOLDS = 5
 _ROC_OUTPUTS = {
     "roc_auc": "seed000_roc_auc.csv",
     "roc_curves": "seed000_roc_curves.csv",
@@ -135,12 +157,13 @@ class _Settings:
     ridge_factor: float
     alpha_factors: tuple[float, ...]
     auto_alpha: bool
+    settings: tuple[str, ...] = ("honest",)
 
 
 def _calibration_note(epsilon: float) -> str:
     if epsilon >= 1:
-        return "analytic (paper: classical formula, not valid for epsilon >= 1)"
-    return "analytic (paper: classical formula)"
+        return "exact through zCDP (paper: classical formula, not valid for epsilon >= 1)"
+    return "exact through zCDP (paper: classical formula)"
 
 
 def _check_choice(values: Any, *, name: str, allowed: tuple) -> tuple:
@@ -431,6 +454,167 @@ def _error_part(settings: _Settings, random_state: int) -> Part:
 
 
 # ---------------------------------------------------------------------------------------
+# the paper's own setting, step by step (like for like)
+
+PAPER_AGL_FACTOR = 10.0
+DATA_DEPENDENT = (
+    "data-dependent: the bound is the sample's largest row norm (read off the data){}"
+)
+
+
+def _heldout_loglik(precision: np.ndarray, covariance: np.ndarray) -> float:
+    sign, logdet = np.linalg.slogdet(precision)
+    return float(logdet - np.sum(precision * covariance)) if sign > 0 else -math.inf
+
+
+def _cv_ridge(X: np.ndarray, grid: np.ndarray) -> tuple[float, bool]:
+    """The paper's 5-fold likelihood cross-validation of the ridge penalty (not private):
+    the penalty of largest mean held-out Gaussian log-likelihood, and whether it lies at
+    an end of the grid."""
+    from sklearn.model_selection import KFold
+
+    scores = np.zeros(len(grid))
+    for train, test in KFold(n_splits=CV_FOLDS, shuffle=True, random_state=0).split(X):
+        S_train = X[train].T @ X[train] / len(train)
+        S_test = X[test].T @ X[test] / len(test)
+        for i, ridge in enumerate(grid):
+            scores[i] += _heldout_loglik(ridge_precision(S_train, float(ridge)).estimate,
+                                         S_test) / CV_FOLDS
+    best = int(np.argmax(scores))
+    return float(grid[best]), best in (0, len(grid) - 1)
+
+
+def _cv_alpha(X: np.ndarray, grid: np.ndarray) -> tuple[float, bool]:
+    """The same for the graphical lasso with a penalised diagonal (DP-AGL's problem)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        alpha, scores = non_private_cv_alpha(X, grid, n_folds=CV_FOLDS, solver="auto",
+                                             penalize_diagonal=True)
+    best = int(np.argmax(scores))
+    return alpha, best in (0, len(grid) - 1)
+
+
+def _paper_step(step: str, epsilon: float, delta: float) -> tuple[Any, str, str]:
+    """(budget, calibration, validity note) of a step at (epsilon, delta).
+
+    The paper's classical formula ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` is the
+    Gaussian mechanism at ``rho = Delta^2 / (2 sigma^2) = epsilon^2 / (4 ln(1.25/delta))``
+    zCDP whatever ``Delta``: the "paper" step releases with that zCDP budget, so it has
+    the paper's noise at every epsilon, and its record states what that noise delivers.
+    Below epsilon = 1 the formula is a proven (epsilon, delta) calibration; at epsilon >= 1
+    it is not (the library's ``calibration="classical"`` refuses it there).
+    """
+    penalty = "; penalty by non-private cross-validation" if step != "data-max" else ""
+    validity = DATA_DEPENDENT.format(penalty)
+    if step != "paper":
+        return ApproxDP(epsilon, delta), "library (exact, through zCDP)", validity
+    budget = ZCDP(epsilon**2 / (4 * math.log(1.25 / delta)))
+    if epsilon < 1:
+        return budget, "classical formula", validity
+    return budget, "classical formula (not proven for epsilon >= 1)", (
+        validity + "; classical formula at epsilon >= 1: no proven (epsilon, delta) guarantee"
+    )
+
+
+def _paper_setting_cell(cell: Cell, *, epsilons: tuple[float, ...],
+                        steps: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One sample of (model, n) in the paper's setting, step by step, on the honest run's
+    sample and noise streams."""
+    model, n, repetition = cell.params["model"], cell.params["n"], cell.repetition
+    context = cell.context
+    X = context["truth"].resample(
+        n_samples=n, random_state=cell.rng("seed000-data", model, n, repetition)
+    ).X
+    p = X.shape[1]
+    data_max = float(np.max(np.linalg.norm(X, axis=1)))
+    Xn = X / data_max  # the paper's normalisation: every row norm at most 1
+    bounds, scale = RowNorm(1.0), 1.0 / p
+    penalties = {"data-max": (context["ridge_factor"] * scale**2, PAPER_AGL_FACTOR * scale),
+                 "edge": (False, False)}
+    if any(step != "data-max" for step in steps):
+        ridge_cv, ridge_edge = _cv_ridge(Xn, CV_RIDGE_GRID * scale**2)
+        alpha_cv, alpha_edge = _cv_alpha(Xn, CV_ALPHA_GRID * scale)
+        penalties["cv"] = (ridge_cv, alpha_cv)
+        penalties["edge"] = (ridge_edge, alpha_edge)
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        references: dict[tuple[str, float], Any] = {}
+
+        def reference(method: str, value: float) -> Any:
+            if (method, value) not in references:
+                if method == "DP-RP":
+                    fit = RidgePrecision(ridge=value, budget=NonPrivate(), bounds=bounds).fit(Xn)
+                else:
+                    fit = _fit_agl(value, NonPrivate(), bounds, Xn, None)
+                references[(method, value)] = fit
+            return references[(method, value)]
+
+        for epsilon in epsilons:
+            budget = ApproxDP(epsilon, 1.0 / n)
+            keys = ("seed000-noise", model, n, repetition, epsilon)
+            for step in steps:
+                ridge, alpha = penalties["data-max" if step == "data-max" else "cv"]
+                budget, calibration, validity = _paper_step(step, epsilon, 1.0 / n)
+                common = {"setting": step, "model": model, "n": n, "epsilon": epsilon,
+                          "delta": 1.0 / n, "repetition": repetition, "calibration": calibration,
+                          "validity": validity, "data_max_row_norm": data_max,
+                          "cv_ridge_at_grid_edge": float(penalties["edge"][0] and step != "data-max"),
+                          "cv_alpha_at_grid_edge": float(penalties["edge"][1] and step != "data-max")}
+                rp = RidgePrecision(ridge=ridge, budget=budget, bounds=bounds,
+                                    random_state=cell.rng(*keys)).fit(Xn)
+                sigma = float(rp.privacy_.noise["sigma"])
+                common["epsilon_delivered"] = rp.privacy_.budget.to_approx(1.0 / n).epsilon \
+                    if isinstance(rp.privacy_.budget, ZCDP) else epsilon
+                rows = [{"method": "DP-RP", "penalty_value": ridge, "sigma": sigma,
+                         **_errors(rp.precision_, reference("DP-RP", ridge).precision_),
+                         "repaired": 0.0, "raw_failed": 0.0}]
+                agl = attempt(GraphicalLasso(
+                    alpha=alpha, solver="admm", penalize_diagonal=True, budget=budget,
+                    bounds=bounds, random_state=cell.rng(*keys),
+                ).fit, Xn)
+                if agl is None:
+                    rows.append({"method": "DP-AGL", "penalty_value": alpha, "sigma": sigma,
+                                 **_FAILED, "repaired": 0.0, "raw_failed": math.nan})
+                else:
+                    raw = _solve_raw(agl.noisy_covariance_, agl.alpha_)
+                    rows.append({"method": "DP-AGL", "penalty_value": alpha, "sigma": sigma,
+                                 **_errors(agl.precision_, reference("DP-AGL", alpha).precision_),
+                                 "repaired": float(_was_repaired(agl)),
+                                 "raw_failed": float(raw is None)})
+                records.extend({**r, **common} for r in rows)
+    return records
+
+
+def _paper_part(settings: _Settings, random_state: int, steps: tuple[str, ...]) -> Part:
+    return Part(
+        name="paper_setting",
+        label="paper's setting",
+        axes={"model": settings.models, "n": settings.sizes},
+        repetitions=settings.repetitions,
+        context=lambda params: {**_model_context(settings, random_state, params["model"]),
+                                "ridge_factor": settings.ridge_factor},
+        context_axes=("model",),
+        cell=lambda cell: _paper_setting_cell(cell, epsilons=settings.epsilons, steps=steps),
+        aggregation=Aggregation(
+            by=["setting", "method", "model", "n", "epsilon", "delta", "calibration",
+                "validity"],
+            metrics=[f"rel_{norm}" for norm in NORMS],
+            extra={
+                "sigma_mean": ("sigma", "mean"),
+                "epsilon_delivered_mean": ("epsilon_delivered", "mean"),
+                "penalty_value_mean": ("penalty_value", "mean"),
+                "data_max_row_norm_mean": ("data_max_row_norm", "mean"),
+                "n_repaired": ("repaired", "sum"),
+                "n_raw_failed": ("raw_failed", "sum"),
+                "n_cv_ridge_at_grid_edge": ("cv_ridge_at_grid_edge", "sum"),
+                "n_cv_alpha_at_grid_edge": ("cv_alpha_at_grid_edge", "sum"),
+            },
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------
 # the ROC experiment (paper Figure 1)
 
 
@@ -578,6 +762,7 @@ def _roc_part(settings: _Settings, random_state: int) -> Part:
 def _validate(
     *, full: bool, repetitions: Any, roc_repetitions: Any, n_features: Any, models: Any,
     sample_sizes: Any, epsilons: Any, ridge_factor: Any, alpha_factors: Any, auto_alpha: bool,
+    settings: Any = ("honest",),
 ) -> _Settings:
     preset = _FULL if full else _REDUCED
     p = check_positive_int(
@@ -590,6 +775,7 @@ def _validate(
         alpha_factors = check_positive_numbers(alpha_factors, name="alpha_factors")
     if not alpha_factors and not auto_alpha:
         raise ValueError("alpha_factors must be non-empty when auto_alpha is False")
+    settings = _check_choice(settings, name="settings", allowed=SETTINGS)
     return _Settings(
         p=p,
         inner=max(preset["inner_dimension"], p),
@@ -613,6 +799,8 @@ def _validate(
         ridge_factor=check_positive_number(ridge_factor, name="ridge_factor"),
         alpha_factors=alpha_factors,
         auto_alpha=bool(auto_alpha),
+        # In the order of SETTINGS, whatever order the caller gave.
+        settings=tuple(step for step in SETTINGS if step in settings),
     )
 
 
@@ -624,8 +812,17 @@ def _spec(settings: _Settings, *, random_state: int, roc: bool) -> ExperimentSpe
         "trend": lambda r: _trend(r.tables["errors"]),
         "settings": lambda r: _settings_table(r, settings.p),
     }
-    parts = [_error_part(settings, random_state)]
-    outputs = dict(_OUTPUTS)
+    parts, outputs = [], {}
+    if "honest" in settings.settings:
+        parts.append(_error_part(settings, random_state))
+        outputs.update(_OUTPUTS)
+    else:
+        tables = {}
+    steps = tuple(step for step in settings.settings if step != "honest")
+    if steps:
+        parts.append(_paper_part(settings, random_state, steps))
+        tables["paper_setting"] = lambda r: r.parts["paper_setting"].aggregated
+        outputs.update(_PAPER_OUTPUTS)
     if roc:
         parts.append(_roc_part(settings, random_state))
         tables["roc_auc"] = lambda r: r.parts["roc"].aggregated
@@ -651,6 +848,7 @@ def run_seed000(
     auto_alpha: bool = True,
     roc: bool = True,
     roc_repetitions: int | None = None,
+    settings: Any = ("honest",),
 ) -> dict[str, pd.DataFrame]:
     """Seed 000's simulation: Tables 1-2 (DP-RP, DP-AGL errors) and Figure 1 (ROC).
 
@@ -688,6 +886,10 @@ def run_seed000(
         epsilon in {1, 2} and non-private).
     roc_repetitions : int, optional
         Repetitions of the ROC experiment (overrides the preset).
+    settings : sequence of {"honest", "data-max", "data-max+cv", "paper"}
+        Which settings of the error tables to run (default the honest one). The other
+        three are the steps to the paper's own setting (see the module documentation),
+        run on the same samples and noise streams; they go to ``"paper_setting"``.
 
     Returns
     -------
@@ -700,7 +902,13 @@ def run_seed000(
         error against ``n·epsilon`` (expected about -1). ``"settings"``: per model the
         declared bound ``B``, the penalties and the fraction of rows clipped.
         With ``roc``: ``"roc_auc"`` (mean ± se of the edge AUC) and ``"roc_curves"``
-        (mean TPR on a grid of FPR). ``"timing"``: wall-clock seconds per part.
+        (mean TPR on a grid of FPR). With a step of the paper's setting:
+        ``"paper_setting"``, one row per (setting, method, model, n, epsilon) with the
+        relative errors, ``sigma_mean``, ``penalty_value_mean``, ``calibration``,
+        ``validity`` ("data-dependent: ..."), ``data_max_row_norm_mean`` (the
+        normalisation), ``n_repaired``, ``n_raw_failed`` (releases on which the paper's
+        DP-AGL has no solution) and ``n_cv_*_at_grid_edge`` (a cross-validated penalty at an
+        end of its grid). ``"timing"``: wall-clock seconds per part.
 
     Notes
     -----
@@ -721,6 +929,7 @@ def run_seed000(
         ridge_factor=ridge_factor,
         alpha_factors=alpha_factors,
         auto_alpha=auto_alpha,
+        settings=settings,
     )
     spec = _spec(settings, random_state=random_state, roc=roc)
     return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables

@@ -26,10 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.report.plots import draw_graph, precision_heatmap
+from dpggm.report.plots import (
+    EVIDENCE_STYLES,
+    FOREST_LIMIT,
+    STRONG_SHARE,
+    draw_graph,
+    edge_evidence,
+    forest_plot,
+    precision_heatmap,
+)
 
-__all__ = ["build_report", "format_budget", "format_number", "guarantee_in_words",
-           "load_result"]
+__all__ = ["build_report", "detectable_in_words", "format_budget", "format_number",
+           "guarantee_in_words", "load_result", "selection_in_words"]
 
 _RESULT_FILES = ("result.json", "recovery.json")
 
@@ -48,6 +56,8 @@ padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f5f5f5;font
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .note{color:#555;font-size:.92em}code{background:#f5f5f5;padding:0 .2em}
 ul.values{margin:0;padding-left:1.1em}
+.summary{border-left:4px solid #1f6fb4;background:#f4f8fc;padding:.5em .9em;max-width:880px}
+.summary p{margin:.3em 0}
 """
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -232,6 +242,75 @@ def guarantee_in_words(privacy: Any) -> list[str]:
     return lines
 
 
+def _share_in_words(rate: float) -> str:
+    """``0.1`` as "1 in 10", ``0.05`` as "1 in 20"; otherwise as a percentage."""
+    inverse = 1.0 / rate
+    if abs(inverse - round(inverse)) < 1e-9 * inverse:
+        return f"1 in {round(inverse)}"
+    return f"{format_number(100 * rate)} in 100"
+
+
+def _percent(value: float) -> str:
+    return f"{format_number(100 * value)} %"
+
+
+def selection_in_words(inference: dict[str, Any], *, n_edges: int | None = None) -> list[str]:
+    """Plain sentences on how the edges were chosen and what their q-values and intervals
+    promise, from a result record's ``inference`` entry (``select``, ``fdr``,
+    ``fdr_method``, ``confidence_level`` and, for a threshold, ``min_partial_correlation``);
+    ``n_edges=0`` for a graph without edges.
+    """
+    fdr = float(inference.get("fdr", 0.1))
+    level = float(inference.get("confidence_level", 0.9))
+    method = ("Benjamini–Hochberg" if inference.get("fdr_method", "bh") == "bh"
+              else "Benjamini–Yekutieli")
+    interval = (f"Each interval is built to cover the true partial correlation with "
+                f"{_percent(level)} probability.")
+    if inference.get("select") == "threshold":
+        cut = inference.get("min_partial_correlation")
+        rule = (f" with |partial correlation| at least {format_number(cut)}"
+                if isinstance(cut, (int, float)) else "")
+        return [
+            "No error control was applied: the edges are the graphical lasso's non-zero "
+            f"entries{rule} (a fixed threshold), so nothing bounds how many of them are "
+            "false.",
+            f"Their q-values ({method}) and {_percent(level)} intervals describe each "
+            "edge's evidence but did not choose the edges; the intervals are centred on "
+            "the de-biased estimate, not on the graphical lasso's partial correlation "
+            "shown. " + interval,
+        ]
+    if inference.get("withheld"):
+        return ["No edge is reported: at this budget and size no partial correlation can "
+                "be told from the privacy noise, and there false-discovery-rate control is "
+                "not reliable (in our measurements, up to 8 in 10 of the edges it would "
+                "select were false). The estimates and intervals of every pair are kept; "
+                "a larger budget, more records or fewer columns would make edges "
+                "detectable."]
+    if n_edges == 0:
+        return [f"No pair passed false-discovery-rate control at {format_number(fdr)} "
+                f"({method} q-values): the released graph has no edges."]
+    return [
+        f"The edges were selected by false-discovery-rate control at {format_number(fdr)} "
+        f"({method} q-values): of the edges shown, about {_share_in_words(fdr)} may be "
+        "false (on average; which ones is not known). " + interval,
+    ]
+
+
+def detectable_in_words(value: float | None, *, private: bool = True,
+                        power: float = 0.8) -> str:
+    """The sentence on what a release can detect, from its ``detectable_`` (the smallest
+    ``|partial correlation|`` found with probability ``power``; ``None`` or infinite when
+    none up to 0.99 is)."""
+    noise = "noise at this budget and size" if private else "sampling noise at this size"
+    if value is None or not math.isfinite(value):
+        return (f"No edge can be told from {noise}: even a partial correlation of 0.99 "
+                f"would be found less than {_percent(power)} of the time.")
+    return (f"Edges weaker than {value:.2g} (|partial correlation|) cannot be told from "
+            f"{noise}: they are found less than {_percent(power)} of the time (for roughly "
+            "normal columns and a sparse graph; an edge between variables that the others "
+            "predict well needs more).")
+
+
 def _bounds_words(bounds: Any, *, private: bool = True) -> str:
     """What the clipping bound was, from the recorded ``bounds`` (whatever fields it has);
     ``private`` is false for a non-private reference run (its ranges are exact)."""
@@ -360,6 +439,132 @@ def _edge_rows(edges: pd.DataFrame, limit: int = 200) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
 
 
+#: The edge-list columns of edge inference (an edge list without them has none).
+_INTERVAL_COLUMNS = ("ci_low", "ci_high", "q_value")
+
+
+def _has_intervals(edges: pd.DataFrame | None) -> bool:
+    return edges is not None and set(_INTERVAL_COLUMNS) <= set(edges.columns)
+
+
+def _probability(value: Any) -> str:
+    """A p- or q-value: two significant digits (``4.2 × 10⁻⁴⁸``)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return ""
+    if not math.isfinite(number):
+        return ""
+    return "0" if number == 0 else _scientific(_plain(f"{number:.2g}"))
+
+
+def _correlation(value: Any) -> str:
+    number = float(value)
+    return "" if not math.isfinite(number) else f"{number:.3f}".replace("-", "−")
+
+
+_EVIDENCE_WORDS = {"strong": "strong", "near": "near the cut", "beyond": "above the cut"}
+
+
+def _interval_edge_rows(edges: pd.DataFrame, inference: dict[str, Any],
+                        limit: int = 200) -> str:
+    """The edge table with intervals and q-values (an edge list from edge inference)."""
+    level = f"{format_number(100 * float(inference.get('confidence_level', 0.9)))} %"
+    fdr = float(inference.get("fdr", 0.1))
+    head = ("<tr><th>source</th><th>target</th><th>partial correlation</th>"
+            f"<th>{html.escape(level)} interval</th><th>q-value</th><th>p-value</th>"
+            "<th>evidence</th><th>weight (precision entry)</th></tr>")
+    rows = []
+    for row in edges.head(limit).itertuples(index=False):
+        kind = edge_evidence(float(row.q_value), fdr)
+        cells = [
+            f"<td>{html.escape(str(row.source))}</td>",
+            f"<td>{html.escape(str(row.target))}</td>",
+            f'<td class="num">{_correlation(row.partial_correlation)}</td>',
+            f'<td class="num">[{_correlation(row.ci_low)}, {_correlation(row.ci_high)}]</td>',
+            f'<td class="num">{html.escape(_probability(row.q_value))}</td>',
+            f'<td class="num">{html.escape(_probability(getattr(row, "p_value", "")))}</td>',
+            f"<td>{_EVIDENCE_WORDS.get(kind or '', '')}</td>",
+            f'<td class="num">{html.escape(format_number(float(row.weight)))}</td>',
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    more = (f'<p class="note">… and {len(edges) - limit} more (see edges.csv).</p>'
+            if len(edges) > limit else "")
+    return f"<table>{head}{''.join(rows)}</table>{more}"
+
+
+def _evidence_caption(edges: pd.DataFrame, fdr: float) -> str:
+    """What the line styles of the pictures mean, for the styles present."""
+    kinds = {edge_evidence(float(q), fdr) for q in edges["q_value"]} - {None}
+    strong, cut = format_number(STRONG_SHARE * fdr), format_number(fdr)
+    words = {"strong": f"solid when q < {strong} (strong evidence)",
+             "near": f"dashed when {strong} ≤ q ≤ {cut} (near the cut)",
+             "beyond": f"dotted when q > {cut} (no evidence at the cut)"}
+    parts = [words[kind] for kind in EVIDENCE_STYLES if kind in kinds]
+    return f"A line is {', '.join(parts)}." if parts else ""
+
+
+def _inference_summary(record: dict[str, Any], edges: pd.DataFrame | None,
+                       private: bool) -> str | None:
+    """The boxed sentences under the title: how the edges were chosen, what an FDR
+    means, and what the release can detect."""
+    inference = record.get("inference")
+    if not isinstance(inference, dict):
+        if record.get("command") == "graph" and record.get("method") == "pace":
+            return ('<div class="summary"><p>These edges are PACE-GGM\'s measured pattern: '
+                    "they carry no measure of confidence (its adaptive, unevenly noisy "
+                    "measurements are not what the edge inference describes).</p></div>")
+        return None
+    lines = selection_in_words(inference, n_edges=None if edges is None else len(edges))
+    detectable = inference.get("detectable")
+    if isinstance(detectable, dict):
+        lines.append(detectable_in_words(detectable.get("partial_correlation"),
+                                         private=private,
+                                         power=float(detectable.get("power", 0.8))))
+        if detectable.get("nothing_detectable") and edges is not None and len(edges):
+            # Measured: where the noise leaves nothing detectable, the z-scores of the
+            # non-edges can be wider than the standard errors say, and the FDR far above
+            # its target (docs/inference.md, "Where nothing can be detected").
+            lines.append("Caution: at this budget and size no edge can be told from noise "
+                         "(where false-discovery control is withheld for that reason, up to "
+                         "8 in 10 of the edges it would select were false in our "
+                         "measurements): treat these edges as noise.")
+    body = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    return f'<div class="summary">{body}</div>'
+
+
+def _forest_figure(record: dict[str, Any], edges: pd.DataFrame | None,
+                   names: list[str]) -> str | None:
+    """The forest plot of the edges' intervals, with its caption."""
+    inference = record.get("inference")
+    if not (_has_intervals(edges) and isinstance(inference, dict)) or edges.empty:
+        return None
+    fdr = float(inference.get("fdr", 0.1))
+    level = float(inference.get("confidence_level", 0.9))
+    detectable = (inference.get("detectable") or {}).get("partial_correlation")
+    svg = forest_plot(edges, names, confidence_level=level, fdr=fdr,
+                      detectable=detectable if isinstance(detectable, (int, float)) else None,
+                      fmt="svg")
+    shown = (f"The {FOREST_LIMIT} edges with the strongest evidence are drawn; the table "
+             "below and edges.csv have every one. " if len(edges) > FOREST_LIMIT else "")
+    point = ("the graphical lasso's partial correlation (the interval is centred on the "
+             "de-biased estimate)" if inference.get("select") == "threshold"
+             else "the de-biased partial correlation (corrected for the rows shrunk onto "
+                   "their bound)")
+    caption = (
+        f"The edges' {format_number(100 * level)} % intervals, sorted by partial "
+        f"correlation; the dot is {point}, blue when positive, red when negative; the "
+        f"q-value is on the right. {_evidence_caption(edges, fdr)} {shown}"
+        "The grey band holds the partial correlations this release cannot tell from noise. "
+        "The intervals are per pair, not widened for the selection: among the edges "
+        "selected because they looked strongest, a few more may miss, and a selected "
+        "edge's interval may touch zero (the selection is adjusted for every pair tested, "
+        "the interval is not)."
+    )
+    return (f'<figure role="img" aria-label="intervals of the edges">{svg}'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
 def _table(rows: list[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
@@ -451,10 +656,12 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     if not isinstance(privacy, dict):
         privacy = {}
     title = record.get("title") or f"dpggm {record.get('command', record.get('method', 'result'))}"
+    inference = record.get("inference") if isinstance(record.get("inference"), dict) else {}
+    fdr = float(inference.get("fdr", 0.1))
     graph_svg = None
     if edges is not None and {"source", "target"} <= set(edges.columns):
         graph_svg = draw_graph(edges, names or sorted(set(edges.source) | set(edges.target)),
-                               fmt="svg")
+                               fdr=fdr, fmt="svg")
     heat_svg = precision_heatmap(precision, names, fmt="svg") if precision is not None else None
     validity = privacy.get("validity") or "none"
     parts = [
@@ -467,22 +674,29 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
         f'<span class="note">from <code>{html.escape(source)}</code> in '
         f"<code>{html.escape(name or directory.name)}</code></span></p>",
     ]
+    private = (privacy.get("budget") or {}).get("notion") != "non-private"
+    summary = _inference_summary(record, edges, private)
+    if summary is not None:
+        parts.append(summary)
     if graph_svg is not None or heat_svg is not None:
         parts.append("<h2>Picture</h2>")
     if graph_svg is not None:
+        styles = _evidence_caption(edges, fdr) if _has_intervals(edges) else ""
         parts.append(f'<figure role="img" aria-label="the released graph">{graph_svg}'
                      "<figcaption>The graph: an edge joins two variables that are dependent "
                      "given all the others; its width grows with the partial correlation, "
-                     "blue when positive, red when negative. The variables sit on a circle "
-                     "in the order of the data's columns, the first at the top."
-                     "</figcaption></figure>")
+                     f"blue when positive, red when negative. {styles}"
+                     " The variables sit on a circle in the order of the data's columns, "
+                     "the first at the top.</figcaption></figure>")
+    forest = _forest_figure(record, edges, names)
+    if forest is not None:
+        parts.append(forest)
     if heat_svg is not None:
         parts.append(f'<figure role="img" aria-label="precision matrix heatmap">{heat_svg}'
                      "<figcaption>Partial correlations (off the diagonal of the normalised "
                      "precision matrix).</figcaption></figure>")
     parts.append("<h2>Privacy guarantee</h2><ul>")
     parts += [f"<li>{html.escape(line)}</li>" for line in guarantee_in_words(privacy)]
-    private = (privacy.get("budget") or {}).get("notion") != "non-private"
     if "bounds" in privacy:
         words = _bounds_words(privacy["bounds"], private=private)
         parts.append(f"<li>Bounds: {html.escape(words)}</li>")
@@ -499,6 +713,8 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
         parts.append('<p class="note">No edge list in this directory.</p>')
     elif edges.empty:
         parts.append("<p>The released graph has no edges.</p>")
+    elif _has_intervals(edges) and inference:
+        parts.append(_interval_edge_rows(edges, inference))
     else:
         parts.append(_edge_rows(edges))
     diagnostics = dict(record.get("diagnostics") or {})

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["draw_graph", "precision_heatmap"]
+__all__ = ["EVIDENCE_STYLES", "draw_graph", "edge_evidence", "forest_plot", "precision_heatmap"]
 
 _POSITIVE = "#1f6fb4"  # blue: positive partial correlation
 _NEGATIVE = "#d62728"  # red: negative partial correlation
@@ -38,10 +38,56 @@ _BASE_FONT = "DejaVu Sans"  # matplotlib's own font, always present
 MAX_LABEL = 24
 #: PNG resolution: a 10-inch graph is 1500 pixels wide.
 PNG_DPI = 150
+#: An edge's evidence is "strong" when its q-value is below this share of the FDR cut
+#: (0.01 at the default FDR of 0.1: ten times below the cut).
+STRONG_SHARE = 0.1
+#: How an edge is drawn by its evidence: (matplotlib dash style, legend words). "beyond"
+#: appears only when the edges were not selected by their q-values (a fixed threshold).
+EVIDENCE_STYLES = {
+    "strong": ("solid", "strong evidence: q < {strong}"),
+    "near": ((0, (3.0, 1.6)), "near the cut: {strong} ≤ q ≤ {cut}"),
+    "beyond": ((0, (0.6, 1.6)), "no evidence at the cut: q > {cut}"),
+}
+#: Intervals a forest plot shows at most (the edges with the strongest evidence); the
+#: edge list has every one.
+FOREST_LIMIT = 40
 
 
 def _short(name: str) -> str:
     return name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "…"
+
+
+def _short_middle(name: str, limit: int = 20) -> str:
+    """A long name with its middle left out (``a_rather…name_12``): the ends tell columns
+    with a common prefix apart."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) // 2
+    return name[:head] + "…" + name[len(name) - (limit - 1 - head):]
+
+
+def edge_evidence(q_value: float, cut: float) -> str | None:
+    """``"strong"`` (``q < STRONG_SHARE * cut``), ``"near"`` (up to the cut) or
+    ``"beyond"`` (above it); ``None`` without a q-value."""
+    if not math.isfinite(q_value):
+        return None
+    if q_value < STRONG_SHARE * cut:
+        return "strong"
+    return "near" if q_value <= cut else "beyond"
+
+
+def _cut_text(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _evidence_handles(kinds: set[str], cut: float) -> list[Any]:
+    """Legend entries (grey line samples) for the evidence styles drawn."""
+    from matplotlib.lines import Line2D
+
+    words = {"strong": _cut_text(STRONG_SHARE * cut), "cut": _cut_text(cut)}
+    return [Line2D([0, 1], [0, 0], color="#555555", linewidth=2.2, linestyle=style,
+                   label=label.format(**words))
+            for kind, (style, label) in EVIDENCE_STYLES.items() if kind in kinds]
 
 
 @functools.lru_cache(maxsize=1)
@@ -183,18 +229,25 @@ def _arc(start: np.ndarray, end: np.ndarray):
 
 @_quietly
 def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
-               fmt: str = "png") -> bytes | str:
+               fdr: float = 0.1, fmt: str = "png") -> bytes | str:
     """A drawing of the graph: one node per variable on a circle, edge width by
-    \\|partial correlation\\|, colour by sign (blue positive, red negative), labels.
+    \\|partial correlation\\|, colour by sign (blue positive, red negative), line style
+    by evidence (with q-values), labels.
 
     Parameters
     ----------
     edges : DataFrame
-        ``source, target`` and, if known, ``partial_correlation`` (the one edge format).
+        ``source, target`` and, if known, ``partial_correlation`` and ``q_value`` (the
+        one edge format).
     names : sequence of str
         Every variable, so that isolated nodes are drawn too.
     title : str
         A first heading line.
+    fdr : float, default=0.1
+        The false-discovery rate the edges were selected at. With a ``q_value`` column an
+        edge is solid when its q-value is below a tenth of it (strong evidence), dashed up
+        to it (near the cut) and dotted above it (only when the edges were not selected
+        by their q-values); a legend says so.
     fmt : {"png", "svg"}
         PNG bytes, or SVG markup (text kept as text) to put inline in a web page.
 
@@ -229,23 +282,19 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
         ax.set_ylim(-limit, limit)
         ax.add_patch(Circle((0, 0), 1.0, fill=False, edgecolor="#e3e3e3", linewidth=0.8,
                             zorder=0))
-        partial = edges["partial_correlation"] if "partial_correlation" in edges else None
-        drawn = []
-        for k, row in enumerate(edges.itertuples(index=False)):
-            a, b = str(row.source), str(row.target)
-            if a not in index or b not in index or a == b:
-                continue
-            value = float(partial.iloc[k]) if partial is not None else math.nan
-            drawn.append((abs(value) if math.isfinite(value) else 0.3, value, index[a],
-                          index[b]))
+        drawn = _drawn_edges(edges, index, fdr)
         # Strongest edges last, on top.
-        for strength, value, i, j in sorted(drawn, key=lambda item: item[0]):
+        for strength, value, i, j, kind in sorted(drawn, key=lambda item: item[0]):
             colour = _NEGATIVE if math.isfinite(value) and value < 0 else _POSITIVE
+            style = EVIDENCE_STYLES[kind][0] if kind is not None else "solid"
             ax.add_patch(PathPatch(_arc(points[i], points[j]), fill=False, edgecolor=colour,
                                    linewidth=0.9 + 5.0 * min(strength, 1.0), alpha=0.8,
-                                   capstyle="round", zorder=1))
+                                   linestyle=style,
+                                   capstyle="round" if style == "solid" else "butt",
+                                   zorder=1))
+        kinds = {item[4] for item in drawn if item[4] is not None}
         degree = np.zeros(p, dtype=int)
-        for _, _, i, j in drawn:
+        for _, _, i, j, _ in drawn:
             degree[i] += 1
             degree[j] += 1
         texts = []
@@ -276,8 +325,10 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
                      "variables; width |partial correlation|, blue +, red −")
         if any(label != _short(name) for label, name in zip(labels, names)):
             lines.append("#k: the k-th column, whose name needs a font this machine lacks")
-        heading = 0.28 * len(lines) + 0.2  # inches above the drawing
+        text_inches = 0.28 * len(lines) + 0.2  # inches above the drawing
         width, height = (high - low) * radius
+        handles = _evidence_handles(kinds, fdr)
+        heading = text_inches + (0.3 if handles else 0.0)
         figure.set_size_inches(width, height + heading)
         ax.set_position((0, 0, 1, height / (height + heading)))
         ax.set_xlim(low[0], high[0])
@@ -285,7 +336,57 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
         ax.set_aspect("equal")
         figure.text(0.5, 1 - 0.1 / (height + heading), "\n".join(lines), ha="center",
                     va="top", fontsize=13, parse_math=False, color="#222222")
+        if handles:
+            _style_legend(figure, handles, top=1 - (text_inches - 0.05) / (height + heading))
         return _render(figure, fmt)
+
+
+def _drawn_edges(edges: pd.DataFrame, index: dict[str, int],
+                 fdr: float) -> list[tuple[float, float, int, int, str | None]]:
+    """(width strength, partial correlation, i, j, evidence) of every edge between two
+    known variables."""
+    partial = _column(edges, "partial_correlation")
+    q_values = _column(edges, "q_value")
+    drawn = []
+    for k, row in enumerate(edges.itertuples(index=False)):
+        a, b = str(row.source), str(row.target)
+        if a not in index or b not in index or a == b:
+            continue
+        value = float(partial[k])
+        drawn.append((abs(value) if math.isfinite(value) else 0.3, value, index[a],
+                      index[b], edge_evidence(float(q_values[k]), fdr)))
+    return drawn
+
+
+def _column(edges: pd.DataFrame, name: str) -> np.ndarray:
+    """A numeric column of an edge table as floats (NaN where absent or empty)."""
+    if name not in edges:
+        return np.full(len(edges), np.nan)
+    return pd.to_numeric(edges[name], errors="coerce").to_numpy(dtype=float)
+
+
+def _style_legend(figure, handles: list[Any], *, top: float) -> None:
+    """The line styles' legend under the heading: on one row when it fits the figure's
+    width, else one entry per row (the figure grows to hold them)."""
+    legend = figure.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, top),
+                           ncol=len(handles), frameon=False, fontsize=11, handlelength=3.2,
+                           columnspacing=1.6)
+    renderer = figure.canvas.get_renderer()
+    if legend.get_window_extent(renderer).width <= 0.98 * figure.bbox.width:
+        return
+    legend.remove()
+    width, height = figure.get_size_inches()
+    extra = 0.24 * (len(handles) - 1)
+    figure.set_size_inches(width, height + extra)
+    for ax in figure.axes:
+        x0, y0, w, h = ax.get_position().bounds
+        ax.set_position((x0, y0 * height / (height + extra), w, h * height / (height + extra)))
+    for text in figure.texts:
+        x, y = text.get_position()
+        text.set_position((x, 1 - (1 - y) * height / (height + extra)))
+    figure.legend(handles=handles, loc="upper center",
+                  bbox_to_anchor=(0.5, 1 - (1 - top) * height / (height + extra)), ncol=1,
+                  frameon=False, fontsize=11, handlelength=3.2)
 
 
 @_quietly
@@ -324,4 +425,121 @@ def precision_heatmap(matrix: np.ndarray, names: Sequence[str], *, title: str = 
             ax.set_xlabel("variable (in the order of the data's columns)", fontsize=font)
         ax.set_title(title or "precision matrix as partial correlations", fontsize=12,
                      parse_math=False)
+        return _render(figure, fmt)
+
+
+def _q_text(q_value: float) -> str:
+    """A q-value in a plot's margin: two significant digits, small ones as a bound."""
+    if not math.isfinite(q_value):
+        return ""
+    if q_value < 0.001:
+        return "< 0.001"
+    return f"{q_value:.2g}"
+
+
+@_quietly
+def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: float = 0.9,
+                fdr: float = 0.1, detectable: float | None = None,
+                limit: int = FOREST_LIMIT, fmt: str = "png") -> bytes | str:
+    """The edges' intervals, one row per edge (a forest plot).
+
+    Each row is an edge's ``[ci_low, ci_high]`` with a dot at its ``partial_correlation``,
+    coloured by sign (blue positive, red negative) and styled by evidence as in
+    :func:`draw_graph`; its q-value is written in the right margin. The rows are the first
+    ``limit`` edges of ``edges`` (an edge list is ordered by evidence, strongest first),
+    sorted by partial correlation; the title says how many of how many are shown. With
+    ``detectable``, a grey band marks ``|partial correlation| < detectable``: what the
+    release cannot tell from noise.
+
+    Parameters
+    ----------
+    edges : DataFrame
+        An edge list with ``source, target, partial_correlation, ci_low, ci_high`` and,
+        if known, ``q_value``.
+    names : sequence of str
+        Every variable (for the labels' fonts; see :func:`draw_graph`).
+    confidence_level, fdr : float
+        The intervals' level and the false-discovery rate of the selection (for the
+        words and the line styles).
+    detectable : float, optional
+        The smallest ``|partial correlation|`` the release detects with 80 % power.
+    limit : int, default=FOREST_LIMIT
+        Rows drawn at most.
+    fmt : {"png", "svg"}
+
+    Returns
+    -------
+    bytes or str
+    """
+    from matplotlib import rc_context
+    from matplotlib.patches import Patch
+
+    for column in ("source", "target", "ci_low", "ci_high"):
+        if column not in edges:
+            raise ValueError(f"a forest plot needs the edge list's {column!r} column")
+    names = [str(n) for n in names]
+    labels, families = _labels(names, fmt)
+    # A label that no font draws is its column number (#k); the others lose their middle.
+    label_of = {name: label if label.startswith("#") and label != _short(name)
+                else _short_middle(name) for name, label in zip(names, labels)}
+    low_all, high_all = _column(edges, "ci_low"), _column(edges, "ci_high")
+    keep = np.isfinite(low_all) & np.isfinite(high_all)
+    total = int(keep.sum())
+    rows = edges[keep].head(limit)
+    low, high = _column(rows, "ci_low"), _column(rows, "ci_high")
+    point, q_values = _column(rows, "partial_correlation"), _column(rows, "q_value")
+    point = np.where(np.isfinite(point), point, (low + high) / 2)
+    order = np.argsort(point, kind="stable")  # the largest at the top
+    m = len(rows)
+    pairs = [f"{label_of.get(str(a), _short_middle(str(a)))} – "
+             f"{label_of.get(str(b), _short_middle(str(b)))}"
+             for a, b in zip(rows["source"], rows["target"])]
+    level = f"{100 * confidence_level:.3g} %"
+    band = detectable is not None and math.isfinite(detectable) and detectable > 0
+    with rc_context(_rc(families, "dpggm-forest")):
+        kinds = [edge_evidence(float(q), fdr) for q in q_values]
+        handles = _evidence_handles(set(kinds) - {None}, fdr)
+        if band:
+            handles.append(Patch(facecolor="#ececec", edgecolor="none",
+                                 label=f"|r| < {detectable:.2g}: not told from noise "
+                                       "(80 % power)"))
+        # Inches: a row each 0.27, the title above, the axis and the legend below.
+        below = 0.62 + 0.22 * math.ceil(len(handles) / 2)
+        height = 0.27 * max(m, 1) + 0.5 + below
+        figure = _figure((8.0, height))
+        ax = figure.add_axes((0.2, below / height, 0.68, 0.27 * max(m, 1) / height))
+        for y, k in enumerate(order):
+            kind = kinds[k]
+            colour = _NEGATIVE if point[k] < 0 else _POSITIVE
+            style = EVIDENCE_STYLES[kind][0] if kind is not None else "solid"
+            ax.plot([low[k], high[k]], [y, y], color=colour, linewidth=2.2, linestyle=style,
+                    solid_capstyle="butt", zorder=2)
+            ax.plot([point[k]], [y], marker="o", markersize=5, color=colour, zorder=3)
+            ax.text(1.015, y, _q_text(float(q_values[k])), transform=ax.get_yaxis_transform(),
+                    va="center", ha="left", fontsize=9, color="#333333", parse_math=False)
+        ax.axvline(0.0, color="#888888", linewidth=0.8, zorder=1)
+        if band:
+            ax.axvspan(-detectable, detectable, color="#ececec", zorder=0, linewidth=0)
+        ax.set_yticks(range(m), [pairs[k] for k in order], fontsize=9, parse_math=False)
+        ax.set_ylim(-0.7, m - 0.3)
+        reach = [0.0, *low, *high] + ([-detectable, detectable] if band else [])
+        left, right = min(reach), max(reach)
+        pad = 0.05 * max(right - left, 0.1)
+        ax.set_xlim(max(-1.0, left - pad), min(1.0, right + pad))
+        ax.set_xlabel(f"partial correlation, with its {level} interval", fontsize=10)
+        ax.tick_params(axis="x", labelsize=9)
+        ax.grid(axis="x", color="#f0f0f0", linewidth=0.6, zorder=0)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if any(np.isfinite(q_values)):
+            ax.text(1.015, 1.0, "q-value", transform=ax.transAxes, va="bottom", ha="left",
+                    fontsize=9, color="#333333", fontweight="bold")
+        shown = (f"the {m} edges" if m == total else
+                 f"{m} of the {total} edges\n(those with the strongest evidence; the edge "
+                 "list has all)")
+        ax.set_title(f"{level} intervals of {shown}", fontsize=11, parse_math=False,
+                     loc="left", pad=16)
+        if handles:
+            figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                          ncol=2, frameon=False, fontsize=9, handlelength=3.0)
         return _render(figure, fmt)
