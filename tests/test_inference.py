@@ -379,6 +379,8 @@ def test_frame_and_matrix_views():
         ({"random_state": "secure"}, "random_state must be an integer seed"),
         ({"clipping_correction": "tests"}, "clipping_correction must be one of"),
         ({"clipping_correction": True}, "clipping_correction must be one of"),
+        ({"noise_distribution": "cauchy"}, "noise_distribution must be one of"),
+        ({"noise_distribution": "laplace", "method": "bootstrap"}, "simulates Gaussian noise"),
     ],
 )
 def test_bad_arguments_are_refused_with_their_name(kwargs, message):
@@ -411,3 +413,24 @@ def test_an_indefinite_release_still_gives_finite_answers():
     result = edge_inference(S, n_samples=500, noise_variance=0.09)
     for name in ("partial_correlation", "std_error", "ci_low", "ci_high", "p_value", "q_value"):
         assert np.all(np.isfinite(getattr(result, name))), name
+
+
+def test_laplace_noise_p_values_are_the_laplace_tail_plus_the_sampling_part():
+    from dpggm.solvers.inference import _laplace_noise_p_values
+
+    t = np.array([0.5, 2.0, 5.0, 8.0])
+    # Noise alone: the Laplace law of variance v has P(|L| > t) = exp(-t sqrt(2 / v)).
+    pure = _laplace_noise_p_values(t, np.zeros(4), np.ones(4))
+    np.testing.assert_allclose(pure[1:], np.exp(-t[1:] * np.sqrt(2.0)), rtol=1e-5)
+    # Sampling alone: the normal tail.
+    normal = _laplace_noise_p_values(t, np.ones(4), np.zeros(4))
+    np.testing.assert_allclose(normal, 2 * stats.norm.sf(t), rtol=1e-9)
+    # Both: against a simulation of N(0, 1) + Laplace of variance 1.
+    rng = np.random.default_rng(11)
+    draws = rng.standard_normal(2_000_000) + rng.laplace(0.0, np.sqrt(0.5), 2_000_000)
+    both = _laplace_noise_p_values(t[:3], np.ones(3), np.ones(3))
+    simulated = np.array([np.mean(np.abs(draws) > x) for x in t[:3]])
+    np.testing.assert_allclose(both, simulated, rtol=0.03)
+    # The Laplace tail is heavier than the normal one of the same variance.
+    assert _laplace_noise_p_values(np.array([4.0]), np.array([0.5]), np.array([0.5]))[0] \
+        > 2 * stats.norm.sf(4.0)

@@ -127,6 +127,7 @@ class ReleasedMoment:
     alpha: float
     clipping: Any = None
     present: np.ndarray | None = None
+    noise_distribution: str = "gaussian"
 
 
 def _clipping_model(settings: GraphSettings, release: GraphRelease) -> Any:
@@ -553,7 +554,9 @@ class PrivateGraph(DPEstimator):
         self.release_ = ReleasedMoment(
             covariance=S, noise_variance=float(release.entry_noise_std) ** 2, n_samples=n,
             precision=result.estimate, alpha=float(alpha),
-            clipping=_clipping_model(settings, release), present=release.present)
+            clipping=_clipping_model(settings, release), present=release.present,
+            # A pure-DP budget releases the second moment with (discrete) Laplace noise.
+            noise_distribution="laplace" if isinstance(plan.accounting, PureDP) else "gaussian")
         return None
 
     # -- the released files --------------------------------------------------------------
@@ -620,7 +623,7 @@ class PrivateGraph(DPEstimator):
             noise_variance=release.noise_variance, precision=release.precision,
             alpha=release.alpha, clipping=None if mode == "none" else release.clipping,
             clipping_correction="all" if mode == "none" else mode,
-            present=release.present,
+            present=release.present, noise_distribution=release.noise_distribution,
             confidence_level=self.confidence_level if confidence_level is None
             else confidence_level,
             fdr=self.fdr if fdr is None else fdr,

@@ -756,6 +756,7 @@ def edge_inference(
     alpha: Any = "auto",
     clipping: ClippingModel | None = None,
     clipping_correction: str = "intervals",
+    noise_distribution: str = "gaussian",
     present: Any = None,
     confidence_level: float = 0.9,
     fdr: float = 0.1,
@@ -798,6 +799,13 @@ def edge_inference(
         correlation at zero (within 0.002 in our measurements) and the correction's own
         variability only costs power (F1 0.92 against 0.71 on the 30-node raw chain).
         ``"all"``: the tests use the corrected release too.
+    noise_distribution : {"gaussian", "laplace"}, default="gaussian"
+        The law of the release's noise entries. With ``"laplace"`` (a pure-DP release) the
+        p-values take the noise part of a null statistic as a Laplace variable of the same
+        variance (a Gaussian scale mixture with exponential mixing, integrated by
+        Gauss-Laguerre quadrature) plus the Gaussian sampling part: exact where one noise
+        entry dominates, whose heavy tails the normal approximation misses (measured FDRs
+        of 0.14-0.17 at a target of 0.1 without it). Intervals stay normal.
     present : array_like of shape (p,), optional
         The shares of values present per variable, when missing values were imputed at 0
         and every moment divided by the shares present (a pair's by the product of its
@@ -871,9 +879,14 @@ def edge_inference(
         clipping = clipping.check(p)
     clipping_correction = _choice(clipping_correction, "clipping_correction",
                                   ("intervals", "all"))
+    noise_distribution = _choice(noise_distribution, "noise_distribution",
+                                 ("gaussian", "laplace"))
+    if noise_distribution == "laplace" and method == "bootstrap":
+        raise ValueError("method='bootstrap' simulates Gaussian noise; use the closed form "
+                         "for a release with noise_distribution='laplace'")
     if clipping is not None and clipping_correction == "intervals":
         common = dict(n_samples=n, noise_variance=variance, precision=precision, alpha=alpha,
-                      present=present, confidence_level=level, fdr=fdr,
+                      present=present, noise_distribution=noise_distribution, confidence_level=level, fdr=fdr,
                       fdr_method=fdr_method, method=method, n_bootstrap=replicates,
                       random_state=random_state)
         corrected = edge_inference(S, clipping=clipping, clipping_correction="all", **common)
@@ -937,16 +950,18 @@ def edge_inference(
         sampling = _sampling_variance(moments, c, a, b, n)
         noise = _noise_variance(theta, c, a, b, variance)
         c0, a0, b0 = _coefficients(r, diagonal, null=True)
-        null_variance = (_sampling_variance(moments, c0, a0, b0, n)
-                         + _noise_variance(theta, c0, a0, b0, variance))
+        null_sampling = _sampling_variance(moments, c0, a0, b0, n)
+        null_noise = _noise_variance(theta, c0, a0, b0, variance)
         if shares is not None:
             sampling = sampling + _missing_extra_variance(theta, working, c, a, b, shares, n)
-            null_variance = null_variance + _missing_extra_variance(
+            null_sampling = null_sampling + _missing_extra_variance(
                 theta, working, c0, a0, b0, shares, n)
+        null_variance = null_sampling + null_noise
         rows, cols = np.triu_indices(p, 1)
         estimate = r[rows, cols]
         se = np.sqrt(sampling + noise)[rows, cols]
         se0 = np.sqrt(null_variance)[rows, cols]
+        null_parts = (null_sampling[rows, cols], null_noise[rows, cols])
         share = (noise / np.maximum(sampling + noise, 1e-300))[rows, cols]
         diagnostics: dict[str, Any] = {"pilot": pilot_note, "alpha": alpha_used}
         if method == "bootstrap":
@@ -970,7 +985,10 @@ def edge_inference(
     quantile = float(stats.norm.ppf(0.5 + level / 2))
     ci_low = np.clip(estimate - quantile * se, -1.0, 1.0)
     ci_high = np.clip(estimate + quantile * se, -1.0, 1.0)
-    p_value = 2.0 * stats.norm.sf(np.abs(estimate) / np.maximum(se0, 1e-300))
+    if noise_distribution == "laplace":
+        p_value = _laplace_noise_p_values(np.abs(estimate), *null_parts)
+    else:
+        p_value = 2.0 * stats.norm.sf(np.abs(estimate) / np.maximum(se0, 1e-300))
     q_value = false_discovery_control(p_value, method=fdr_method)
     return EdgeInference(
         source=rows, target=cols, partial_correlation=estimate, std_error=se,
@@ -979,6 +997,28 @@ def edge_inference(
         method=method, debiased_precision=T, pilot_precision=theta, null_std_error=se0,
         noise_share=share, clipping_correction=correction, diagnostics=diagnostics,
     )
+
+
+#: Gauss-Laguerre nodes of the Laplace noise's p-values (the tail probabilities that false-
+#: discovery control reads, below 0.05, are exact to 1e-6 relative with 80).
+_LAPLACE_NODES = 80
+
+
+def _laplace_noise_p_values(statistic: np.ndarray, sampling: np.ndarray,
+                            noise: np.ndarray) -> np.ndarray:
+    """Two-sided p-values of ``statistic`` under a Gaussian part of variance ``sampling``
+    plus a Laplace part of variance ``noise``: the Laplace law is the Gaussian scale
+    mixture ``N(0, noise * W)``, ``W ~ Exp(1)``, so the tail is
+    ``E_W[2 Phi(-t / sqrt(sampling + noise W))]``, integrated by Gauss-Laguerre."""
+    nodes, weights = np.polynomial.laguerre.laggauss(_LAPLACE_NODES)
+    out = np.empty_like(statistic, dtype=float)
+    for start in range(0, statistic.size, 20_000):
+        part = slice(start, start + 20_000)
+        variance = sampling[part, None] + noise[part, None] * nodes[None, :]
+        tails = 2.0 * stats.norm.sf(statistic[part, None]
+                                    / np.sqrt(np.maximum(variance, 1e-300)))
+        out[part] = tails @ weights
+    return np.clip(out, 0.0, 1.0)
 
 
 #: Records simulated per bootstrap replicate at most; beyond, the replicate's deviation
