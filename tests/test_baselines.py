@@ -206,14 +206,20 @@ def test_adaptive_spends_the_planned_shares(data):
     rho = 0.4
     est = AdaptiveCovariance(budget=ZCDP(rho), bounds=Box(1.0), random_state=3).fit(data)
     spends = est.accountant_.spends
-    assert spends[0].budget == ZCDP(rho / 8)
-    assert isinstance(spends[1].budget, PureDP)
-    epsilon = spends[1].budget.epsilon
-    assert epsilon == pytest.approx(math.sqrt(rho) / 2, rel=1e-14)
-    assert Fraction(epsilon) ** 2 / 2 <= Fraction(rho) / 8
-    rest = sum(Fraction(s.budget.rho) for s in spends[2:])
-    assert float(rest) == pytest.approx(0.75 * rho, rel=1e-12)
+    # An eighth of rho rounded down to a multiple of rho's last binary digit (ulp(0.4) =
+    # 2**-54), so that the release can take exactly what remains.
+    share = Fraction(math.floor(Fraction(rho) / 8 / 2**-54), 2**54)
+    assert share <= Fraction(rho) / 8 < share + Fraction(1, 2**54)
+    assert spends[0].budget == ZCDP(float(share))
+    # The sparse vector is booked at its zCDP share and runs at the largest epsilon with
+    # epsilon**2 / 2 within it.
+    assert spends[1].budget == ZCDP(float(share))
     noise = est.privacy_.noise
+    epsilon = noise["svt_epsilon"]
+    assert epsilon == pytest.approx(math.sqrt(rho) / 2, rel=1e-14)
+    assert Fraction(epsilon) ** 2 / 2 <= share
+    rest = sum(Fraction(s.budget.rho) for s in spends[2:])
+    assert rest == Fraction(rho) - 2 * share
     r = math.sqrt(p)
     assert noise["trace_sigma"] == pytest.approx(
         exact_gaussian_sigma_zcdp(r**2 / n, 1, rho / 8)[0], rel=1e-14
@@ -222,7 +228,11 @@ def test_adaptive_spends_the_planned_shares(data):
     # The queries are monotonic (one record moves all of them the same way).
     assert noise["svt_query_laplace_scale"] == pytest.approx(2 / epsilon)
     tau = est.radius_
-    assert tau <= r and math.log2(r / tau) == pytest.approx(round(math.log2(r / tau)))
+    # The declared radius is sqrt(p) rounded up (it must bound every clipped row's norm);
+    # the chosen one is it times a power of two.
+    declared = r if Fraction(r) ** 2 >= p else math.nextafter(r, math.inf)
+    assert tau <= declared
+    assert math.log2(declared / tau) == pytest.approx(round(math.log2(declared / tau)))
     if est.method_ == "gauss":
         expected, _ = exact_gaussian_sigma_zcdp(
             math.sqrt(2) * tau**2 / n, p * (p + 1) // 2, 0.75 * rho
@@ -233,6 +243,17 @@ def test_adaptive_spends_the_planned_shares(data):
         assert noise["eigenvalue_sigma"] == pytest.approx(expected, rel=1e-12)
     values = np.linalg.eigvalsh(est.covariance_)
     assert values.min() >= -1e-12 and values.max() <= tau**2 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.7, 1.1])
+def test_adaptive_spends_exactly_its_total(data, rho):
+    # Totals whose eighths are no exact floats: the shares are dyadic, the release takes
+    # exactly what remains.
+    est = AdaptiveCovariance(budget=ZCDP(rho), bounds=Box(1.0), random_state=3).fit(data)
+    assert est.plan_.spends_exactly
+    assert est.privacy_.notes["spent_exactly_total"] is True
+    spent = sum((Fraction(s.budget.rho) for s in est.accountant_.spends), Fraction(0))
+    assert spent == Fraction(rho)
 
 
 def test_adaptive_finds_a_smaller_radius_and_beats_separate_at_the_declared_one():

@@ -259,6 +259,26 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
                                                                          "graph"]
 
 
+def test_pace_refuses_a_row_norm_bound_and_says_which():
+    with pytest.raises(ValueError, match=r"bounds: method 'pace' needs a box bound .*got the "
+                                         r"row-norm bound 'l2:2\.5'"):
+        PrivateGraph(budget=ZCDP(1.0), method="pace", bounds="l2:2.5").check_params()
+
+
+def test_private_graph_books_pace_as_its_planned_graph_step():
+    frame, _ = make_raw_chain(n_samples=3000, n_features=5, random_state=1)
+    graph = PrivateGraph(budget=ZCDP(1.0), method="pace", random_state=0).fit(frame)
+    planned = {s.step: s.budget for s in graph.plan_.steps}
+    steps = graph.privacy_.noise["breakdown"]
+    assert [s["step"] for s in steps] == ["bounds", "centring", "graph"] == list(planned)
+    # The graph step is booked at what PACE-GGM delivered, which is the planned budget.
+    assert steps[-1]["budget"] == graph.graph_estimator_.privacy_.budget == planned["graph"]
+    assert steps[-1]["rounds"] == graph.graph_estimator_.n_rounds_
+    total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
+    assert total == Fraction(1)
+    assert graph.privacy_.notes["spent_exactly_total"] is True
+
+
 @pytest.mark.parametrize("params, message", [
     ({"method": "ridge"}, "method must be one of"),
     ({"center": "mean"}, "center must be one of 'private', 'none'"),

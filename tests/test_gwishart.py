@@ -284,3 +284,17 @@ def test_seed002_table_1a_has_a_gwishart_column():
     default, _, _ = run_table_1a(repetitions=1, sample_sizes=(300,), snr_levels=(40.0,),
                                  n_features=6, cv=2)
     assert "auc_gwishart" not in default.columns and "auc_gwishart_mean" not in default.columns
+
+
+def test_the_plan_refuses_what_the_fit_refuses_before_the_data():
+    est = dpggm.GWishartGraph(noise_sigma=0.0, n_iter=100, burn_in=100)
+    with pytest.raises(ValueError, match="burn_in must be smaller than n_iter=100; got "
+                                         "burn_in=100"):
+        est.plan(n_samples=50, n_features=3)
+    with pytest.raises(ValueError, match="burn_in must be smaller than n_iter"):
+        est.check_params()
+    # Nor a noise description that cannot be used (no noise_sigma and no release).
+    with pytest.raises(ValueError, match="noise_sigma is required"):
+        dpggm.GWishartGraph(n_iter=100).plan(n_samples=50, n_features=3)
+    plan = dpggm.GWishartGraph(noise_sigma=0.0, n_iter=100).plan(n_samples=50, n_features=3)
+    assert plan.empty and plan.steps == ()

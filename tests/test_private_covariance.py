@@ -217,3 +217,22 @@ def test_neighbouring_pair_threshold_events():
         for t in np.linspace(-shift, 2 * shift, 400)
     )
     assert worst > delta + slack
+
+
+@pytest.mark.parametrize("params, error, message", [
+    ({"mechanism": "wishart-pure", "budget": PureDP(1.0)}, "InvalidGuaranteeError",
+     "mechanism 'wishart-pure' is refused"),
+    ({"mechanism": "wishart", "budget": ZCDP(1.0)}, "IncompatibleBudgetError",
+     "needs an ApproxDP budget; got ZCDP"),
+    ({"mechanism": "wishart", "budget": ApproxDP(1.0, 1e-6), "neighbors": "add-remove"},
+     "UnsupportedNeighborsError", "replace-one neighbours only"),
+])
+def test_mechanism_refusals_come_with_the_parameters(tmp_path, params, error, message):
+    from dpggm import exceptions
+
+    est = PrivateCovariance(bounds="l2:1", **params)
+    with pytest.raises(getattr(exceptions, error), match=message):
+        est.check_params()
+    # fit refuses before it reads anything: a missing file is never opened.
+    with pytest.raises(getattr(exceptions, error), match=message):
+        est.fit(str(tmp_path / "absent.csv"))

@@ -429,3 +429,15 @@ def test_publish_csv_and_recover_from_csv(tmp_path):
     assert json.loads((tmp_path / "graph" / "recovery.json").read_text())["alpha"] == 0.05
     with pytest.raises(ValueError, match="does not match the release's noise sigma"):
         recover_from_csv(noisy, noise_sigma=0.5, alpha=0.05)
+
+
+@pytest.mark.parametrize("units, step, name", [
+    (None, Fraction(1), "units"), (Fraction(3), None, "step"), (Fraction(0), Fraction(1), "units"),
+    (Fraction(3), -1, "step"), (True, Fraction(1), "units"),
+])
+def test_record_publication_names_a_bad_lattice_parameter(units, step, name):
+    from dpggm.mechanisms.publish import RecordPublication
+
+    with pytest.raises(ValueError, match=rf"{name} \(.*\) must be a positive rational .*got "
+                                         rf"{name}="):
+        RecordPublication(sensitivity=2.0, p=3, units=units, step=step)

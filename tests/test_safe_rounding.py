@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpggm import GDP, ZCDP, Box, PureDP
+from dpggm import GDP, ZCDP, Box
 from dpggm.estimators import pace as pace_module
 from dpggm.estimators.baselines import AdaptiveCovariance
 from dpggm.estimators.pace import PACECovariance
@@ -112,6 +112,9 @@ def test_adaptive_sparse_vector_epsilon_within_its_zcdp_share():
     rng = np.random.default_rng(2)
     X = np.clip(rng.normal(size=(300, 3)) / 3, -1, 1)
     est = AdaptiveCovariance(budget=ZCDP(0.37), bounds=Box(1.0), random_state=0).fit(X)
-    (sparse,) = [s for s in est.accountant_.spends if isinstance(s.budget, PureDP)]
-    share = Fraction(0.37) * Fraction(est.radius_fraction)
-    assert Fraction(sparse.budget.epsilon) ** 2 / 2 <= share
+    # Booked at its zCDP share (at most radius_fraction of rho), run at an epsilon whose
+    # epsilon**2 / 2 is within what was booked.
+    (sparse,) = [s for s in est.privacy_.noise["breakdown"] if s["step"] == "radius"]
+    booked = Fraction(sparse["budget"].rho)
+    assert booked <= Fraction(0.37) * Fraction(est.radius_fraction)
+    assert Fraction(est.privacy_.noise["svt_epsilon"]) ** 2 / 2 <= booked

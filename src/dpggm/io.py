@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_target", "check_writable_dir",
+    "STAGING_PREFIX", "StagedOutput", "check_target", "check_writable_dir",
     "commit_directory", "current_umask", "place", "recover_pending", "write_atomic",
 ]
 
@@ -419,34 +419,3 @@ def _paid_spend(pending: dict[str, Any]) -> Any:
 def _ledger_record(ledger: str, dataset: str, sequence: int, output_id: str) -> dict[str, Any]:
     return {"ledger": ledger, "dataset": dataset, "spend": sequence, "output_id": output_id}
 
-
-class OutputDir:
-    """An output directory that refuses to overwrite existing files unless told to
-    (single files written atomically; used where a library call writes its own set)."""
-
-    def __init__(self, path: Path, *, overwrite: bool = False) -> None:
-        self.path = Path(path)
-        self.overwrite = overwrite
-        self.written: list[Path] = []
-
-    def check(self, names: list[str]) -> None:
-        """Refuse before any work is done if a file would be overwritten."""
-        if self.path.exists() and not self.path.is_dir():
-            raise FileExistsError(f"--out {self.path} is a file; give a directory path")
-        if self.overwrite:
-            return
-        existing = [n for n in names if (self.path / n).exists()]
-        if existing:
-            raise FileExistsError(
-                f"{self.path} already has {', '.join(existing)}; choose another --out or pass "
-                "--overwrite"
-            )
-
-    def json(self, name: str, data: Any) -> Path:
-        target = self.path / name
-        if target.exists() and not self.overwrite:
-            raise FileExistsError(f"{target} exists; pass --overwrite to replace it")
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, lambda fh: json.dump(data, fh, indent=2))
-        self.written.append(target)
-        return target

@@ -53,88 +53,36 @@ __all__ = ["curator_diagnostics", "graph", "graph_result_record", "inference_rec
 GIL_SWITCH_SECONDS = 0.0005
 
 
-#: The power at which ``PrivateGraph.detectable_`` states the weakest edge it detects.
-DETECTABLE_POWER = 0.8
-
-
 def inference_record(estimator: Any) -> dict[str, Any] | None:
-    """How a fitted ``PrivateGraph`` chose its edges and what its release can detect (its
-    ``detectable_``), for ``result.json``; ``None`` without edge inference (PACE-GGM).
+    """How a fitted ``PrivateGraph`` chose its edges and what its release can detect
+    (:func:`dpggm.estimators.graph.inference_record`, imported when called)."""
+    from dpggm.estimators.graph import inference_record as record_of
 
-    Every figure is public: the options, and ``detectable_``, which the estimator computes
-    from ``n`` and ``p`` (public under replace-one neighbours, the only relation of
-    ``PrivateGraph``), the release's noise standard deviation and its released row-norm
-    bound -- nothing read from the data.
-    """
-    if getattr(estimator, "inference_", None) is None:
-        return None
-    record: dict[str, Any] = {
-        "select": estimator.select,
-        "fdr": float(estimator.fdr),
-        "fdr_method": estimator.fdr_method,
-        "confidence_level": float(estimator.confidence_level),
-    }
-    if estimator.select == "threshold":
-        record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
-    if getattr(estimator, "selection_withheld_", False):
-        record["withheld"] = True
-    detectable = estimator.detectable_
-    if detectable is not None:
-        # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
-        finite = math.isfinite(detectable)
-        record["detectable"] = {"partial_correlation": float(detectable) if finite else None,
-                                "power": DETECTABLE_POWER, "nothing_detectable": not finite}
-    return record
+    return record_of(estimator)
 
 
 def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
     """The public record of a fitted ``PrivateGraph`` (no seed, nothing computed from the
-    private data beyond the release)."""
-    privacy = estimator.privacy_.to_dict()
-    params = {k: v for k, v in estimator.get_params().items()
-              if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
-    params["budget"] = estimator.budget.to_dict()
-    p = estimator.n_features_in_
-    n_edges = int(estimator.adjacency_.sum() // 2)
-    diagnostics: dict[str, Any] = {
-        "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
-    }
-    if estimator.bound_fraction_ is not None:
-        diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
-    if estimator.alpha_ is not None:
-        diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
-        diagnostics["solver converged"] = bool(estimator.solver_.converged)
-        diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
-    record = {
-        "command": "graph",
-        "title": f"dpggm graph of {data_name}",
-        "method": estimator.method,
-        "n_samples": int(estimator.n_samples_),
-        "n_features": int(p),
-        "features": _names(estimator),
-        "n_edges": n_edges,
-        "privacy": privacy,
-        "parameters": params,
-        "diagnostics": diagnostics,
-    }
-    inference = inference_record(estimator)
-    if inference is not None:
-        record["inference"] = inference
-    return record
+    private data beyond the release): the library's record
+    (:func:`dpggm.estimators.graph.graph_result_record`, the one ``PrivateGraph.save``
+    writes, with its ``inference`` record) with the command and its title."""
+    from dpggm.estimators.graph import graph_result_record as library_record
+
+    return {"command": "graph", "title": f"dpggm graph of {data_name}",
+            **library_record(estimator)}
 
 
 def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
-    """Write every released file of a fitted ``PrivateGraph`` into ``staged``."""
-    from dpggm.estimators.graph import edges_csv_text
+    """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
+    ``PrivateGraph.save`` writes (the same function), then the pictures and the report."""
+    from dpggm.estimators.graph import stage_graph_release
     from dpggm.report import build_report, draw_graph, forest_plot, precision_heatmap
 
     record = graph_result_record(estimator, data_name=data_name)
     names = _names(estimator)
     edges = estimator.edges_
-    staged.json("result.json", record)
-    staged.text("edges.csv", edges_csv_text(edges))
+    stage_graph_release(staged, estimator, record)
     if estimator.precision_ is not None:
-        staged.npy("precision.npy", estimator.precision_)
         staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
     fdr = float(estimator.fdr)
     staged.bytes("graph.png", draw_graph(edges, names, title=record["title"], fdr=fdr))
@@ -258,6 +206,7 @@ def curator_diagnostics(estimator: Any) -> list[str]:
 def _detectable_words(estimator: Any) -> str:
     """The report's sentence on what the release can detect (public: from
     ``detectable_``)."""
+    from dpggm.estimators.graph import DETECTABLE_POWER
     from dpggm.report import detectable_in_words
 
     private = estimator.privacy_.budget.to_dict().get("notion") != "non-private"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dpggm.io import (
     STAGING_PREFIX,
-    OutputDir,
     StagedOutput,
     check_target,
     check_writable_dir,
@@ -18,6 +17,6 @@ from dpggm.io import (
 )
 
 __all__ = [
-    "STAGING_PREFIX", "OutputDir", "StagedOutput", "check_target", "check_writable_dir",
+    "STAGING_PREFIX", "StagedOutput", "check_target", "check_writable_dir",
     "commit_directory", "current_umask", "place", "recover_pending", "write_atomic",
 ]

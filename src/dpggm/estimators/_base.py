@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,6 +64,7 @@ from dpggm.mechanisms.release import (
     FLOAT_NOISE_MECHANISMS,
     INVALID_MECHANISMS,
     WISHART_FLOAT_REASON,
+    check_second_moment_mechanism,
     release_planned_second_moment,
     second_moment_accounting,
     second_moment_plan,
@@ -154,7 +155,6 @@ class Settings:
     accounting: Budget
     invalid_reason: str | None = None
     data_dependent: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
         return self.params[name]
@@ -166,12 +166,17 @@ class Settings:
 
 def result_record(estimator: Any, *, method: str | None = None) -> dict[str, Any]:
     """The public record of a fitted estimator (``result.json``): sizes, column names, the
-    guarantee, the parameters (never the seed) and the solver's public outcome."""
+    guarantee, the parameters (never the seed) and the solver's public outcome.
+
+    ``n_samples`` is ``null`` when the fit released no count (under add/remove neighbours
+    the number of records is private, and an estimator that releases no noisy count sets
+    no ``n_samples_``), as in the plan's record."""
     from dpggm.estimators._contract import feature_names
 
+    n_samples = getattr(estimator, "n_samples_", None)
     record: dict[str, Any] = {
         "method": method or type(estimator).__name__,
-        "n_samples": int(estimator.n_samples_),
+        "n_samples": None if n_samples is None else int(n_samples),
         "n_features": int(estimator.n_features_in_),
         "features": feature_names(estimator),
         "privacy": estimator.privacy_.to_dict(),
@@ -209,12 +214,17 @@ def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
             staged.npy(name, getattr(estimator, attr))
     names = feature_names(estimator)
     precision = getattr(estimator, "precision_", None)
+    # The graph is the estimator's own (``adjacency_``: PACE-GGM's measured pattern, a
+    # G-Wishart posterior's edges above one half), never re-read off a precision matrix
+    # whose zero pattern need not be it.
+    adjacency = getattr(estimator, "adjacency_", None)
     if precision is not None:
         staged.text("edges.csv", edges_csv_text(edges_from_precision(
-            precision, names, adjacency=np.abs(precision) > 0)))
-    elif getattr(estimator, "adjacency_", None) is not None:
+            precision, names,
+            adjacency=np.abs(precision) > 0 if adjacency is None else adjacency)))
+    elif adjacency is not None:
         staged.text("edges.csv", edges_csv_text(edge_table(
-            estimator.adjacency_, names, weight=None, partial=None)))
+            adjacency, names, weight=None, partial=None)))
 
 
 class Deliverable:
@@ -237,7 +247,8 @@ class Deliverable:
         out : path
             The output directory (refused if it holds files, unless ``overwrite``).
         record : dict, optional
-            The ``result.json`` record (default :func:`result_record`).
+            The ``result.json`` record (default: the estimator's own, :func:`result_record`
+            unless the estimator states another).
         extra : callable, optional
             ``extra(staged)`` writes more files into the staging directory (pictures, say).
 
@@ -255,7 +266,9 @@ class Deliverable:
         if not hasattr(self, "privacy_"):
             raise ValueError(f"{type(self).__name__} is not fitted: call fit before save")
         if (ledger is None) != (dataset is None):
-            raise ValueError("ledger and dataset go together")
+            raise ValueError(
+                "ledger and dataset go together: give both (to charge the release) or "
+                f"neither; got ledger={ledger!r}, dataset={dataset!r}")
         book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
             ledger, create=False)
         out = Path(out)
@@ -265,7 +278,8 @@ class Deliverable:
                                             "dataset": dataset}
         staged = StagedOutput(out, overwrite=overwrite, pending=pending)
         try:
-            stage_estimate(staged, self, record if record is not None else result_record(self))
+            self._stage_release(staged, record if record is not None
+                                else self._release_record())
             if extra is not None:
                 extra(staged)
         except BaseException:
@@ -275,6 +289,14 @@ class Deliverable:
                                  mechanism=mechanism or f"{type(self).__name__}.save",
                                  details={"out": str(out), **(details or {})})
         return {"written": staged.written, "ledger": charged}
+
+    def _release_record(self) -> dict[str, Any]:
+        """The default ``result.json`` record of :meth:`save`."""
+        return result_record(self)
+
+    def _stage_release(self, staged: Any, record: dict[str, Any]) -> None:
+        """Write the released files of :meth:`save` into ``staged``."""
+        stage_estimate(staged, self, record)
 
 
 class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
@@ -461,11 +483,37 @@ class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
     """Template 2 (see the module documentation): an estimator fitted to a published
     release. It spends nothing; :meth:`plan` is empty and says so."""
 
+    def save(self, out: Any, *, ledger: Any = None, dataset: str | None = None,
+             **options: Any) -> dict[str, Any]:
+        """Write the files of this fit into the directory ``out``, whole or not at all
+        (:meth:`Deliverable.save`), never charging a ledger.
+
+        Raises
+        ------
+        ValueError
+            ``ledger`` or ``dataset`` given: post-processing spends nothing, and the
+            release it reads was booked when it was published (charging here would book
+            that release a second time).
+        """
+        if ledger is not None or dataset is not None:
+            raise ValueError(
+                f"{type(self).__name__}.save takes no ledger (got ledger={ledger!r}, "
+                f"dataset={dataset!r}): post-processing of a published release spends "
+                "nothing, the release was booked when it was published")
+        return super().save(out, **options)
+
     def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
         """The empty plan: post-processing of a published release makes no measurement
-        and spends nothing (its privacy is the release's)."""
+        and spends nothing (its privacy is the release's).
+
+        Raises
+        ------
+        ValueError
+            Every refusal the fit would make before reading the data (a bad parameter or
+            combination of parameters, a noise description that disagrees with the
+            release)."""
         n, p = check_sizes(n_samples, n_features)
-        self._validate_params()
+        self.check_params()
         return ReleasePlan(type(self).__name__, n, p, NonPrivate(), NonPrivate(), (),
                            notes={"reason": "post-processing of a published release: no "
                                             "measurement, nothing spent"})
@@ -479,6 +527,12 @@ class PostProcessingEstimator(Deliverable, ContractMixin, BaseEstimator):
         self.plan_ = self.plan(n_samples=data.n_samples, n_features=data.n_features)
         self._solve(X, settings, noise, data)
         return self
+
+    def check_params(self) -> None:
+        """Check every declared parameter, their combinations and the release's noise
+        description, as ``fit`` does before reading any data; raises a ``ValueError``
+        naming the parameter, the constraint and the value."""
+        self._noise(self._settings())
 
     def _settings(self) -> dict[str, Any]:
         return self._validate_params()
@@ -523,6 +577,11 @@ class PrivateEstimatorBase(DPEstimator):
     def _settings(self) -> Settings:
         settings = super()._settings()
         mechanism = settings["mechanism"]
+        # Before any data: a budget the mechanism cannot deliver, an invalid mechanism
+        # without allow_invalid, a relation it has no analysis for.
+        check_second_moment_mechanism(mechanism, budget=settings.requested,
+                                      neighbors=settings["neighbors"],
+                                      allow_invalid=settings["allow_invalid"])
         invalid = "; ".join(r for r in (
             INVALID_MECHANISMS.get(mechanism),
             WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,

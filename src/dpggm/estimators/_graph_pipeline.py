@@ -79,7 +79,6 @@ from dpggm.mechanisms.sensitivity import (
 )
 from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
-    GDP,
     ZCDP,
     ApproxDP,
     Budget,
@@ -87,7 +86,9 @@ from dpggm.privacy.budgets import (
     PureDP,
     accounting_total,
     budget_from_cost,
+    dyadic_share,
     exact_cost,
+    parameter_of,
 )
 
 __all__ = [
@@ -191,15 +192,6 @@ def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | No
     return fraction
 
 
-def _share(total: Budget, fraction: Fraction) -> Budget:
-    """``fraction`` of ``total``, rounded down to a multiple of the total's last binary
-    digit: then the total minus any sum of such shares is an exact float, and the last
-    step can take exactly what remains (the steps add up to the total exactly)."""
-    cost = _notion_cost(total)
-    digit = Fraction(math.ulp(float(cost)))
-    return budget_from_cost(type(total), (math.floor(cost * fraction / digit) * digit,))
-
-
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
     """Public noise figures of a Gaussian (or, for pure DP, Laplace) step; none for a
     budget no exact draw can be calibrated to (check_plan_budget_range refuses it)."""
@@ -283,7 +275,7 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     notes: dict[str, Any] = {}
     if fraction is not None:
         range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
-        ranges_budget = _share(total, range_share)
+        ranges_budget = dyadic_share(total, range_share)
         try:
             eps = range_epsilons(ranges_budget, p)
         except ValueError:
@@ -297,14 +289,14 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
         used += range_share
         notes["bound_fraction"] = str(fraction)
         if settings.with_norm:
-            norm_budget = _share(total, fraction * NORM_SHARE)
+            norm_budget = dyadic_share(total, fraction * NORM_SHARE)
             steps.append(PlannedMeasurement(
                 "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
                 sensitivity_rule="rank score of the rescaled rows' norms",
                 noise={"epsilon": exponential_epsilon(norm_budget)}))
             used += fraction * NORM_SHARE
     if settings.missing == "impute" and settings.method != "pace":
-        budget = _share(total, MISSING_FRACTION)
+        budget = dyadic_share(total, MISSING_FRACTION)
         pure = isinstance(total, PureDP)
         sens = float(p) if pure else indicator_l2_sensitivity(p)
         steps.append(PlannedMeasurement(
@@ -313,7 +305,7 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
             noise=_additive(budget, p, sens)))
         used += MISSING_FRACTION
     if settings.private_centre:
-        shares["centring"] = _share(total, settings.center_fraction)
+        shares["centring"] = dyadic_share(total, settings.center_fraction)
         used += settings.center_fraction
         notes["center_fraction"] = str(settings.center_fraction)
     if used >= 1:
@@ -444,14 +436,13 @@ def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
 
 
 def _requested_form(requested: Budget) -> tuple[str, float, Any]:
-    """The requested budget's parameter, its value, and the map from the zCDP ``rho`` it is
-    run in back to that parameter (for messages)."""
+    """The requested budget's parameter, its value (:func:`~dpggm.privacy.budgets.
+    parameter_of`), and the map from the zCDP ``rho`` it is run in back to that parameter
+    (for messages)."""
+    name, value = parameter_of(requested)
     if isinstance(requested, ApproxDP):
-        return ("epsilon", requested.epsilon,
-                lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon)
-    if isinstance(requested, GDP):
-        return "mu", requested.mu, lambda rho: math.sqrt(2 * rho)
-    return "epsilon", requested.epsilon, lambda rho: math.sqrt(2 * rho)
+        return name, value, lambda rho: ZCDP(rho).to_approx(requested.delta).epsilon
+    return name, value, lambda rho: math.sqrt(2 * rho)
 
 
 # ------------------------------------------------------------------------------ running
@@ -475,6 +466,8 @@ class GraphRelease:
     tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    #: The fitted PACE-GGM run of the ``graph`` step (``method="pace"``).
+    graph_estimator: Any = None
 
 
 class _Runner:
@@ -492,14 +485,17 @@ class _Runner:
         shift = self.settings.public_centre
         return self.records.run(task if shift is None else Shifted(task, shift))
 
-    def _book(self, step: str, run: Any) -> Any:
+    def _book(self, step: str, run: Any, *, delivered: Any = None) -> Any:
+        """Check the planned step's budget, run it, book what it delivered (the planned
+        budget, or ``delivered(result)`` for a step that states its own guarantee)."""
         planned = self.steps[step]
         if self.accountant is not None:
             self.accountant.check(planned.budget)
         result, noise = run(planned)
+        budget = planned.budget if delivered is None else delivered(result)
         if self.accountant is not None:
-            self.accountant.spend(planned.budget, mechanism=planned.mechanism)
-        self.out.steps.append({"step": step, "budget": planned.budget,
+            self.accountant.spend(budget, mechanism=planned.mechanism)
+        self.out.steps.append({"step": step, "budget": budget,
                                "mechanism": planned.mechanism, **noise})
         return result
 
@@ -593,6 +589,38 @@ class _Runner:
                 self.out.second_moment = self._book("graph", lambda planned: self._matrix(
                     gram, n, bounds, planned))
         self._centre(gram, total, n)
+        if self.settings.method == "pace":
+            self._pace(n)
+
+    def _pace(self, n: int) -> None:
+        """PACE-GGM on the exact centred second moment of the boxed records, as the planned
+        ``graph`` step: checked before, booked at the budget the fit delivered (its
+        ``privacy_.budget``: its rounds spend exactly the step's budget under their
+        filter)."""
+        from dpggm.estimators.pace import PACECovariance
+        from dpggm.estimators.records import SecondMoment
+
+        columns = list(self.records.columns)
+
+        def fit(budget: Budget) -> Any:
+            inner = PACECovariance(budget=budget, bounds=self.out.inner_bounds,
+                                   random_state=self.ctx.source,
+                                   report_delta=self.ctx.report_delta)
+            # The exact second moment of records already clipped into inner_bounds.
+            return inner.fit(SecondMoment(second_moment=self.out.second_moment,
+                                          total=np.zeros(len(columns)), n=n, n_clipped=0,
+                                          columns=columns))
+
+        if self.settings.non_private:
+            self.out.graph_estimator = fit(NonPrivate())
+            return
+
+        def run(planned: PlannedMeasurement) -> tuple[Any, dict[str, Any]]:
+            inner = fit(planned.budget)
+            return inner, {k: v for k, v in inner.privacy_.noise.items() if k != "breakdown"}
+
+        self.out.graph_estimator = self._book(
+            "graph", run, delivered=lambda inner: inner.privacy_.budget)
 
     def _present(self, state: MomentsState, n: int) -> None:
         """The share of values present in each column, from released counts over the

@@ -75,7 +75,6 @@ from dpggm.privacy.budgets import (
     scale_budget,
     split_budget,
 )
-from dpggm.privacy.calibration import PURE_DP_ZCDP, epsilon_for_zcdp
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.psd import project_psd
 
@@ -754,10 +753,14 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
     every term ``(|x|^2 - tau^2)_+`` in the direction of the change of ``|x|`` (adding one
     raises them all), so AboveThreshold with ``Laplace(2 / epsilon)`` on the threshold and
     on every query is ``epsilon``-DP for any number of queries (Lyu, Su & Li 2017,
-    section 4.2), i.e. ``epsilon^2 / 2``-zCDP. The final release at radius ``tau`` has the sensitivities
-    of GaussCov / SeparateCov with ``r`` replaced by ``tau``. The three steps compose
-    adaptively to rho-zCDP under the accountant; the final step spends exactly the
-    remainder.
+    section 4.2), i.e. ``epsilon^2 / 2``-zCDP. The final release at radius ``tau`` has the
+    sensitivities of GaussCov / SeparateCov with ``r`` replaced by ``tau``. The trace and
+    the sparse vector get dyadic shares of ``rho`` (``trace_fraction`` and
+    ``radius_fraction`` of it, rounded down to multiples of its last binary digit); the
+    sparse vector runs at the largest ``epsilon`` with ``epsilon^2 / 2`` at most its share
+    and is booked at the share. The three steps compose adaptively to rho-zCDP under the
+    accountant; the final step spends exactly the remainder, so they add up to ``rho``
+    exactly.
     """
 
 
@@ -889,13 +892,16 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
         )
         total = settings.accounting
         rho = Fraction(total.rho)
+        # Dyadic shares of the total (multiples of its last binary digit), so that the
+        # release can take exactly what remains and the steps add up to the total.
         trace = GaussianMechanism(sensitivity=math.nextafter(r**2 / n, math.inf), size=1,
-                                  budget=scale_budget(total, trace_fraction), noise=noise)
-        epsilon = epsilon_for_zcdp(rho * radius_fraction, coefficient=PURE_DP_ZCDP)
-        radius = AboveThreshold(epsilon=epsilon, sensitivity=1.0, monotonic=True,
-                                notion=PureDP)
+                                  budget=dyadic_share(total, trace_fraction), noise=noise)
+        radius_budget = dyadic_share(total, radius_fraction)
+        # The sparse vector runs at the largest epsilon with epsilon**2 / 2 <= its share
+        # (exactly), so booking the share never understates what it delivers.
+        radius = AboveThreshold.for_budget(radius_budget, sensitivity=1.0, monotonic=True)
         trace_step = trace.planned("trace")
-        radius_step = radius.planned("radius")
+        radius_step = replace(radius.planned("radius"), budget=radius_budget)
         spent = sum((exact_cost(s.budget, ZCDP)[0] for s in (trace_step, radius_step)),
                     Fraction(0))
         release = budget_from_cost(ZCDP, (rho - spent,))
@@ -965,7 +971,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             mechanism = _matrix_mechanism(radius, budget=budget, **options)
             noisy, estimate = _gauss_cov(S, radius=radius, mechanism=mechanism, ctx=ctx)
             return noisy, estimate, {**mechanism.record("gauss_"), "gauss_rho": budget.rho}
-        half = scale_budget(budget, Fraction(1, 2))
+        half = dyadic_share(budget, Fraction(1, 2))
         rest = budget_from_cost(ZCDP, (exact_cost(budget, ZCDP)[0] - exact_cost(half, ZCDP)[0],))
         vectors = _matrix_mechanism(radius, budget=half, **options)
         values = _matrix_mechanism(radius, budget=rest, eigenvalues=True, **options)

@@ -53,14 +53,13 @@ from dpggm.estimators.edges import (
     edges_from_precision,
     partial_correlation,
 )
-from dpggm.estimators.records import SecondMoment
 from dpggm.estimators.registry import GRAPH_METHODS
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import ReleasePlan
 from dpggm.mechanisms.private_bounds import RANGE_WIDTH
-from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP
+from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP, exact_cost
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
 __all__ = [
@@ -72,11 +71,19 @@ __all__ = [
     "edge_table",
     "edges_csv_text",
     "edges_from_precision",
+    "DETECTABLE_POWER",
+    "graph_result_record",
+    "inference_record",
     "partial_correlation",
+    "stage_graph_release",
 ]
 
 
-def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = 0.8,
+#: The power at which ``PrivateGraph.detectable_`` states the weakest edge it detects.
+DETECTABLE_POWER = 0.8
+
+
+def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_POWER,
                 sigma: float | None = None, bound: float | None = None) -> float | None:
     """:func:`~dpggm.solvers.inference.detectable_partial_correlation` for a plan (the
     noise from the plan at the expected bound) or a fit (its ``sigma`` and ``bound``);
@@ -396,7 +403,9 @@ class PrivateGraph(DPEstimator):
         auto = isinstance(params["bounds"], str)
         declared = None if auto else params["bounds"]
         if self.method == "pace" and isinstance(declared, RowNorm):
-            raise ValueError("method 'pace' needs a box bound: pass bounds='auto' or 'box:B'")
+            raise ValueError(
+                "bounds: method 'pace' needs a box bound (bounds='auto' or 'box:B'); got "
+                f"the row-norm bound 'l2:{declared.bound!r}'")
         center = params["center"]
         if not isinstance(center, str):
             center = np.asarray(center, dtype=float)
@@ -455,7 +464,7 @@ class PrivateGraph(DPEstimator):
                 "PACE-GGM's adaptive measurements have no closed form")
         return value
 
-    def _detectable_after_fit(self, n: int, p: int) -> float | None:
+    def _detectable_after_fit(self) -> float | None:
         # What a release writes is public, and result.json and the report state this
         # figure, so it is computed from public quantities only: the plan (n, p, the
         # budget), the released noise variance of the second moment (set by the released
@@ -511,12 +520,12 @@ class PrivateGraph(DPEstimator):
         columns = list(data.records.columns)
         self.bound_fraction_ = (Fraction(plan.notes["bound_fraction"])
                                 if "bound_fraction" in plan.notes else None)
-        inner_privacy = self._solve(settings, plan, release, ctx, columns)
+        inner_privacy = self._solve(settings, plan, release)
         self._finish_graph(X, release, columns, plan.n_samples)
         self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
 
-    def _solve(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
-               ctx: ReleaseContext, columns: list[str]) -> PrivacyGuarantee | None:
+    def _solve(self, settings: GraphSettings, plan: ReleasePlan,
+               release: GraphRelease) -> PrivacyGuarantee | None:
         """The graph from the release (post-processing), or PACE-GGM's own measurements."""
         n = plan.n_samples
         self.graph_estimator_ = None
@@ -527,17 +536,8 @@ class PrivateGraph(DPEstimator):
         self.entry_noise_std_ = float(release.entry_noise_std)
         self.release_ = None
         if settings.method == "pace":
-            from dpggm.estimators.pace import PACECovariance
-
-            budget = (NonPrivate() if settings.non_private
-                      else {s.step: s for s in plan.steps}["graph"].budget)
-            inner = PACECovariance(budget=budget, bounds=release.inner_bounds,
-                                   random_state=ctx.source,
-                                   report_delta=self.report_delta)
-            # The exact second moment of records already clipped into inner_bounds.
-            inner.fit(SecondMoment(second_moment=release.second_moment,
-                                   total=np.zeros(len(columns)), n=n, n_clipped=0,
-                                   columns=list(columns)))
+            # Fitted as the plan's graph step, under the pipeline's accountant.
+            inner = release.graph_estimator
             self.graph_estimator_ = inner
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
             self._adjacency_z = np.asarray(inner.adjacency_, dtype=bool)
@@ -558,6 +558,30 @@ class PrivateGraph(DPEstimator):
             # A pure-DP budget releases the second moment with (discrete) Laplace noise.
             noise_distribution="laplace" if isinstance(plan.accounting, PureDP) else "gaussian")
         return None
+
+    # -- the released files --------------------------------------------------------------
+
+    def save(self, out: Any, **options: Any) -> dict[str, Any]:
+        """Write the released files of this fit into the directory ``out``, whole or not
+        at all, charged to ``ledger`` (with ``dataset``) before they appear
+        (:meth:`~dpggm.estimators._base.Deliverable.save`, same options).
+
+        The files are those ``dpggm graph`` writes, from the same functions:
+        ``result.json`` (:func:`graph_result_record`: sizes, names, guarantee, parameters
+        without the seed, public diagnostics, how the edges were chosen and what the
+        release can detect), ``edges.csv`` (exactly :attr:`edges_`: the
+        selected edges with their intervals and q-values, or the threshold's) and
+        ``precision.npy`` (when there is a precision matrix). The pictures
+        (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
+        line only (:mod:`dpggm.report` sits above the estimators).
+        """
+        return super().save(out, **options)
+
+    def _release_record(self) -> dict[str, Any]:
+        return graph_result_record(self)
+
+    def _stage_release(self, staged: Any, record: dict[str, Any]) -> None:
+        stage_graph_release(staged, self, record)
 
     # -- inference (post-processing of the release) -----------------------------------
 
@@ -632,7 +656,7 @@ class PrivateGraph(DPEstimator):
             self.partial_correlation_ = np.eye(p)
             off = self._adjacency_z.copy()
         self.norm_bound_ = release.norm_bound
-        self.detectable_ = self._detectable_after_fit(n, p)
+        self.detectable_ = self._detectable_after_fit()
         self.selection_withheld_ = bool(
             inference is not None and self.select == "fdr" and self.detectable_ is not None
             and math.isinf(self.detectable_))
@@ -726,7 +750,7 @@ class PrivateGraph(DPEstimator):
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
         notes["plan"] = plan.to_dict(self.report_delta)
         notes["spent_exactly_total"] = tuple(accountant.exact_spent) == tuple(
-            _costs(plan.accounting))
+            exact_cost(plan.accounting, type(plan.accounting)))
         budget = plan.accounting
         if isinstance(settings.requested, ApproxDP):
             # The pipeline ran in the largest rho-zCDP that implies the (epsilon, delta) asked.
@@ -745,6 +769,83 @@ class PrivateGraph(DPEstimator):
                                invalid_reason=invalid, caveats=release.caveats)
         return replace(record, equivalent=tuple(
             b for k, b in plan.forms(self.report_delta).items() if b != budget))
+
+
+def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
+    """How a fitted :class:`PrivateGraph` chose its edges and what its release can detect
+    (its ``detectable_``), for ``result.json``; ``None`` without edge inference (PACE-GGM).
+
+    Every figure is public: the options, and ``detectable_``, which the estimator computes
+    from ``n`` and ``p`` (public under replace-one neighbours, the only relation of
+    ``PrivateGraph``), the release's noise standard deviation and its released row-norm
+    bound -- nothing read from the data.
+    """
+    if getattr(estimator, "inference_", None) is None:
+        return None
+    record: dict[str, Any] = {
+        "select": estimator.select,
+        "fdr": float(estimator.fdr),
+        "fdr_method": estimator.fdr_method,
+        "confidence_level": float(estimator.confidence_level),
+    }
+    if estimator.select == "threshold":
+        record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
+    if getattr(estimator, "selection_withheld_", False):
+        record["withheld"] = True
+    detectable = estimator.detectable_
+    if detectable is not None:
+        # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
+        finite = math.isfinite(detectable)
+        record["detectable"] = {"partial_correlation": float(detectable) if finite else None,
+                                "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+    return record
+
+
+def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
+    """The public record of a fitted :class:`PrivateGraph` (``result.json``): sizes, column
+    names, the number of edges, the guarantee, the parameters (never the seed) and public
+    diagnostics -- nothing computed from the private data beyond the release. ``dpggm
+    graph`` adds its command and title."""
+    from dpggm.estimators._contract import feature_names
+
+    params = {k: v for k, v in estimator.get_params().items()
+              if k not in ("random_state", "budget") and isinstance(v, (int, float, str, bool))}
+    params["budget"] = estimator.budget.to_dict()
+    p = estimator.n_features_in_
+    n_edges = int(estimator.adjacency_.sum() // 2)
+    diagnostics: dict[str, Any] = {
+        "edges": f"{n_edges} of {p * (p - 1) // 2} possible",
+    }
+    if estimator.bound_fraction_ is not None:
+        diagnostics["share of the budget for the bounds"] = str(estimator.bound_fraction_)
+    if estimator.alpha_ is not None:
+        diagnostics["graphical-lasso penalty (rescaled data)"] = float(estimator.alpha_)
+        diagnostics["solver converged"] = bool(estimator.solver_.converged)
+        diagnostics["release repaired to positive definite"] = bool(estimator.repaired_)
+    record = {
+        "method": estimator.method,
+        "n_samples": int(estimator.n_samples_),
+        "n_features": int(p),
+        "features": feature_names(estimator),
+        "n_edges": n_edges,
+        "privacy": estimator.privacy_.to_dict(),
+        "parameters": params,
+        "diagnostics": diagnostics,
+    }
+    inference = inference_record(estimator)
+    if inference is not None:
+        record["inference"] = inference
+    return record
+
+
+def stage_graph_release(staged: Any, estimator: PrivateGraph, record: dict[str, Any]) -> None:
+    """Write the released files of a fitted :class:`PrivateGraph` that need no drawing into
+    ``staged`` (:class:`~dpggm.io.StagedOutput`): ``result.json`` (``record``),
+    ``edges.csv`` (exactly ``edges_``) and ``precision.npy`` (when there is one)."""
+    staged.json("result.json", record)
+    staged.text("edges.csv", edges_csv_text(estimator.edges_))
+    if estimator.precision_ is not None:
+        staged.npy("precision.npy", estimator.precision_)
 
 
 _MISSING_NOTES = {
@@ -771,9 +872,3 @@ class _GraphRecords:
     @property
     def n_features(self) -> int:
         return self.records.n_features
-
-
-def _costs(budget: Any) -> tuple[Fraction, ...]:
-    from dpggm.privacy.budgets import exact_cost
-
-    return exact_cost(budget, type(budget))

@@ -71,7 +71,8 @@ from dpggm.privacy.budgets import (
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 
-__all__ = ["AdaSSP", "PrivateLinearRegression", "solve_normal_equations"]
+__all__ = ["INTERCEPT_TERM", "AdaSSP", "PrivateLinearRegression", "coefficients_csv_text",
+           "solve_normal_equations"]
 
 #: Eigenvalues of the (regularised) feature block at or below this fraction of its largest
 #: eigenvalue count as zero: the block is then treated as singular.
@@ -180,7 +181,37 @@ def solve_normal_equations(
     return coef, info
 
 
-class PrivateLinearRegression(RegressorMixin, PlannedEstimator):
+#: The term of the intercept's row in ``coef.csv`` (R's name for it).
+INTERCEPT_TERM = "(Intercept)"
+
+
+def coefficients_csv_text(estimator: Any) -> str:
+    """The released coefficients of a fitted regression as the text of ``coef.csv``: header
+    ``term,coefficient``; with ``fit_intercept=True`` a first row ``(Intercept)``, then
+    one row per feature in the order of the columns (named as fitted: ``x0 .. x{p-1}``
+    without names), every number written with 17 significant digits (read back exactly)."""
+    import pandas as pd
+
+    from dpggm.estimators._contract import feature_names
+
+    terms = list(feature_names(estimator))
+    values = [float(v) for v in np.asarray(estimator.coef_, dtype=float)]
+    if estimator.fit_intercept:
+        terms, values = [INTERCEPT_TERM, *terms], [float(estimator.intercept_), *values]
+    return pd.DataFrame({"term": terms, "coefficient": values}).to_csv(
+        index=False, float_format="%.17g", lineterminator="\n")
+
+
+class _SavesCoefficients:
+    """``save`` of a regression: the common files and ``coef.csv``
+    (:func:`coefficients_csv_text`), the estimate the release was paid for."""
+
+    def _stage_release(self, staged: Any, record: dict[str, Any]) -> None:
+        super()._stage_release(staged, record)  # type: ignore[misc]
+        staged.text("coef.csv", coefficients_csv_text(self))
+
+
+class PrivateLinearRegression(_SavesCoefficients, RegressorMixin, PlannedEstimator):
     """Linear regression from a private joint second moment of ``[X, y]``.
 
     A clone of ``covariance_estimator`` is fitted to the stacked records ``[x, y]`` (with
@@ -226,6 +257,12 @@ class PrivateLinearRegression(RegressorMixin, PlannedEstimator):
         same order.
     privacy_ : PrivacyGuarantee
         That of the covariance estimator (the regression is post-processing).
+
+    Notes
+    -----
+    ``save(directory, ledger=..., dataset=...)`` writes ``result.json`` and ``coef.csv``
+    (:func:`coefficients_csv_text`: ``term,coefficient``, the ``(Intercept)`` row first
+    when ``fit_intercept=True``, then one row per feature).
 
     Privacy
     -------
@@ -458,7 +495,7 @@ def _clipped_regression_statistics(
     return gram, moment, n, columns, _row_bound(x_bound, fit_intercept)
 
 
-class AdaSSP(RegressorMixin, DPEstimator):
+class AdaSSP(_SavesCoefficients, RegressorMixin, DPEstimator):
     """AdaSSP: adaptive sufficient-statistic perturbation for linear regression (Wang 2018,
     Algorithm 2).
 
@@ -513,8 +550,18 @@ class AdaSSP(RegressorMixin, DPEstimator):
     solver_ : SolverResult
         The normal equations' outcome.
     accountant_ : PrivacyAccountant or None
+    n_samples_ : int
+        Under replace-one neighbours only: under add/remove the number of records is
+        private and AdaSSP releases no count, so it is not set (``result.json`` records
+        ``n_samples: null``).
     n_features_in_ : int
     privacy_ : PrivacyGuarantee
+
+    Notes
+    -----
+    ``save(directory, ledger=..., dataset=...)`` writes ``result.json`` and ``coef.csv``
+    (:func:`coefficients_csv_text`: ``term,coefficient``, the ``(Intercept)`` row first
+    when ``fit_intercept=True``, then one row per feature).
 
     Privacy
     -------

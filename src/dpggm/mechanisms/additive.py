@@ -82,6 +82,7 @@ from dpggm.privacy.budgets import (
     NonPrivate,
     PureDP,
     accounting_total,
+    parameter_of,
 )
 from dpggm.privacy.calibration import (
     gaussian_mu,
@@ -521,11 +522,11 @@ def _part_parameter(total: Budget, part: NoisePart) -> float | None:
     share = Fraction(part.share)
     try:
         if part.laplace:
-            return _to_float(Fraction(_parameter(total)[1]) * share)
+            return _to_float(Fraction(parameter_of(total)[1]) * share)
         if isinstance(total, ZCDP):
             return _to_float(Fraction(total.rho) * share)
         if isinstance(total, (GDP, PureDP)):
-            return _to_float(Fraction(_parameter(total)[1]) ** 2 / 2 * share)
+            return _to_float(Fraction(parameter_of(total)[1]) ** 2 / 2 * share)
         return _quiet_rho_for(total.epsilon * float(share), total.delta * float(share))
     except (ValueError, OverflowError, ArithmeticError):
         return None
@@ -553,15 +554,15 @@ def _total_interval(total: Budget, part: NoisePart) -> tuple[str, float, float, 
                                       value_bound=part.value_bound, laplace=part.laplace)
     share = Fraction(part.share)
     if math.isnan(low):
-        return _parameter(total) + (math.inf, -math.inf)
+        return parameter_of(total) + (math.inf, -math.inf)
     if part.laplace:
-        name, value = _parameter(total)
+        name, value = parameter_of(total)
         return name, value, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
     if isinstance(total, ZCDP):
         return "rho", total.rho, _to_float(Fraction(low) / share), _to_float(Fraction(high) / share)
     if isinstance(total, (GDP, PureDP)):
         # Accounted in zCDP as mu^2 / 2 (epsilon^2 / 2): the part gets share * that.
-        name, value = _parameter(total)
+        name, value = parameter_of(total)
         return (name, value, math.sqrt(_to_float(2 * Fraction(low) / share)),
                 math.sqrt(_to_float(2 * Fraction(high) / share)))
     # ApproxDP(eps, delta): the part is ApproxDP(share eps, share delta), calibrated to the
@@ -609,14 +610,6 @@ def _to_float(value: Fraction) -> float:
         return math.inf
 
 
-def _parameter(total: Budget) -> tuple[str, float]:
-    if isinstance(total, ZCDP):
-        return "rho", total.rho
-    if isinstance(total, GDP):
-        return "mu", total.mu
-    return "epsilon", total.epsilon
-
-
 def check_budget_range(total: Budget, parts: list[NoisePart] | tuple[NoisePart, ...], *,
                        release: str, minimum: float = 0.0) -> None:
     """Refuse, before any random draw, a ``total`` budget for which one of the release's
@@ -631,7 +624,7 @@ def check_budget_range(total: Budget, parts: list[NoisePart] | tuple[NoisePart, 
     """
     if isinstance(total, NonPrivate):
         return
-    name, value = _parameter(total)
+    name, value = parameter_of(total)
     if not parts:
         if value > 0:
             return

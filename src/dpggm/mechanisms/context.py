@@ -28,9 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, GaussianMechanism, check_noise_mode
+from dpggm.mechanisms.additive import FLOAT_NOISE_REASON, check_noise_mode
 from dpggm.mechanisms.bounds import Bounds, check_neighbors
 from dpggm.mechanisms.plan import PlanRun, ReleasePlan
 from dpggm.mechanisms.random import (
@@ -97,44 +95,6 @@ class ReleaseContext:
         if isinstance(self.bounds, dict):
             return dict(self.bounds)
         return self.bounds.to_dict()
-
-    def gaussian(
-        self,
-        value: float | np.ndarray,
-        *,
-        sensitivity: float,
-        budget: Budget,
-        calibration: str = "analytic",
-    ) -> tuple[float | np.ndarray, GaussianMechanism]:
-        """The Gaussian mechanism on a scalar or vector of l2 ``sensitivity``, with this
-        context's noise mode and randomness. Returns the noisy value and the mechanism."""
-        array = np.asarray(value, dtype=float)
-        mechanism = GaussianMechanism(
-            sensitivity=float(sensitivity), size=max(array.size, 1), budget=budget,
-            calibration=calibration, noise=self.noise,
-        )
-        noisy = mechanism.release(array.reshape(-1), self.source)
-        noisy = noisy.reshape(array.shape)
-        return (float(noisy) if noisy.ndim == 0 else noisy), mechanism
-
-    def symmetric_gaussian(
-        self,
-        matrix: np.ndarray,
-        *,
-        sensitivity: float,
-        budget: Budget,
-        calibration: str = "analytic",
-    ) -> tuple[np.ndarray, GaussianMechanism]:
-        """Gaussian noise on the upper triangle (with diagonal) of a symmetric matrix whose
-        upper triangle has l2 ``sensitivity``, mirrored below the diagonal."""
-        p = matrix.shape[0]
-        iu = np.triu_indices(p)
-        values, mechanism = self.gaussian(
-            matrix[iu], sensitivity=sensitivity, budget=budget, calibration=calibration
-        )
-        out = np.zeros((p, p))
-        out[iu] = values
-        return out + np.triu(out, 1).T, mechanism
 
     def _data_derived(self) -> bool:
         if isinstance(self.bounds, dict):

@@ -24,7 +24,14 @@ from dpggm.mechanisms.discrete_gaussian import sample_discrete_laplace
 from dpggm.mechanisms.grid import binade_step, sampler_scale_at_least, to_grid_clipped
 from dpggm.mechanisms.measurement import Measurement
 from dpggm.mechanisms.random import RandomSource
-from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, budget_from_cost
+from dpggm.privacy.budgets import (
+    ZCDP,
+    ApproxDP,
+    Budget,
+    PureDP,
+    budget_from_cost,
+    float_at_most,
+)
 from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, PURE_DP_ZCDP, epsilon_for_zcdp
 
 __all__ = [
@@ -195,13 +202,6 @@ def exponential_mechanism_probabilities(
     return np.exp(logits - special.logsumexp(logits))
 
 
-def _float_at_most(value: Fraction) -> float:
-    result = float(value)
-    if Fraction(result) > value:
-        result = math.nextafter(result, 0.0)
-    return result
-
-
 def _scaled_epsilon(epsilon: float, sensitivity: float, calibrated: float) -> Fraction:
     """The privacy loss ``epsilon * sensitivity / calibrated`` of a score (query) of
     ``sensitivity`` under a mechanism calibrated for ``calibrated``, exactly."""
@@ -226,7 +226,7 @@ def selection_epsilon(budget: Budget, coefficient: Fraction) -> float:
     if isinstance(budget, ZCDP):
         return epsilon_for_zcdp(budget.rho, coefficient=coefficient)
     if isinstance(budget, (PureDP, ApproxDP)):
-        return _float_at_most(Fraction(budget.epsilon))
+        return float_at_most(Fraction(budget.epsilon))
     raise IncompatibleBudgetError(
         f"a selection mechanism's budget must be ZCDP, PureDP or ApproxDP; got {budget!r}"
     )

@@ -16,7 +16,7 @@ that sensitivity (``noise_multiplier``); the budget of every step is fixed by th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -111,10 +111,6 @@ class PlannedMeasurement:
         if self.noise:
             out["noise"] = {k: jsonable(v) for k, v in self.noise.items()}
         return out
-
-    def executed(self, **noise: Any) -> PlannedMeasurement:
-        """The same step with the noise parameters it actually used."""
-        return replace(self, noise={**self.noise, **noise})
 
 
 @dataclass(frozen=True)

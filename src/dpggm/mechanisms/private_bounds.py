@@ -44,7 +44,7 @@ import numpy as np
 
 from dpggm.mechanisms.noise import exponential_mechanism, selection_epsilon
 from dpggm.mechanisms.random import RandomSource
-from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost
+from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost, float_at_most
 from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zcdp
 
 __all__ = [
@@ -216,13 +216,6 @@ def exponential_epsilon(budget: Budget) -> float:
     return selection_epsilon(budget, EXPONENTIAL_MECHANISM_ZCDP)
 
 
-def _float_below(value: Fraction) -> float:
-    result = float(value)
-    if Fraction(result) > value:
-        result = math.nextafter(result, 0.0)
-    return result
-
-
 # ----------------------------------------------------------------------- per-column ranges
 
 #: Shares of a column's range budget (in zCDP ``rho``, or pure ``epsilon``) for the median,
@@ -375,7 +368,7 @@ def range_epsilons(budget: Budget, p: int) -> dict[str, float]:
         epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = Fraction(budget.epsilon) / p
-        epsilons = {k: _float_below(epsilon * share) for k, share in RANGE_SHARES.items()}
+        epsilons = {k: float_at_most(epsilon * share) for k, share in RANGE_SHARES.items()}
     else:
         raise TypeError(
             f"budget for private ranges must be ZCDP, PureDP or ApproxDP; got {budget!r}"

@@ -773,7 +773,13 @@ class RecordPublication(Measurement):
         if gaussian is not None:
             self.sigma = gaussian.sigma
         else:
-            assert units is not None and step is not None
+            for name, value, what in (("units", units, "the noise scale in lattice steps"),
+                                      ("step", step, "the lattice step")):
+                if (isinstance(value, bool) or not isinstance(value, numbers.Rational)
+                        or not value > 0):
+                    raise ValueError(
+                        f"{name} ({what}) must be a positive rational when no gaussian "
+                        f"mechanism is given; got {name}={value!r}")
             # The noise drawn has scale units * step (never below the scale asked for).
             scale = float(units * step)
             self.sigma = scale if Fraction(scale) >= units * step else round_up(scale)

@@ -103,13 +103,12 @@ __all__ = [
     "INVALID_MECHANISMS",
     "WISHART_FLOAT_REASON",
     "EntrywiseGaussian",
+    "check_second_moment_mechanism",
     "SecondMomentRelease",
-    "release_count",
     "release_mean",
     "release_observed_counts",
     "release_planned_second_moment",
     "release_second_moment",
-    "release_value",
     "second_moment_accounting",
     "second_moment_plan",
 ]
@@ -200,42 +199,6 @@ class SecondMomentRelease:
     gram: np.ndarray | None
     entry_noise_std: float
     guarantee: Any
-
-
-def release_value(
-    value: float | np.ndarray,
-    *,
-    sensitivity: float,
-    budget: Budget,
-    rng: RandomSource | Any,
-    calibration: str = "analytic",
-    noise: str = "exact",
-) -> tuple[float | np.ndarray, float]:
-    """Gaussian mechanism on a scalar or vector with l2 ``sensitivity`` (exact by default),
-    every random word from ``rng`` (a :class:`~dpggm.mechanisms.random.RandomSource`, e.g.
-    ``ctx.source``, or anything it accepts).
-
-    Returns the noisy value and the noise scale ``sigma`` used.
-    """
-    array = np.asarray(value, dtype=float)
-    mechanism = GaussianMechanism(
-        sensitivity=float(sensitivity),
-        size=max(array.size, 1),
-        budget=budget,
-        calibration=calibration,
-        noise=noise,
-    )
-    noisy = mechanism.release(array.reshape(-1), rng).reshape(array.shape)
-    return (float(noisy) if noisy.ndim == 0 else noisy), mechanism.sigma
-
-
-def release_count(
-    n: int, *, budget: Budget, ctx: ReleaseContext
-) -> tuple[float, Budget, dict[str, Any]]:
-    """A noisy count of sensitivity 1 (add/remove) by :class:`NoisyCount`. Returns the
-    noisy count, the budget delivered and the public noise record."""
-    mechanism = NoisyCount(budget, noise=ctx.noise)
-    return mechanism.release(n, ctx.source), mechanism.delivered, mechanism.record("count_")
 
 
 def release_observed_counts(
@@ -416,6 +379,35 @@ def second_moment_accounting(budget: Budget, mechanism: str, noise: str) -> Budg
     return budget
 
 
+def check_second_moment_mechanism(mechanism: str, *, budget: Budget, neighbors: str,
+                                  allow_invalid: bool) -> None:
+    """Refuse, from the parameters alone, a release of the second moment that cannot be
+    made: a budget of a notion ``mechanism`` cannot deliver, an invalid mechanism without
+    ``allow_invalid``, a relation the mechanism has no analysis for. A ``NonPrivate``
+    budget draws no noise and is never refused here.
+
+    Raises
+    ------
+    IncompatibleBudgetError, InvalidGuaranteeError, UnsupportedNeighborsError
+    """
+    if mechanism not in COVARIANCE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {COVARIANCE_MECHANISMS}; got {mechanism!r}")
+    if isinstance(budget, NonPrivate):
+        return
+    _check_budget(mechanism, budget)
+    if mechanism in INVALID_MECHANISMS and not allow_invalid:
+        raise InvalidGuaranteeError(
+            f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
+            "allow_invalid=True only to reproduce the paper; the result will be reported "
+            "as invalid."
+        )
+    if neighbors == "add-remove" and mechanism in ("wishart", "wishart-pure"):
+        raise UnsupportedNeighborsError(
+            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
+            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
+        )
+
+
 def second_moment_plan(
     *,
     n: int,
@@ -458,23 +450,11 @@ def second_moment_plan(
         return ReleasePlan(estimator, n, p, budget, budget, (), neighbors,
                            {"reason": "NonPrivate(): the exact statistic, no noise",
                             "mechanism": mechanism, "mean": mean_fraction is not None})
-    _check_budget(mechanism, budget)
-    invalid_reason = None
-    if mechanism in INVALID_MECHANISMS:
-        if not allow_invalid:
-            raise InvalidGuaranteeError(
-                f"mechanism {mechanism!r} is refused: {INVALID_MECHANISMS[mechanism]}. Pass "
-                "allow_invalid=True only to reproduce the paper; the result will be reported "
-                "as invalid."
-            )
-        invalid_reason = INVALID_MECHANISMS[mechanism]
+    check_second_moment_mechanism(mechanism, budget=budget, neighbors=neighbors,
+                                  allow_invalid=allow_invalid)
+    invalid_reason = INVALID_MECHANISMS.get(mechanism)
     if mechanism in FLOAT_NOISE_MECHANISMS:
         invalid_reason = "; ".join(r for r in (invalid_reason, WISHART_FLOAT_REASON) if r)
-    if add_remove and mechanism in ("wishart", "wishart-pure"):
-        raise UnsupportedNeighborsError(
-            f"the {mechanism!r} mechanism is analysed for replace-one neighbours only; use "
-            "neighbors='replace' or the 'gaussian' / 'laplace' mechanism"
-        )
     # Before any draw: every noisy part must be drawable at this budget.
     check_budget_range(
         budget,

@@ -47,6 +47,9 @@ __all__ = [
     "dyadic_share",
     "exact_cost",
     "budget_from_cost",
+    "float_at_least",
+    "float_at_most",
+    "parameter_of",
     "compose",
     "scale_budget",
     "split_budget",
@@ -346,16 +349,18 @@ def exact_cost(budget: Budget, notion: type[Budget]) -> tuple[Fraction, ...]:
 _LARGEST_FLOAT = 1.7976931348623157e308
 
 
-def _float_at_most(value: Fraction) -> float:
-    """The largest float not above ``value`` (so a reported remainder is always spendable)."""
+def float_at_most(value: Fraction) -> float:
+    """The largest float not above ``value`` (so a reported remainder is always spendable,
+    and an epsilon taken from a budget never exceeds it); any sign."""
     result = float(value)
     if Fraction(result) > value:
         result = math.nextafter(result, -math.inf)
     return result
 
 
-def _float_at_least(value: Fraction) -> float:
-    """The smallest float not below ``value`` (so a reported cost is never understated)."""
+def float_at_least(value: Fraction) -> float:
+    """The smallest float not below ``value`` (so a reported cost is never understated);
+    any sign."""
     result = float(value)
     if Fraction(result) < value:
         result = math.nextafter(result, math.inf)
@@ -409,7 +414,7 @@ def budget_from_cost(
         )
     if notion is GDP:
         return GDP(_mu_from_squared(cost[0], rounding))
-    to_float = _float_at_most if rounding == "down" else _float_at_least
+    to_float = float_at_most if rounding == "down" else float_at_least
     return notion(*(to_float(c) for c in cost))
 
 
@@ -499,7 +504,9 @@ def dyadic_share(budget: Budget, fraction: Fraction | float) -> Budget:
         math.floor(c * share / d) * d for c, d in zip(cost, digits)))
 
 
-def _parameter_of(budget: Budget) -> tuple[str, float]:
+def parameter_of(budget: Budget) -> tuple[str, float]:
+    """The name and value of a budget's main parameter: ``rho`` (zCDP), ``mu`` (GDP),
+    ``epsilon`` (pure and approximate DP) -- for messages that name it."""
     if isinstance(budget, ZCDP):
         return "rho", budget.rho
     if isinstance(budget, GDP):
@@ -555,7 +562,7 @@ def accounting_total(budget: Budget, notion: type[Budget]) -> Budget:
     try:
         return budget_from_cost(notion, cost, rounding="down")
     except ValueError:
-        name, value = _parameter_of(budget)
+        name, value = parameter_of(budget)
         raise BudgetRangeError(
             f"budget: {name} must be below 1.8e+154 to be accounted in {notion.__name__} "
             f"({name}**2/2 exceeds the largest float); got {name}={value!r}",

@@ -13,7 +13,15 @@ import numbers
 from collections.abc import Callable
 from fractions import Fraction
 
-from dpggm.privacy.budgets import GDP, ZCDP, ApproxDP, Budget, NonPrivate, PureDP
+from dpggm.privacy.budgets import (
+    GDP,
+    ZCDP,
+    ApproxDP,
+    Budget,
+    NonPrivate,
+    PureDP,
+    float_at_least,
+)
 from dpggm.privacy.conversion import gdp_delta, gdp_mu_for
 
 __all__ = [
@@ -201,13 +209,6 @@ def epsilon_for_zcdp(rho: float | Fraction, *, coefficient: Fraction = EXPONENTI
     return epsilon
 
 
-def _float_at_least(value: Fraction) -> float:
-    result = float(value)
-    if Fraction(result) < value:
-        result = math.nextafter(result, math.inf)
-    return result
-
-
 def gaussian_zcdp(sensitivity: float, sigma: float | Fraction) -> float:
     """``rho = Delta**2 / (2 sigma**2)``: the zCDP a Gaussian (or discrete Gaussian) noise of
     scale ``sigma`` gives a query of l2 sensitivity ``Delta`` (Bun & Steinke 2016, Prop.
@@ -221,7 +222,7 @@ def gaussian_zcdp(sensitivity: float, sigma: float | Fraction) -> float:
     sensitivity = _check_sensitivity(sensitivity)
     if not (math.isfinite(float(sigma)) and sigma > 0):
         raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}")
-    rho = _float_at_least(Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
+    rho = float_at_least(Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
     if not math.isfinite(rho):
         raise ValueError(
             f"sigma={sigma!r} is too small for the sensitivity {sensitivity!r}: "
