@@ -543,6 +543,7 @@ VARIANTS_1B: dict[str, dict[str, Any]] = {
 }
 
 
+# over 120 lines: 50 of them document the variants, their random streams and the tables.
 def run_table_1b_variants(
     *,
     repetitions: int = 3,
