@@ -44,6 +44,7 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.estimators.data import as_matrix
+from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import BudgetRangeError, NumericalError, UnsupportedNeighborsError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
@@ -863,7 +864,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
                 )
             values = values - center
         rows, _ = settings["bounds"].clip(values)
-        yield _Rows(rows, columns)
+        yield RecordMatrix(rows, columns)
 
     def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
         """The noisy trace, the sparse vector over the radii, then the release at the chosen
@@ -918,7 +919,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
 
     def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
              ctx: ReleaseContext) -> Any:
-        rows = data.rows
+        rows = data.values
         n, p = rows.shape
         if plan.non_private:
             return None
@@ -981,7 +982,7 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
 
     def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
                 run: PlanRun, ctx: ReleaseContext) -> None:
-        rows = data.rows
+        rows = data.values
         n, p = rows.shape
         if release is None:
             S = rows.T @ rows / n
@@ -1019,21 +1020,6 @@ class AdaptiveCovariance(_ZCDPCovarianceBase):
             privacy=self._record(ctx, plan, run, settings, noise=noise, notes=notes),
         )
 
-
-@dataclass
-class _Rows:
-    """The clipped rows (AdaptiveCov reads their norms)."""
-
-    rows: np.ndarray
-    columns: list[str]
-
-    @property
-    def n_samples(self) -> int:
-        return self.rows.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.rows.shape[1]
 
 
 @dataclass

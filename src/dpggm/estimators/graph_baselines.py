@@ -21,7 +21,6 @@ Post-processing of the release only; consumes no budget.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from dpggm.estimators.noisy_glasso import (
     ReleaseNoise,
     bias_corrected_covariance,
 )
+from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.solvers import SolverResult
 from dpggm.solvers.psd import project_psd
@@ -88,7 +88,7 @@ class _CorrectedCovarianceMixin(PostProcessingEstimator):
             raise ValueError(
                 f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}"
             )
-        return _Rows(values, columns)
+        return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
         values, columns = data.values, data.columns
@@ -132,21 +132,6 @@ class _CorrectedCovarianceMixin(PostProcessingEstimator):
     def _fit_graph(self, S: np.ndarray, scale: np.ndarray) -> None:  # pragma: no cover
         raise NotImplementedError
 
-
-@dataclass
-class _Rows:
-    """The released records of a fit."""
-
-    values: np.ndarray
-    columns: list[str]
-
-    @property
-    def n_samples(self) -> int:
-        return self.values.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.values.shape[1]
 
 
 class NeighborhoodSelection(_CorrectedCovarianceMixin):

@@ -82,7 +82,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -106,6 +105,7 @@ from dpggm.estimators.noisy_glasso import (
     release_noise,
     repair_corrected,
 )
+from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.mechanisms.random import check_random_state
 from dpggm.solvers import SolverResult
@@ -565,7 +565,7 @@ class GWishartGraph(PostProcessingEstimator):
             raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
         if (n if self.assume_centered else n - 1) < 1:
             raise ValueError(f"X needs at least 2 rows (records); got {n}")
-        return _ReleasedRows(values, columns)
+        return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
         """Sample graphs from the posterior given the released records."""
@@ -650,18 +650,3 @@ class GWishartGraph(PostProcessingEstimator):
         """Posterior edge-inclusion probabilities (zero diagonal): scores for ROC curves."""
         return self.edge_probabilities_.copy()
 
-
-@dataclass
-class _ReleasedRows:
-    """The released records of a fit."""
-
-    values: np.ndarray
-    columns: list[str]
-
-    @property
-    def n_samples(self) -> int:
-        return self.values.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.values.shape[1]

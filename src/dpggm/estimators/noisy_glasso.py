@@ -81,6 +81,7 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.estimators.data import as_matrix
+from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
@@ -511,21 +512,6 @@ def repair_corrected(S: np.ndarray, variance: float) -> tuple[np.ndarray, int, b
     return project_psd(S, min_eigenvalue=smallest).estimate, floored, True
 
 
-@dataclass
-class _Released:
-    """The released records of a fit."""
-
-    values: np.ndarray
-    columns: list[str]
-
-    @property
-    def n_samples(self) -> int:
-        return self.values.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.values.shape[1]
-
 
 # ---------------------------------------------------------------------------- estimator
 
@@ -737,16 +723,16 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         return release_noise(release=self.release, noise_sigma=self.noise_sigma,
                              discrete=self.discrete, grid=self.grid)
 
-    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> _Released:
+    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> RecordMatrix:
         values, columns = as_matrix(X, name="X")
         check_release_data(self.release, values, columns)
         if values.shape[1] < 2:
             raise ValueError(
                 f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}")
-        return _Released(values, columns)
+        return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise,
-               data: _Released) -> None:
+               data: RecordMatrix) -> None:
         """The graphical lasso on the bias-corrected covariance of the release."""
         values, columns = data.values, data.columns
         n, p = values.shape

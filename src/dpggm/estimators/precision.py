@@ -16,7 +16,7 @@ import contextlib
 import math
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from dpggm.estimators._base import (
 from dpggm.estimators._contract import FLAG, AnyOf, BudgetOf, Interval, Options
 from dpggm.estimators.data import as_matrix
 from dpggm.estimators.edges import INFERENCE_COLUMNS
+from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
 from dpggm.mechanisms.additive import GaussianMechanism
 from dpggm.mechanisms.bounds import RowNorm
@@ -517,7 +518,7 @@ class OutputPerturbationPrecision(DPEstimator):
     def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
         values, columns = as_matrix(X)
         clipped, _ = settings["bounds"].clip(values)
-        yield _Clipped(clipped, columns)
+        yield RecordMatrix(clipped, columns)
 
     def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
         if p < 2:
@@ -564,21 +565,6 @@ class OutputPerturbationPrecision(DPEstimator):
                          columns=data.columns, privacy=privacy,
                          covariance=np.linalg.pinv(self.precision_))
 
-
-@dataclass
-class _Clipped:
-    """Records clipped to the declared bounds, in memory."""
-
-    values: np.ndarray
-    columns: list[str]
-
-    @property
-    def n_samples(self) -> int:
-        return self.values.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.values.shape[1]
 
 
 class ThresholdedCovariance(_PerturbationEstimator):

@@ -8,6 +8,7 @@ It sits above both, so neither imports the other (:mod:`dpggm.estimators._dask` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,24 @@ from dpggm.estimators.data import (
 from dpggm.estimators.data import clipped_second_moment as _in_memory_second_moment
 from dpggm.mechanisms.bounds import Bounds
 
-__all__ = ["SecondMoment", "clipped_second_moment"]
+__all__ = ["RecordMatrix", "SecondMoment", "clipped_second_moment"]
+
+
+@dataclass
+class RecordMatrix:
+    """Records of a fit held in memory (clipped, or as released) with their column names:
+    what a planned estimator's steps read when they need the rows themselves."""
+
+    values: np.ndarray
+    columns: list[str]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[1]
 
 
 def clipped_second_moment(
