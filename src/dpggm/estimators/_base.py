@@ -75,6 +75,7 @@ from dpggm.privacy.guarantee import PrivacyGuarantee
 __all__ = [
     "DPEstimator",
     "Deliverable",
+    "MomentRecords",
     "PlannedEstimator",
     "PostProcessingEstimator",
     "PrivateEstimatorBase",
@@ -413,7 +414,7 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
         center = settings.params.get("center")
         public = None if center is None or isinstance(center, str) else np.asarray(
             center, dtype=float)
-        yield _Statistics(clipped_second_moment(X, bounds=settings["bounds"], center=public))
+        yield MomentRecords(clipped_second_moment(X, bounds=settings["bounds"], center=public))
 
     def _context(self, settings: Settings) -> ReleaseContext:
         return make_context(self, settings.params.get("bounds"), settings.data_dependent)
@@ -465,8 +466,9 @@ class DPEstimator(PlannedEstimator):
 
 
 @dataclass
-class _Statistics:
-    """The clipped records' second moment with the sizes the template reads."""
+class MomentRecords:
+    """The clipped records' second moment with the sizes the template reads (what a
+    planned estimator's steps read when they need only the second moment)."""
 
     stats: SecondMoment
 

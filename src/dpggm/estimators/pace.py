@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpggm import _progress
-from dpggm.estimators._base import DPEstimator, Settings
+from dpggm.estimators._base import DPEstimator, MomentRecords, Settings
 from dpggm.estimators._contract import (
     CALLABLE,
     NOISE,
@@ -251,7 +251,7 @@ class PACECovariance(DPEstimator):
     def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
         stats = X if isinstance(X, SecondMoment) else clipped_second_moment(
             X, bounds=settings["bounds"])
-        yield _Moment(stats)
+        yield MomentRecords(stats)
 
     def _sensitivities(self, settings: Settings, n: int, d: int) -> np.ndarray:
         bounds = settings["bounds"]
@@ -427,20 +427,6 @@ class PACECovariance(DPEstimator):
             _progress.report("PACE rounds: share of the budget spent", spent, total_rho)
         state.history, state.filter, state.estimate = history, accountant, estimate
 
-
-@dataclass
-class _Moment:
-    """The clipped records' second moment with the sizes the template reads."""
-
-    stats: SecondMoment
-
-    @property
-    def n_samples(self) -> int:
-        return self.stats.n
-
-    @property
-    def n_features(self) -> int:
-        return self.stats.n_features
 
 
 @dataclass
