@@ -74,6 +74,10 @@ def estimate(
     bound_file: Annotated[Path | None, typer.Option(
         help="CSV of per-column box bounds (with --bound box:per-column)")] = None,
     neighbors: Annotated[str, typer.Option(help="replace or add-remove")] = "replace",
+    missing: Annotated[str, typer.Option(
+        help="what a missing value (an empty field) does: refuse (stop with its line), or "
+             "drop its row (only with --neighbors add-remove, whose count is private; the "
+             "covariance-perturbation methods)")] = "refuse",
     alpha: Annotated[str | None, typer.Option(
         help="graphical-lasso penalty, 'auto' or 'cv-nonprivate'")] = None,
     ridge: Annotated[float | None, typer.Option(help="ridge penalty (method ridge)")] = None,
@@ -124,6 +128,8 @@ def estimate(
         raise UserError("--ledger and --dataset go together")
     if method not in METHODS:
         raise UserError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
+    if missing not in ("refuse", "drop"):
+        raise UserError(f"--missing must be refuse or drop; got {missing!r}")
     random_state = parse_seed(seed)
     if engine == "memory":
         if data.is_dir():
@@ -136,6 +142,8 @@ def estimate(
         "diag_fraction": diag_fraction, "select_fraction": select_fraction,
         "max_rounds": max_rounds, "allow_invalid": True if allow_invalid else None,
         "center": None if center is None else _center_option(center),
+        # Only a non-default policy is passed, so every method keeps refusing by default.
+        "missing": None if missing == "refuse" else missing,
     }
     options = {k: v for k, v in given.items() if v is not None}
     estimator = make_estimator(method, budget=budget, bounds=bounds, neighbors=neighbors,

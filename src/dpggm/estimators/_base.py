@@ -414,7 +414,9 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
         center = settings.params.get("center")
         public = None if center is None or isinstance(center, str) else np.asarray(
             center, dtype=float)
-        yield MomentRecords(clipped_second_moment(X, bounds=settings["bounds"], center=public))
+        yield MomentRecords(clipped_second_moment(
+            X, bounds=settings["bounds"], center=public,
+            missing=settings.params.get("missing", "refuse")))
 
     def _context(self, settings: Settings) -> ReleaseContext:
         return make_context(self, settings.params.get("bounds"), settings.data_dependent)
@@ -557,8 +559,8 @@ class PrivateEstimatorBase(DPEstimator):
 
     Subclasses set the parameters ``budget``, ``bounds``, ``mechanism``, ``neighbors``,
     ``center``, ``mean_fraction``, ``count_fraction``, ``calibration``, ``noise``,
-    ``allow_invalid``, ``wishart_mean_removal``, ``report_delta`` and ``random_state``,
-    and implement :meth:`_solve`.
+    ``allow_invalid``, ``wishart_mean_removal``, ``missing``, ``report_delta`` and
+    ``random_state``, and implement :meth:`_solve`.
     """
 
     #: Fewest columns the estimator's post-processing accepts (a 1 x 1 covariance is
@@ -574,6 +576,7 @@ class PrivateEstimatorBase(DPEstimator):
         "noise": NOISE,
         "allow_invalid": FLAG,
         "wishart_mean_removal": FLAG,
+        "missing": Options("refuse", "drop"),
     }
 
     def _settings(self) -> Settings:
@@ -584,6 +587,12 @@ class PrivateEstimatorBase(DPEstimator):
         check_second_moment_mechanism(mechanism, budget=settings.requested,
                                       neighbors=settings["neighbors"],
                                       allow_invalid=settings["allow_invalid"])
+        if settings["missing"] == "drop" and settings["neighbors"] != "add-remove":
+            raise ValueError(
+                "missing='drop' needs neighbors='add-remove': leaving out incomplete rows "
+                "makes the number of records depend on the data, which replace-one "
+                "neighbours take as public; under add/remove the count is released with "
+                "noise anyway")
         invalid = "; ".join(r for r in (
             INVALID_MECHANISMS.get(mechanism),
             WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,

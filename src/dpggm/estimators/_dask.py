@@ -342,6 +342,24 @@ def partition_blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
     )
 
 
+def without_incomplete_rows(X: Any) -> Any:
+    """``X`` without its rows that hold a missing value (NaN), lazily: listwise deletion
+    on the cluster, as :func:`dpggm.estimators.data.clipped_second_moment` does in
+    memory with ``missing="drop"``."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(X, dd.Series):
+        X = X.to_frame()
+    if isinstance(X, dd.DataFrame):
+        return X.dropna()
+    if isinstance(X, da.Array):
+        if X.ndim == 1:
+            X = X[:, None]
+        return X[~da.isnan(X).any(axis=1)]
+    return X
+
+
 def clipped_second_moment(
     X: Any, *, bounds: Bounds, center: np.ndarray | None = None, name: str = "X"
 ) -> SecondMoment:

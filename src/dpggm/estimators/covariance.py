@@ -53,6 +53,11 @@ class PrivateCovariance(PrivateEstimatorBase):
         Opt-in for mechanisms whose published guarantee is known to be invalid.
     wishart_mean_removal : bool, default=False
         Subtract the Wishart noise's known mean (``"wishart"`` only; post-processing).
+    missing : {"refuse", "drop"}, default="refuse"
+        A missing value (NaN, an empty field) is refused, or (``"drop"``, only with
+        ``neighbors="add-remove"``, whose count is private) its row is left out: one
+        person's record is kept or left out whatever the others hold, so the guarantee is
+        unchanged. ``PrivateGraph`` imputes instead (see the user guide's "Missing values").
     noise : {"exact", "float"}, default="exact"
         ``"exact"`` draws integer noise on a grid (no floating-point leak); ``"float"``
         uses floating-point samplers for fast exploration, and the release is then
@@ -118,6 +123,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         noise: str = "exact",
         allow_invalid: bool = False,
         wishart_mean_removal: bool = False,
+        missing: str = "refuse",
         psd: bool = True,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
@@ -133,6 +139,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         self.noise = noise
         self.allow_invalid = allow_invalid
         self.wishart_mean_removal = wishart_mean_removal
+        self.missing = missing
         self.psd = psd
         self.report_delta = report_delta
         self.random_state = random_state

@@ -221,8 +221,10 @@ def _check_array(
         raise ValueError(
             f"{where} contains NaN or infinite values (first at {unit} "
             f"{row + row_offset}, column {name!r}); missing values (an empty field counts as "
-            "missing) are refused with missing='refuse': use missing='impute' (CLI: --missing "
-            "impute) or remove them before estimating"
+            "missing) are refused with missing='refuse': PrivateGraph imputes them "
+            "(missing='impute'; dpggm graph --missing impute), the covariance estimators "
+            "under add/remove neighbours leave their rows out (missing='drop'; dpggm "
+            "estimate --missing drop), or remove them before estimating"
         )
     return values
 
@@ -742,6 +744,7 @@ def clipped_second_moment(
     bounds: Bounds,
     center: np.ndarray | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    missing: str = "refuse",
 ) -> SecondMoment:
     """Clip every record to ``bounds`` and accumulate ``X^T X / n`` in chunks.
 
@@ -756,20 +759,28 @@ def clipped_second_moment(
         A public mean subtracted from every record before clipping.
     chunk_rows : int
         Rows per chunk (memory is ``O(p^2)`` plus one chunk).
+    missing : {"refuse", "drop"}, default="refuse"
+        A missing value (NaN, an empty field) is an error, or its whole row is left out
+        (``n`` counts the rows kept). Dropping rows makes ``n`` depend on the data: only
+        an estimator under add/remove neighbours (whose count is private) may ask for it.
 
     Privacy
     -------
     The result is the exact (unreleased) statistic; only a mechanism may publish it.
     Nothing here draws noise, so every error is raised before any budget is spent.
     """
+    if missing not in ("refuse", "drop"):
+        raise ValueError(f"missing must be 'refuse' or 'drop'; got {missing!r}")
     gram: np.ndarray | None = None
     total: np.ndarray | None = None
     n = 0
     n_clipped = 0
     columns: list[str] = []
-    for values, chunk_columns, _ in iter_chunks(X, chunk_rows=chunk_rows):
+    for values, chunk_columns, _ in iter_chunks(X, chunk_rows=chunk_rows, missing=missing):
         columns = chunk_columns
         p = values.shape[1]
+        if missing == "drop":
+            values = values[~np.isnan(values).any(axis=1)]
         if gram is None:
             bounds.check_dimension(p)
             center = check_center(center, p)

@@ -236,6 +236,11 @@ _COMMON_DOC = """
     noise : {"exact", "float"}, default="exact"
     allow_invalid : bool, default=False
     wishart_mean_removal : bool, default=False
+    missing : {"refuse", "drop"}, default="refuse"
+        A missing value (NaN, an empty field) is refused, or (``"drop"``, only with
+        ``neighbors="add-remove"``, whose count is private) its row is left out: one
+        person's record is kept or left out whatever the others hold, so the guarantee is
+        unchanged.
     report_delta : float, default=1e-6
     random_state : None, int, Generator or "secure"
 """
@@ -243,7 +248,7 @@ _COMMON_DOC = """
 
 def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
                  calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
-                 count_fraction, noise):
+                 count_fraction, noise, missing="refuse"):
     self.budget = budget
     self.bounds = bounds
     self.mechanism = mechanism
@@ -257,6 +262,7 @@ def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fracti
     self.random_state = random_state
     self.count_fraction = count_fraction
     self.noise = noise
+    self.missing = missing
 
 
 class RidgePrecision(_PerturbationEstimator):
@@ -294,11 +300,11 @@ class RidgePrecision(_PerturbationEstimator):
                  mean_fraction: float = 0.1, calibration: str = "analytic",
                  allow_invalid: bool = False, wishart_mean_removal: bool = False,
                  report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None,
-                 count_fraction: float = 0.05, noise: str = "exact") -> None:
+                 count_fraction: float = 0.05, noise: str = "exact", missing: str = "refuse") -> None:
         self.ridge = ridge
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
-                     count_fraction, noise)
+                     count_fraction, noise, missing)
 
     def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
                data: Any) -> None:
@@ -396,7 +402,7 @@ class GraphicalLasso(_PerturbationEstimator):
                  calibration: str = "analytic", allow_invalid: bool = False,
                  wishart_mean_removal: bool = False, report_delta: float = DEFAULT_REPORT_DELTA,
                  random_state: Any = None, count_fraction: float = 0.05,
-                 noise: str = "exact") -> None:
+                 noise: str = "exact", missing: str = "refuse") -> None:
         self.alpha = alpha
         self.solver = solver
         self.penalize_diagonal = penalize_diagonal
@@ -404,7 +410,7 @@ class GraphicalLasso(_PerturbationEstimator):
         self.max_iter = max_iter
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
-                     count_fraction, noise)
+                     count_fraction, noise, missing)
 
     def _settings(self) -> Settings:
         settings = super()._settings()
@@ -611,12 +617,12 @@ class ThresholdedCovariance(_PerturbationEstimator):
                  center: Any = "none", mean_fraction: float = 0.1, calibration: str = "analytic",
                  allow_invalid: bool = False, wishart_mean_removal: bool = False,
                  report_delta: float = DEFAULT_REPORT_DELTA, random_state: Any = None,
-                 count_fraction: float = 0.05, noise: str = "exact") -> None:
+                 count_fraction: float = 0.05, noise: str = "exact", missing: str = "refuse") -> None:
         self.gamma = gamma
         self.keep_diagonal = keep_diagonal
         _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fraction,
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
-                     count_fraction, noise)
+                     count_fraction, noise, missing)
 
     def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
                data: Any) -> None:

@@ -47,6 +47,7 @@ def clipped_second_moment(
     bounds: Bounds,
     center: np.ndarray | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    missing: str = "refuse",
 ) -> SecondMoment:
     """Clip every record to ``bounds`` and accumulate ``X^T X / n``: in chunks for data in
     memory or in files (:func:`dpggm.estimators.data.clipped_second_moment`), per partition
@@ -62,5 +63,8 @@ def clipped_second_moment(
     if is_dask_collection(X):
         from dpggm.estimators import _dask
 
+        if missing == "drop":
+            X = _dask.without_incomplete_rows(X)
         return _dask.clipped_second_moment(X, bounds=bounds, center=center)
-    return _in_memory_second_moment(X, bounds=bounds, center=center, chunk_rows=chunk_rows)
+    return _in_memory_second_moment(X, bounds=bounds, center=center, chunk_rows=chunk_rows,
+                                    missing=missing)

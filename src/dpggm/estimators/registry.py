@@ -28,16 +28,20 @@ def register_method(
 
 _COMMON = ("budget", "bounds", "neighbors", "random_state")
 
-register_method("ssp", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "gaussian"})
-register_method("laplace", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "laplace"})
-register_method("sulq", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "sulq"})
-register_method("wishart", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "wishart"})
+register_method("ssp", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "gaussian"},
+                options=("missing",))
+register_method("laplace", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "laplace"},
+                options=("missing",))
+register_method("sulq", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "sulq"},
+                options=("missing",))
+register_method("wishart", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "wishart"},
+                options=("missing",))
 register_method(
     "wishart-pure", "dpggm.estimators.covariance:PrivateCovariance", fixed={"mechanism": "wishart-pure"},
-    options=("allow_invalid",),
+    options=("allow_invalid", "missing"),
 )
 
-_PERTURBATION_OPTIONS = ("mechanism", "calibration", "center", "allow_invalid")
+_PERTURBATION_OPTIONS = ("mechanism", "calibration", "center", "allow_invalid", "missing")
 register_method("ridge", "dpggm.estimators.precision:RidgePrecision", options=("ridge",) + _PERTURBATION_OPTIONS)
 register_method(
     "glasso", "dpggm.estimators.precision:GraphicalLasso",
