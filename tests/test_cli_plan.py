@@ -130,3 +130,16 @@ def test_plan_of_an_estimate_run_equals_its_result_json(tmp_path, method, budget
         for key, value in planned_step.get("noise", {}).items():
             assert step[key] == value, (planned_step["step"], key)
     assert recorded["budget"] in plan["forms"].values()
+
+
+@pytest.mark.parametrize("options", [
+    ["--rows", "2000", "--columns", "6", "--rho", "0.5"],
+    ["--rows", "1000", "--columns", "5", "--epsilon", "1", "--delta", "1e-6", "--method",
+     "ssp", "--bound", "l2:1"],
+])
+def test_the_plan_table_never_cuts_a_figure(options):
+    # At the terminal width of CliRunner (80 columns) every figure is folded, not cut.
+    result = runner.invoke(app, ["plan", *options])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert "ρ = " in result.output or "ε = " in result.output

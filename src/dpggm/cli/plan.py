@@ -40,9 +40,19 @@ def _number(value: Any) -> str:
     return str(value)
 
 
-def _budget_text(budget: dict[str, Any]) -> str:
-    fields = [f"{k}={_number(v)}" for k, v in budget.items() if k != "notion"]
-    return f"{budget.get('notion')}({', '.join(fields)})"
+def _budget_text(budget: dict[str, Any], *, separator: str = " ") -> str:
+    """``zCDP ρ = 0.5``; with ``separator="\n"`` one figure a line (a table cell)."""
+    fields = [f"{_SYMBOLS.get(k, k)} = {_number(v)}" for k, v in budget.items()
+              if k != "notion"]
+    notion = _NOTIONS.get(budget.get("notion"), str(budget.get("notion")))
+    return separator.join([notion] + fields) if separator == "\n" else (
+        f"{notion} {', '.join(fields)}")
+
+
+#: Short names of the budget notions and parameters, for a narrow terminal.
+_NOTIONS = {"zcdp": "zCDP", "approx-dp": "(ε, δ)-DP", "pure-dp": "ε-DP", "gdp": "μ-GDP",
+            "non-private": "non-private"}
+_SYMBOLS = {"rho": "ρ", "epsilon": "ε", "delta": "δ", "mu": "μ"}
 
 
 def plan_table(record: dict[str, Any]) -> Any:
@@ -52,16 +62,19 @@ def plan_table(record: dict[str, Any]) -> Any:
     rows = record["n_samples"] if record["n_samples"] is not None else "private"
     table = Table(title=f"{record['estimator']}: n = {rows}, "
                         f"p = {record['n_features']}, {record['neighbors']} neighbours")
+    # Figures are folded onto several lines, never cut with an ellipsis: a budget or a
+    # noise scale shown as "zcdp(rho=0.4453..." is no plan at all.
     for column in ("step", "mechanism", "runs", "budget", "sensitivity", "noise"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for step in record["steps"]:
         sensitivity = (_number(step["sensitivity"]) if "sensitivity" in step
                        else step.get("sensitivity_rule", ""))
         # The sensitivity has its own column and the mechanism names the distribution.
-        noise = ", ".join(f"{k} {_number(v)}" for k, v in (step.get("noise") or {}).items()
+        noise = "\n".join(f"{k.replace('_', ' ')} {_number(v)}"
+                          for k, v in (step.get("noise") or {}).items()
                           if k != "distribution" and not k.endswith("sensitivity"))
         table.add_row(step["step"], step["mechanism"], str(step["repetitions"]),
-                      _budget_text(step["budget"]), sensitivity, noise)
+                      _budget_text(step["budget"], separator="\n"), sensitivity, noise)
     return table
 
 
