@@ -214,8 +214,8 @@ class PrivateGraph(DPEstimator):
         for the sampling and the privacy noise (whose distribution the release states), a
         p-value and a Benjamini-Hochberg q-value; the edges are the pairs with
         ``q <= fdr`` (:func:`dpggm.solvers.inference.edge_inference`; see the user guide's
-        "Edges you can trust"), none when the release can detect nothing
-        (``detectable_`` infinite, ``selection_withheld_``). ``"threshold"``: the non-zero entries of the graphical
+        "Edges you can trust"), none when the release can detect nothing even half of
+        the time (``selection_withheld_``). ``"threshold"``: the non-zero entries of the graphical
         lasso with ``|partial correlation| >= min_partial_correlation``. PACE-GGM
         (``method="pace"``) reports its measured pattern either way: its adaptive,
         unevenly noisy measurements are not what the closed form describes.
@@ -255,10 +255,11 @@ class PrivateGraph(DPEstimator):
         The smallest ``|partial correlation|`` this release detects with 80 % power at
         ``fdr`` (public figures: the release's noise and bound; ``inf`` when none is).
     selection_withheld_ : bool
-        True when ``select="fdr"`` reported no edge because ``detectable_`` is infinite:
-        there the error control is not reliable (measured false-discovery rates of
-        0.2-0.8 at a target of 0.1), so the selection is withheld; ``inference_`` keeps
-        every pair's estimate and interval.
+        True when ``select="fdr"`` reported no edge because the release cannot detect any
+        partial correlation even half of the time (the detectable threshold at power 0.5
+        is infinite): there the error control is not reliable (measured false-discovery
+        rates of 0.2-0.8 at a target of 0.1), so the selection is withheld;
+        ``inference_`` keeps every pair's estimate and interval.
     release_ : ReleasedMoment or None
         What the inference reads: the released covariance of the rescaled records, its
         noise variance, ``n``, the solved precision and how the records were clipped
@@ -464,7 +465,7 @@ class PrivateGraph(DPEstimator):
                 "PACE-GGM's adaptive measurements have no closed form")
         return value
 
-    def _detectable_after_fit(self) -> float | None:
+    def _detectable_after_fit(self, power: float = 0.8) -> float | None:
         # What a release writes is public, and result.json and the report state this
         # figure, so it is computed from public quantities only: the plan (n, p, the
         # budget), the released noise variance of the second moment (set by the released
@@ -478,7 +479,7 @@ class PrivateGraph(DPEstimator):
         if release is None or self.norm_bound_ is None:
             return None
         return _detectable(self.plan_, self, sigma=math.sqrt(release.noise_variance),
-                           bound=self.norm_bound_.bound)
+                           bound=self.norm_bound_.bound, power=power)
 
     # -- fit: the template of PlannedEstimator, its steps here --------------------------
 
@@ -657,9 +658,14 @@ class PrivateGraph(DPEstimator):
             off = self._adjacency_z.copy()
         self.norm_bound_ = release.norm_bound
         self.detectable_ = self._detectable_after_fit()
-        self.selection_withheld_ = bool(
-            inference is not None and self.select == "fdr" and self.detectable_ is not None
-            and math.isinf(self.detectable_))
+        # Withheld where the release could not even reach even odds of detecting any
+        # partial correlation (power 0.5 at every |r| <= 0.99); at 0.8, the figure the
+        # report states, the rule would also withhold releases whose strongest edges are
+        # found about half the time with the FDR in control (measured: p = 100,
+        # n = 2 000, rho = 1; docs/inference.md).
+        even_odds = (self._detectable_after_fit(power=0.5)
+                     if inference is not None and self.select == "fdr" else None)
+        self.selection_withheld_ = bool(even_odds is not None and math.isinf(even_odds))
         if self.selection_withheld_:
             # Where the release can detect nothing, the normal approximation behind the
             # p-values fails (the pilot's support is noise): measured FDRs of 0.2-0.8 at a
@@ -710,8 +716,9 @@ class PrivateGraph(DPEstimator):
             return ("PACE-GGM's measured pattern (edge inference does not describe its "
                     "adaptive, unevenly noisy measurements)")
         if self.select == "fdr" and getattr(self, "selection_withheld_", False):
-            return ("false-discovery control withheld: the release can detect no partial "
-                    "correlation at this budget and size, where the error control is not "
+            return ("false-discovery control withheld: the release cannot detect any partial "
+                    "correlation even half of the time at this budget and size, where the "
+                    "error control is not "
                     "reliable, so no edge is reported (the estimates and intervals of every "
                     "pair are kept; select='threshold' gives a graph without error control)")
         if self.select == "fdr":

@@ -522,13 +522,17 @@ def _inference_summary(record: dict[str, Any], edges: pd.DataFrame | None,
                                          private=private,
                                          power=float(detectable.get("power", 0.8))))
         if detectable.get("nothing_detectable") and edges is not None and len(edges):
-            # Measured: where the noise leaves nothing detectable, the z-scores of the
-            # non-edges can be wider than the standard errors say, and the FDR far above
-            # its target (docs/inference.md, "Where nothing can be detected").
-            lines.append("Caution: at this budget and size no edge can be told from noise "
-                         "(where false-discovery control is withheld for that reason, up to "
-                         "8 in 10 of the edges it would select were false in our "
-                         "measurements): treat these edges as noise.")
+            # Measured (docs/inference.md, "Where nothing can be detected"): a threshold
+            # graph there is mostly noise; an FDR selection there (withheld only where
+            # even odds are out of reach) kept its error rate but finds few real edges.
+            if inference.get("select") == "threshold":
+                lines.append("Caution: at this budget and size no edge can be told from "
+                             "noise reliably, and these edges were chosen without error "
+                             "control: treat them as noise.")
+            else:
+                lines.append("Caution: at this budget and size even the strongest edges "
+                             "are found less than 80 % of the time: the edges shown keep "
+                             "the error control above, but most real ones are missing.")
     body = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return f'<div class="summary">{body}</div>'
 
