@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 
 import mpmath
-import privacy_reference as reference
 import pytest
 
+import privacy_reference as reference
 from dpggm.privacy import ZCDP, ApproxDP
 from dpggm.privacy.budgets import accounting_total
 from dpggm.privacy.conversion import (

@@ -430,10 +430,17 @@ def test_approx_dp_only_spends_add_by_basic_composition_before_any_zcdp_spend(tm
     assert ledger.exact_spent("d") == (Fraction(0.5), Fraction(4e-7) + Fraction(2e-7), 0)
     with pytest.raises(BudgetExceededError, match="basic composition"):
         ledger.spend("d", ApproxDP(0.25, 7e-7), mechanism="gaussian")
-    # A pure spend now counts epsilon**2 / 2 in zCDP, after which an (epsilon, delta)-only
-    # spend can no longer be added.
+    # What is left, (0.5, 4e-7), implies rho = 0.0061: a pure spend of 0.25 (rho =
+    # 0.031) does not fit in zCDP, so it is booked by basic composition.
+    limit = ledger.status("d").limit.rho
+    assert 0.006 < limit < 0.0062
     ledger.spend("d", PureDP(0.25), mechanism="laplace")
-    assert ledger.exact_spent("d")[2] == Fraction(0.25) ** 2 / 2
+    assert ledger.exact_spent("d")[0] == Fraction(0.75)
+    # A zCDP spend then uses the rho left by the basic part, after which an
+    # (epsilon, delta)-only spend can no longer be added.
+    left = ledger.status("d").limit.rho
+    ledger.spend("d", ZCDP(left / 2), mechanism="gaussian")
+    assert ledger.exact_spent("d")[2] == Fraction(left / 2)
     with pytest.raises(IncompatibleBudgetError, match="already holds zCDP spends"):
         ledger.spend("d", ApproxDP(0.01, 1e-9), mechanism="gaussian")
 

@@ -15,12 +15,12 @@ import math
 from fractions import Fraction
 
 import mpmath
-import privacy_reference as reference
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+import privacy_reference as reference
 from dpggm.cli.main import app
 from dpggm.datasets import make_raw_chain
 from dpggm.exceptions import BudgetExceededError, IncompatibleBudgetError

@@ -227,15 +227,19 @@ def budget_verify(
     """Check a ledger's history (its hash chain, running totals and append-only rules),
     and optionally outputs' receipts against it; exit status 1 if anything is wrong."""
     from dpggm.privacy.ledger import LedgerIntegrityError
+    from dpggm.privacy.ledger import restore_triggers as restore
 
     pinned = _parse_anchor(anchor)
-    book = _open(ledger)
-    if restore_triggers:
-        restored = book.restore_triggers()
-        console.print(f"restored the append-only triggers: {', '.join(restored)}"
-                      if restored else "the append-only triggers were in place", markup=False)
     failures = 0
     try:
+        if restore_triggers:
+            if not ledger.is_file():
+                raise UserError(f"no ledger at {ledger}")
+            restored = restore(ledger)
+            console.print(f"restored the append-only triggers: {', '.join(restored)}"
+                          if restored else "the append-only triggers were in place",
+                          markup=False)
+        book = _open(ledger)
         summary = book.verify(anchor=pinned)
     except LedgerIntegrityError as exc:
         fail_line = f"FAILED: {' '.join(str(exc).split())}"

@@ -11,8 +11,8 @@ choices: each step asks the filter first, and a step that would overspend never 
 (Rogers, Roth, Ullman & Vadhan 2016; Whitehouse et al. 2023 for zCDP filters).
 
 The persistent :class:`~dpggm.privacy.ledger.Ledger` uses the same functions
-(:func:`charge`, :func:`reported_spent`, :func:`reported_remaining`,
-:func:`guarantee_budget`), so both follow one rule:
+(:func:`charge_forms`, :func:`charge`, :func:`reported_spent`, :func:`reported_remaining`,
+:func:`composed_spent`, :func:`guarantee_forms`), so both follow one rule:
 
 * a spend is converted into the total's notion exactly (:func:`~dpggm.privacy.budgets.exact_cost`)
   or refused before anything is recorded;
@@ -420,9 +420,16 @@ def largest_release(total: ApproxDP, spent: tuple[Fraction, ...],
     rho_left = float_at_most(left)
     if rho_left <= 0 or delta <= 0:
         return None
+    def fits(epsilon: float) -> bool:
+        return Fraction(accounting_total(ApproxDP(epsilon, delta), ZCDP).rho) <= left
+
+    # Nothing spent in zCDP: what the basic part left is itself the answer.
+    whole = float_at_most(Fraction(total.epsilon) - spent[0])
+    if spent[2] == 0 and whole > 0 and fits(whole):
+        return ApproxDP(whole, delta)
     epsilon = conversion.zcdp_to_approx_epsilon(rho_left, delta)
     step = epsilon * 2.0**-40
-    while epsilon > 0 and Fraction(accounting_total(ApproxDP(epsilon, delta), ZCDP).rho) > left:
+    while epsilon > 0 and not fits(epsilon):
         epsilon = max(0.0, epsilon - step)
         step *= 2.0
     return ApproxDP(epsilon, delta)

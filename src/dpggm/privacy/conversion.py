@@ -62,6 +62,8 @@ def _raise(delta: float, log_error: float = 0.0) -> float:
     logarithm, then by the relative :data:`PROFILE_MARGIN`."""
     if delta <= 0.0:
         return 0.0
+    if log_error > 1.0:
+        return 1.0  # the rounding swamps the figure: only the trivial bound is sure
     return min(1.0, delta * math.exp(log_error) * (1.0 + PROFILE_MARGIN))
 
 
@@ -171,7 +173,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     if rho == 0:
         return 0.0
     t = _best_order(rho, epsilon)
-    return float(min(1.0, math.exp(_zcdp_log_delta_upper(rho, epsilon, t))))
+    return math.exp(min(0.0, _zcdp_log_delta_upper(rho, epsilon, t)))
 
 
 def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
@@ -219,9 +221,41 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     for _ in range(200):
         gap = _zcdp_log_delta_upper(rho, epsilon, t) - log_delta
         if gap <= 0:
-            return epsilon
+            break
         epsilon = math.nextafter(epsilon + gap / excess, math.inf)
-    raise ArithmeticError(f"no epsilon found for rho={rho!r}, delta={delta!r}")
+    else:
+        raise ArithmeticError(f"no epsilon found for rho={rho!r}, delta={delta!r}")
+    return _smallest_sound_epsilon(rho, delta, epsilon)
+
+
+def _smallest_sound_epsilon(rho: float, delta: float, epsilon: float) -> float:
+    """Move a sound ``epsilon`` down to the smallest float at which :func:`zcdp_delta` (the
+    bound at its own best order) still meets ``delta``: the two searches for the best
+    order agree only to a few ulps, and an epsilon taken from :func:`zcdp_rho_for`'s rho
+    must come back no larger than the epsilon it was found for."""
+
+    def sound(value: float) -> bool:
+        return value >= 0 and zcdp_delta(rho, value) <= delta
+
+    step, low = math.ulp(epsilon), None
+    while epsilon > 0:
+        candidate = max(0.0, epsilon - step)
+        if not sound(candidate):
+            low = candidate
+            break
+        epsilon, step = candidate, 2.0 * step
+    if low is None:
+        return epsilon
+    # Bisection between an unsound low and a sound epsilon, on floats.
+    for _ in range(64):
+        middle = low + (epsilon - low) / 2.0
+        if middle in (low, epsilon):
+            break
+        if sound(middle):
+            epsilon = middle
+        else:
+            low = middle
+    return epsilon
 
 
 def _largest_parameter(delta_at: Any, epsilon: float, delta: float) -> float:
@@ -292,7 +326,12 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     lowest = ratio_log - ratio_error
     if lowest >= 0:
         return 0.0
-    return _raise(math.exp(log_pa) * -math.expm1(lowest), error_a + 4.0 * _UNIT)
+    log_delta = log_pa + error_a + 4.0 * _UNIT + math.log(-math.expm1(lowest))
+    if log_delta >= 0:
+        return 1.0
+    # Below the smallest float the figure is 0, as its exact value rounds (far below any
+    # delta a conversion aims at).
+    return _raise(math.exp(log_delta))
 
 
 def gdp_to_approx_epsilon(mu: float, delta: float) -> float:

@@ -164,6 +164,7 @@ __all__ = [
     "ReceiptError",
     "SpendRecord",
     "UnknownDatasetError",
+    "restore_triggers",
     "spend_receipt",
 ]
 
@@ -624,21 +625,20 @@ def _normalised(sql: str | None) -> str:
     return " ".join((sql or "").replace(";", " ").split())
 
 
-def _check_triggers(conn: sqlite3.Connection, path: str) -> None:
-    """The append-only triggers must all be there, as written."""
+def _trigger_problem(conn: sqlite3.Connection, path: str) -> str | None:
+    """What is wrong with the append-only triggers (None: all there, as written)."""
     found = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
     missing = [name for name in _TRIGGERS if name not in found]
     altered = [name for name, sql in _TRIGGERS.items()
                if name in found and _normalised(found[name]) != _normalised(sql)]
     extra = [name for name in found if name not in _TRIGGERS]
-    if missing or altered or extra:
-        parts = ([f"removed: {', '.join(missing)}"] if missing else []) + (
-            [f"altered: {', '.join(altered)}"] if altered else []) + (
-            [f"added: {', '.join(extra)}"] if extra else [])
-        raise LedgerIntegrityError(
-            f"the append-only rules of the ledger {path!r} were changed outside dpggm "
-            f"({'; '.join(parts)}); if its history still verifies, `dpggm budget verify "
-            f"{path} --restore-triggers` puts them back")
+    if not (missing or altered or extra):
+        return None
+    parts = ([f"removed: {', '.join(missing)}"] if missing else []) + (
+        [f"altered: {', '.join(altered)}"] if altered else []) + (
+        [f"added: {', '.join(extra)}"] if extra else [])
+    return (f"the append-only rules of the ledger {path!r} were changed outside dpggm "
+            f"({'; '.join(parts)})")
 
 
 def _check_permissions(path: str) -> None:
@@ -1066,7 +1066,22 @@ class Ledger:
                 f"the ledger {self._path!r} has {len(identity)} identity records; it needs one")
         ledger_id, created, mode, key_check, events, head = identity[0]
         key = self._chain_key(mode, ledger_id, key_check)
-        _check_triggers(conn, self._path)
+        triggers = _trigger_problem(conn, self._path)
+        try:
+            snapshot = self._verified(conn, key, identity[0])
+        except LedgerIntegrityError as exc:
+            if triggers is None:
+                raise
+            raise LedgerIntegrityError(f"{exc} (and {triggers})") from None
+        if triggers is not None:
+            raise LedgerIntegrityError(
+                f"{triggers}; its history still verifies: `dpggm budget verify {self._path} "
+                "--restore-triggers` (or Ledger.restore_triggers()) puts them back")
+        return snapshot
+
+    def _verified(self, conn: sqlite3.Connection, key: bytes | None,
+                  identity: tuple[Any, ...]) -> _Snapshot:
+        ledger_id, created, mode, key_check, events, head = identity
         declared = _rows(conn, "datasets", _DATASET_COLUMNS, "event")
         spends = _rows(conn, "spends", _SPEND_COLUMNS, "event")
         by_dataset: dict[str, list[dict[str, Any]]] = {row["name"]: [] for row in declared}
@@ -1989,6 +2004,19 @@ def _old_history(row: dict[str, Any], spends: list[dict[str, Any]], path: str
             f"cannot migrate {path!r}: the history of dataset {name!r} does not add up to "
             f"its running total within its total {total}")
     return total, history, tuple(spent), limit
+
+
+def restore_triggers(path: str | os.PathLike[str]) -> list[str]:
+    """:meth:`Ledger.restore_triggers` for a file that cannot be opened because its
+    triggers were removed (opening verifies them)."""
+    raw = os.fspath(path)
+    if not os.path.isfile(raw):
+        raise FileNotFoundError(f"no ledger file at {raw!r}")
+    ledger = Ledger.__new__(Ledger)
+    ledger._path = os.path.abspath(raw)
+    ledger._timeout = 30.0
+    ledger._closed = False
+    return ledger.restore_triggers()
 
 
 def spend_receipt(ledger: str | os.PathLike[str], dataset: str, sequence: int,
