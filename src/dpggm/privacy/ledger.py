@@ -766,13 +766,21 @@ class Ledger:
         The file (or its directory) does not exist and cannot or may not be created.
     LedgerFormatError
         The file exists but is not a dpggm ledger of a supported schema version.
+    LedgerIntegrityError
+        Its history does not verify (see the module notes); so does every later call.
+    LedgerPermissionError
+        Every user of the machine may write the file (a :class:`LedgerPermissionWarning`
+        when others may read it or its group write it).
 
     Notes
     -----
     Privacy: the ledger releases nothing about any data and consumes no budget; it only
     refuses spends that would exceed the declared totals. It is an accounting record,
-    not an access control: anyone who can write the file can alter it, and the checks
-    only detect inconsistent alterations.
+    not an access control: anyone who can write the file can alter it. The hash chain
+    detects an edit, a deletion or a dropped trigger on the next use; a history rebuilt or
+    cut back by whoever can write the file shows only against an output's receipt or a
+    written-down head (:meth:`verify_receipt`, :meth:`verify`), unless the chain is keyed
+    (``DPGGM_LEDGER_KEY``).
 
     Each call opens, uses and closes its own connection, so one :class:`Ledger` may be
     used from several threads, inherited by forked processes or pickled to spawned ones.
