@@ -1004,18 +1004,21 @@ class Ledger:
                     )
         if not exists and os.path.isdir(os.path.dirname(self._path)):
             _create_private_file(self._path)
-        if os.path.isfile(self._path):
-            _check_permissions(self._path)
 
         def table_names(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             return {row[0] for row in rows}
 
-        if not self._transact(table_names, write=False, check_schema=False):
+        if self._transact(table_names, write=False, check_schema=False):
+            # A ledger's format first (another file gets no advice on its permissions).
+            self._transact(lambda conn: None, write=False)
+            _check_permissions(self._path)
+        else:
             if not create:
                 raise LedgerFormatError(
                     f"{self._path!r} is an empty file, not a dpggm privacy ledger"
                 )
+            _check_permissions(self._path)
             key = _environment_key()
 
             def initialise(conn: sqlite3.Connection) -> None:
