@@ -588,7 +588,8 @@ class PrivateGraph(DPEstimator):
 
     def infer(self, *, confidence_level: float | None = None, fdr: float | None = None,
               fdr_method: str | None = None, method: str = "closed-form",
-              n_bootstrap: int = 200, clipping_correction: str = "intervals") -> Any:
+              n_bootstrap: int = 200, clipping_correction: str = "intervals",
+              test: str = "null-pilot") -> Any:
         """Edge inference on this fit's release, with other options if wanted.
 
         Returns an :class:`~dpggm.solvers.inference.EdgeInference` (``to_frame(names)``
@@ -601,7 +602,9 @@ class PrivateGraph(DPEstimator):
         against 0.92 on the 30-node raw chain); ``"none"`` corrects nothing (intervals for
         the clipped records' partial correlations, which cover the population's only
         54-63 % of the time for the strong edges of 10-variable graphs at n = 20 000). See
-        the user guide's "Edges you can trust".
+        the user guide's "Edges you can trust". ``test``: how "no edge" is tested
+        (:func:`~dpggm.solvers.inference.edge_inference`; the default's null standard
+        error comes from the pilot with the tested pair taken out).
 
         Privacy
         -------
@@ -629,7 +632,7 @@ class PrivateGraph(DPEstimator):
             else confidence_level,
             fdr=self.fdr if fdr is None else fdr,
             fdr_method=self.fdr_method if fdr_method is None else fdr_method,
-            method=method, n_bootstrap=n_bootstrap)
+            method=method, test=test, n_bootstrap=n_bootstrap)
 
     def _finish_graph(self, X: Any, release: GraphRelease, columns: list[str], n: int) -> None:
         p = len(columns)

@@ -74,6 +74,7 @@ __all__ = [
     "FDR_METHODS",
     "NOISE_AMPLIFICATION",
     "RESCALED_VARIANCE",
+    "TESTS",
     "ClippingModel",
     "EdgeInference",
     "detectable_partial_correlation",
@@ -87,6 +88,11 @@ __all__ = [
 #: Multiple-testing procedures of :func:`false_discovery_control`.
 FDR_METHODS = ("bh", "by")
 _METHODS = ("closed-form", "bootstrap")
+#: How :func:`edge_inference` tests "no edge": the null standard error from the pilot with
+#: the tested pair taken out (the default), the standard error at the estimate (Wald), or
+#: from the pilot that contains the pair (before 2026-12; its null standard error grows
+#: with the edge's own strength, so power fell as an edge grew).
+TESTS = ("null-pilot", "wald", "pilot")
 
 
 # ---------------------------------------------------------------------------------------
@@ -549,6 +555,31 @@ def _coefficients(r: np.ndarray, diagonal: np.ndarray, null: bool):
     return c, r / (2.0 * diagonal)[:, None], r / (2.0 * diagonal)[None, :]
 
 
+def _null_pilot_coefficients(theta: np.ndarray):
+    """``(c, a, b)`` of the test statistic's linear functional under "no edge", for every
+    pair at once, from the pilot with the tested pair taken out.
+
+    Taking the edge ``(j, k)`` out of ``theta`` while keeping how the other variables
+    predict ``j`` and ``k`` (their regressions on the rest) gives the null pilot
+    ``theta0`` whose rows are ``u0_j = u_j - (theta_jk / theta_kk) u_k`` and
+    ``u0_k = u_k - (theta_jk / theta_jj) u_j`` (``u_j = theta e_j``), with
+    ``theta0_jj = theta_jj (1 - r**2)``, ``r**2 = theta_jk**2 / (theta_jj theta_kk)``,
+    and ``theta0_jk = 0``: for two variables without other neighbours this is the
+    independence model with the same variances. Under it the statistic moves by
+    ``c0 <u0_j u0_k', dS~>``, ``c0 = 1 / sqrt(theta0_jj theta0_kk)``; its symmetric part in
+    the basis ``u_j, u_k`` is ``c' / 2 (u_j u_k' + u_k u_j') + a' u_j u_j' + b' u_k u_k'``
+    with ``c' = c0 (1 + beta_j beta_k)``, ``a' = -c0 beta_k``, ``b' = -c0 beta_j``
+    (``beta_j = theta_jk / theta_kk``, ``beta_k = theta_jk / theta_jj``), the form
+    :func:`_noise_variance` reads. Nothing of it grows with the tested edge's strength.
+    """
+    d = np.diag(theta)
+    beta_j = theta / d[None, :]
+    beta_k = theta / d[:, None]
+    null_diagonal = np.maximum(1.0 - theta * theta / np.outer(d, d), 1e-12)
+    c0 = 1.0 / (np.sqrt(np.outer(d, d)) * null_diagonal)
+    return c0 * (1.0 + beta_j * beta_k), -c0 * beta_k, -c0 * beta_j
+
+
 def _noise_variance(theta: np.ndarray, c, a, b, variance: float) -> np.ndarray:
     """``variance (2 ||sym M||_F^2 - sum_l (sym M)_ll^2)`` for every pair at once."""
     G = theta @ theta
@@ -594,42 +625,66 @@ def _missing_extra_variance(theta: np.ndarray, working: np.ndarray, c, a, b,
     ``4 S_ii (M S M)_ii + 8 (M S)_ii^2 - 12 S_ii M_ii (M S)_ii + 3 S_ii^2 M_ii^2``; over
     entries sharing two, ``2 sum_{i != l} u_i u_l M_il^2 (S_ii S_ll + 2 S_il^2)``, bounded
     here by ``6 tr(D A D A)``, ``A = U^T diag(u S_diag) U`` (Cauchy-Schwarz; conservative).
-    ``S`` is the working covariance (the inverse of ``theta``)."""
+    ``S`` is the working covariance (the inverse of ``theta``).
+
+    Every term is a sum over ``i`` of ``x_i`` (the pair's rows of ``theta``) and ``y_i``
+    (of ``theta S``) in bilinear forms with ``D``: with the rows indexed by ``j`` multiplied
+    into one matrix ``F`` and those indexed by ``k`` into ``G``, each is ``F diag(w) G^T``,
+    one matrix product (BLAS-3) over the columns ``i`` with a missing share only.
+    """
+    delta_all = 1.0 / np.asarray(present, dtype=float) - 1.0
+    columns = np.flatnonzero(delta_all > 0)
     p = theta.shape[0]
-    delta = 1.0 / np.asarray(present, dtype=float) - 1.0
-    s_diag = np.diag(working)
-    W = theta @ working  # rows: (theta S)_{j, i}
-    G = W @ theta  # U^T S U entries: (theta S theta)_{jk}
-    out = np.zeros((p, p))
-    for j in range(p):
-        k = np.arange(p)
-        aj, bj, cj = a[j], b[j], c[j]  # per k
-        tj = theta[:, j][None, :]  # (1, p) over i
-        tk = theta.T  # (p, p): row k, column i
-        m_diag = aj[:, None] * tj**2 + cj[:, None] * tj * tk + bj[:, None] * tk**2
-        wj = W[j][None, :]
-        wk = W  # row k: (theta S)_{k, i}
-        ms_diag = (tj * (aj[:, None] * wj + 0.5 * cj[:, None] * wk)
-                   + tk * (0.5 * cj[:, None] * wj + bj[:, None] * wk))
-        # D G D for every k: D = [[a, c/2], [c/2, b]], G = [[G_jj, G_jk], [G_jk, G_kk]].
-        g11, g12, g22 = G[j, j], G[j, k], G[k, k]
-        d11, d12, d22 = aj, 0.5 * cj, bj
-        e11 = d11 * (d11 * g11 + d12 * g12) + d12 * (d11 * g12 + d12 * g22)
-        e12 = d11 * (d12 * g11 + d22 * g12) + d12 * (d12 * g12 + d22 * g22)
-        e22 = d12 * (d12 * g11 + d22 * g12) + d22 * (d12 * g12 + d22 * g22)
-        msm_diag = e11[:, None] * tj**2 + 2 * e12[:, None] * tj * tk + e22[:, None] * tk**2
-        one = (4 * s_diag * msm_diag + 8 * ms_diag**2 - 12 * s_diag * m_diag * ms_diag
-               + 3 * s_diag**2 * m_diag**2)
-        first = one @ delta
-        weight = delta * s_diag
-        a11 = (tj**2 * weight).sum(axis=1)
-        a12 = (tj * tk * weight).sum(axis=1)
-        a22 = (tk**2 * weight).sum(axis=1)
-        # tr(D A D A) with 2 x 2 symmetric D and A.
-        da11, da12 = d11 * a11 + d12 * a12, d11 * a12 + d12 * a22
-        da21, da22 = d12 * a11 + d22 * a12, d12 * a12 + d22 * a22
-        trace = da11**2 + 2 * da12 * da21 + da22**2
-        out[j] = (first + 6 * trace) / n
+    if columns.size == 0:
+        return np.zeros((p, p))
+    delta = delta_all[columns]
+    s_diag = np.diag(working)[columns]
+    rows = {"t": theta[:, columns], "w": (theta @ working)[:, columns]}
+    G = theta @ working @ theta
+    g = np.diag(G)
+    weights = {"d": delta, "ds": delta * s_diag, "dss": delta * s_diag * s_diag}
+    products: dict[tuple, np.ndarray] = {}
+
+    def pair_sum(weight: str, factors: tuple[tuple[str, int], ...]) -> np.ndarray:
+        """``sum_i w_i prod_f F_f[index_f, i]`` for every pair (index 0 = j, 1 = k)."""
+        first = tuple(sorted(name for name, index in factors if index == 0))
+        second = tuple(sorted(name for name, index in factors if index == 1))
+        key = (weight, first, second)
+        if key in products:
+            return products[key]
+        mirrored = (weight, second, first)
+        if mirrored in products:
+            return products[mirrored].T
+        left = np.ones_like(rows["t"])
+        for name in first:
+            left = left * rows[name]
+        right = np.ones_like(rows["t"])
+        for name in second:
+            right = right * rows[name]
+        products[key] = (left * weights[weight]) @ right.T
+        return products[key]
+
+    D = ((a, 0.5 * c), (0.5 * c, b))
+    G2 = ((g[:, None], G), (G, g[None, :]))
+    E = [[sum(D[p_][r] * G2[r][s] * D[s][q] for r in (0, 1) for s in (0, 1))
+          for q in (0, 1)] for p_ in (0, 1)]
+    pairs = ((0, 0), (0, 1), (1, 0), (1, 1))
+    # 4 sum_i u_i s_i (M S M)_ii: (M S M)_ii = x_i' E x_i.
+    total = sum(4.0 * E[p_][q] * pair_sum("ds", (("t", p_), ("t", q))) for p_, q in pairs)
+    for (p_, q) in pairs:
+        for (r, s) in pairs:
+            coefficient = D[p_][q] * D[r][s]
+            # 8 (M S)_ii^2 = 8 (x' D y)^2, -12 s M_ii (M S)_ii = -12 s (x' D x)(x' D y),
+            # 3 s^2 M_ii^2 = 3 s^2 (x' D x)^2.
+            total = total + coefficient * (
+                8.0 * pair_sum("d", (("t", p_), ("w", q), ("t", r), ("w", s)))
+                - 12.0 * pair_sum("ds", (("t", p_), ("t", q), ("t", r), ("w", s)))
+                + 3.0 * pair_sum("dss", (("t", p_), ("t", q), ("t", r), ("t", s))))
+    A = ((pair_sum("ds", (("t", 0), ("t", 0))), pair_sum("ds", (("t", 0), ("t", 1)))),
+         (pair_sum("ds", (("t", 0), ("t", 1))), pair_sum("ds", (("t", 1), ("t", 1)))))
+    DA = [[D[p_][0] * A[0][q] + D[p_][1] * A[1][q] for q in (0, 1)] for p_ in (0, 1)]
+    trace = DA[0][0] ** 2 + 2 * DA[0][1] * DA[1][0] + DA[1][1] ** 2
+    out = (total + 6.0 * trace) / n
     out = 0.5 * (out + out.T)
     return np.maximum(out, 0.0)
 
@@ -762,6 +817,7 @@ def edge_inference(
     fdr: float = 0.1,
     fdr_method: str = "bh",
     method: str = "closed-form",
+    test: str = "null-pilot",
     n_bootstrap: int = 200,
     random_state: int = 0,
 ) -> EdgeInference:
@@ -821,6 +877,16 @@ def edge_inference(
     method : {"closed-form", "bootstrap"}, default="closed-form"
         Standard errors (and bias) from the delta method, or from a parametric bootstrap
         of the whole mechanism (``n_bootstrap`` replicates).
+    test : {"null-pilot", "wald", "pilot"}, default="null-pilot"
+        The standard error the p-value divides by. ``"null-pilot"``: the statistic's
+        standard error under "no edge", from the pilot with the tested pair taken out
+        (:func:`_null_pilot_coefficients`: the pair's regressions on the other variables
+        kept), so that the null distribution does not depend on the edge's own strength
+        and power rises with it. ``"wald"``: the standard error at the estimate.
+        ``"pilot"``: under "no edge" but from the pilot that contains the pair (the test of
+        earlier versions: its standard error grows with the edge's strength, e.g. 0.185
+        against a true 0.073 for an isolated 0.6 edge, and strong edges went unselected).
+        See ``docs/inference.md`` for the measurements.
     n_bootstrap : int, default=200
     random_state : int, default=0
         Seed of the bootstrap's simulations. They draw synthetic records from a model
@@ -870,6 +936,7 @@ def edge_inference(
     fdr = _open_unit(fdr, "fdr")
     fdr_method = _choice(fdr_method, "fdr_method", FDR_METHODS)
     method = _choice(method, "method", _METHODS)
+    test = _choice(test, "test", TESTS)
     replicates = _positive_int(n_bootstrap, "n_bootstrap", minimum=10)
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
         raise TypeError(f"random_state must be an integer seed; got {random_state!r}")
@@ -887,8 +954,8 @@ def edge_inference(
     if clipping is not None and clipping_correction == "intervals":
         common = dict(n_samples=n, noise_variance=variance, precision=precision, alpha=alpha,
                       present=present, noise_distribution=noise_distribution, confidence_level=level, fdr=fdr,
-                      fdr_method=fdr_method, method=method, n_bootstrap=replicates,
-                      random_state=random_state)
+                      fdr_method=fdr_method, method=method, test=test,
+                      n_bootstrap=replicates, random_state=random_state)
         corrected = edge_inference(S, clipping=clipping, clipping_correction="all", **common)
         tests = edge_inference(S, clipping=None, **common)
         return replace(
@@ -949,8 +1016,14 @@ def edge_inference(
         c, a, b = _coefficients(r, diagonal, null=False)
         sampling = _sampling_variance(moments, c, a, b, n)
         noise = _noise_variance(theta, c, a, b, variance)
-        c0, a0, b0 = _coefficients(r, diagonal, null=True)
-        null_sampling = _sampling_variance(moments, c0, a0, b0, n)
+        if test == "pilot":
+            c0, a0, b0 = _coefficients(r, diagonal, null=True)
+            null_sampling = _sampling_variance(moments, c0, a0, b0, n)
+        else:
+            c0, a0, b0 = _null_pilot_coefficients(theta)
+            # Gaussian records under "no edge": Var(r) = 1 / n (the pair's null pilot
+            # makes u0_j' S u0_k vanish); clipped records have shorter tails.
+            null_sampling = np.full((p, p), 1.0 / n)
         null_noise = _noise_variance(theta, c0, a0, b0, variance)
         if shares is not None:
             sampling = sampling + _missing_extra_variance(theta, working, c, a, b, shares, n)
@@ -985,6 +1058,10 @@ def edge_inference(
     quantile = float(stats.norm.ppf(0.5 + level / 2))
     ci_low = np.clip(estimate - quantile * se, -1.0, 1.0)
     ci_high = np.clip(estimate + quantile * se, -1.0, 1.0)
+    if test == "wald":
+        # The standard error at the estimate in place of the null one.
+        se0 = se
+        null_parts = (sampling[rows, cols], noise[rows, cols])
     if noise_distribution == "laplace":
         p_value = _laplace_noise_p_values(np.abs(estimate), *null_parts)
     else:
