@@ -307,15 +307,14 @@ def test_bootstrap_simulates_the_clipping():
 def test_detectable_without_noise_solves_the_power_equation():
     # No noise and no other edge expected (one selection: the cut-off is the Bonferroni-like
     # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
-    # error of the test is sqrt((Theta_jj Theta_kk + Theta_jk^2) / (Theta_jj Theta_kk n))
-    # = sqrt((1 + t^2) / n) (Jankova & van de Geer), the estimate's is (1 - t^2) / sqrt(n).
+    # error of the test, from the pilot without the pair (the independence model), is
+    # 1 / sqrt(n) whatever the edge's strength; the estimate's is (1 - t^2) / sqrt(n).
     n, p = 2000, 10
     t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
     cutoff = stats.norm.isf(0.1 / (2 * 45))
     reference = 0.1
     for _ in range(200):
-        reference = (cutoff * math.sqrt(1 + reference**2)
-                     + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
+        reference = (cutoff + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
     assert t == pytest.approx(reference, rel=1e-7)
     # More edges expected: more selections, a lower cut-off, a lower threshold.
     assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t

@@ -1158,17 +1158,22 @@ def _bootstrap(*, theta, working, pre_clip, correction, clipping, n, variance, r
 #: ``[-1, 1]`` (``PrivateGraph``'s ranges): ``1 / (5 Phi^{-1}(3/4))**2``.
 RESCALED_VARIANCE = 1.0 / (5.0 * float(stats.norm.ppf(0.75))) ** 2
 
-#: Default ratio of the noise standard error of a partial correlation to its value for an
-#: edge between two variables that have no other neighbours: what the rest of a sparse graph
-#: adds. The graphs of the calibration study have 1.06 to 1.10 (chains) and 1.29 to 1.39
-#: (hubs, random graphs) at their median edge; 1.1 put the prediction within 25 % of the
-#: measured 80 %-power threshold in every cell of the study, 1.2 called the six cells where
-#: the noise dominates (thresholds 0.29 to 0.44) undetectable.
-NOISE_AMPLIFICATION = 1.1
+#: Default ratio of the noise standard error of a partial correlation to that of an edge
+#: between two variables that have no other neighbours (what the rest of the graph adds).
+#: 1: the stated figure is for isolated edges of a sparse graph; an edge between variables
+#: the others predict well needs more, which ``neighbour_r2`` describes.
+NOISE_AMPLIFICATION = 1.0
+
+#: The share of an edge's variables' variance the other variables predict (R**2, the pair's
+#: partner left out) at which the second detectable figure is stated.
+PREDICTED_R2 = 0.5
 
 #: Range of the edges' |partial correlation| assumed by :func:`detectable_partial_correlation`
 #: to predict how many edges will be selected (spread log-uniformly over it).
 EDGE_STRENGTHS = (0.01, 0.5)
+
+#: Other neighbours of each variable of the pair in the model of a predicted pair.
+_MODEL_NEIGHBOURS = 4
 
 
 def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
@@ -1193,25 +1198,52 @@ def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
     return math.sqrt(v * float(stats.chi2.ppf(q, p)))
 
 
+def _pair_model(t: float, neighbour_r2: float, variance: float) -> np.ndarray:
+    """The precision of a model with an edge of partial correlation ``t`` between
+    variables 0 and 1, every variable of variance ``variance``: alone
+    (``neighbour_r2 = 0``), or each of the two predicted with ``R**2 = neighbour_r2`` by
+    :data:`_MODEL_NEIGHBOURS` independent neighbours of its own (the pair's residuals
+    correlated ``t``, so the partial correlation given everything else is ``t``)."""
+    if neighbour_r2 <= 0:
+        return np.array([[1.0, -t], [-t, 1.0]]) / (variance * (1.0 - t * t))
+    m = _MODEL_NEIGHBOURS
+    size = 2 + 2 * m
+    covariance = np.eye(size)
+    beta = math.sqrt(neighbour_r2 / m)
+    covariance[0, 2:2 + m] = covariance[2:2 + m, 0] = beta
+    covariance[1, 2 + m:] = covariance[2 + m:, 1] = beta
+    covariance[0, 1] = covariance[1, 0] = t * (1.0 - neighbour_r2)
+    return np.linalg.inv(covariance * variance)
+
+
 def _edge_standard_errors(t: float, n: int, sigma: float, clipped_variance: float,
-                          amplification: float) -> tuple[float, float]:
-    """Null-test and actual standard errors of the estimate of a partial correlation ``t``
-    between two variables with no other neighbours (records of per-coordinate variance
-    ``clipped_variance``), the noise part scaled by ``amplification``; by the same closed
-    form :func:`edge_inference` uses."""
-    theta = np.array([[1.0, -t], [-t, 1.0]]) / (clipped_variance * (1.0 - t * t))
-    _, r, diagonal = _debiased(np.linalg.inv(theta), theta)
+                          amplification: float, *, present: float = 1.0,
+                          neighbour_r2: float = 0.0) -> tuple[float, float]:
+    """The test's null standard error and the estimate's standard error for an edge of
+    partial correlation ``t`` (:func:`_pair_model`; records of per-coordinate variance
+    ``clipped_variance``), the noise part scaled by ``amplification``, with a share
+    ``present`` of every column's values present (imputed otherwise); by the closed form
+    :func:`edge_inference` uses (its default test)."""
+    theta = _pair_model(t, neighbour_r2, clipped_variance)
+    working = np.linalg.inv(theta)
+    _, r, diagonal = _debiased(working, theta)
     moments = _moments_gaussian(theta)
+    shares = np.full(theta.shape[0], present)
     out = []
-    for null in (True, False):
-        c, a, b = _coefficients(r, diagonal, null=null)
-        variance = (_sampling_variance(moments, c, a, b, n)[0, 1]
-                    + amplification**2 * _noise_variance(theta, c, a, b, sigma * sigma)[0, 1])
+    for coefficients, sampling in (
+            (_null_pilot_coefficients(theta), None),
+            (_coefficients(r, diagonal, null=False), True)):
+        c, a, b = coefficients
+        variance = (1.0 / n if sampling is None
+                    else _sampling_variance(moments, c, a, b, n)[0, 1])
+        variance += amplification**2 * _noise_variance(theta, c, a, b, sigma * sigma)[0, 1]
+        if present < 1.0:
+            variance += _missing_extra_variance(theta, working, c, a, b, shares, n)[0, 1]
         out.append(math.sqrt(variance))
     return out[0], out[1]
 
 
-# over 120 lines: its documentation states every assumption (46 lines); the solve is 65.
+# over 120 lines: its documentation states every assumption (55 lines); the solve is 70.
 def detectable_partial_correlation(
     n_samples: int,
     n_features: int,
@@ -1226,6 +1258,8 @@ def detectable_partial_correlation(
     expected_edges: float | None = None,
     edge_strengths: tuple[float, float] = EDGE_STRENGTHS,
     noise_amplification: float = NOISE_AMPLIFICATION,
+    missing_share: float = 0.0,
+    neighbour_r2: float = 0.0,
 ) -> float:
     """The smallest ``|partial correlation|`` an edge needs to be selected with probability
     ``power`` by :func:`edge_inference` at false-discovery rate ``fdr``, from public
@@ -1237,10 +1271,11 @@ def detectable_partial_correlation(
         ``n`` and ``p``.
     noise_sigma : float
         Standard deviation of the noise on every released second-moment entry of the
-        rescaled records (from the release plan).
+        rescaled records, as planned (before any division by shares of values present).
     row_norm_bound : float, optional
         Row-norm bound of the rescaled records; default :func:`expected_row_norm_bound` at
-        ``norm_quantile``.
+        ``norm_quantile`` (for rows with ``missing_share`` of their values imputed at the
+        centre, over the values present).
     norm_quantile : float, default=0.5
     record_variance : float, default=RESCALED_VARIANCE
         Per-coordinate variance of the rescaled records before the row-norm clipping.
@@ -1255,13 +1290,22 @@ def detectable_partial_correlation(
         ``m = p (p - 1) / 2`` (solved jointly).
     noise_amplification : float, default=NOISE_AMPLIFICATION
         What the rest of the graph adds to the noise standard error of an edge.
+    missing_share : float in [0, 1), default=0
+        The declared share of every column's values that are missing (completely at
+        random) and imputed at the centre of the column's range: the moments are divided
+        by the shares present, which multiplies the noise of an entry by up to
+        ``1 / (1 - missing_share)**2`` and adds the variance of the imputation.
+    neighbour_r2 : float in [0, 1), default=0
+        How well the other variables predict each variable of the pair (``R**2``, the
+        partner left out): 0 for an edge between variables without other neighbours; the
+        noise standard error of an edge grows like ``(1 + R**2) / (1 - R**2)``.
 
     Returns
     -------
     float
-        The threshold ``t`` solving ``t = c(t) se_0(t) + z_power se(t)``, with the standard
-        errors of :func:`edge_inference` for an edge of strength ``t`` (the smallest root);
-        ``inf`` when no partial correlation up to 0.99 would be detected.
+        The threshold ``t`` solving ``t = c se_0(t) + z_power se(t)``, with the standard
+        errors of :func:`edge_inference`'s test for an edge of strength ``t`` (the smallest
+        root); ``inf`` when no partial correlation up to 0.99 would be detected.
 
     Notes
     -----
@@ -1285,11 +1329,21 @@ def detectable_partial_correlation(
     amplification = _real(noise_amplification, "noise_amplification")
     if not (math.isfinite(amplification) and amplification > 0):
         raise ValueError(f"noise_amplification must be a finite number > 0; got {amplification!r}")
+    missing = _real(missing_share, "missing_share")
+    if not (0.0 <= missing < 1.0):
+        raise ValueError(f"missing_share must be in [0, 1); got {missing!r}")
+    r2 = _real(neighbour_r2, "neighbour_r2")
+    if not (0.0 <= r2 < 1.0):
+        raise ValueError(f"neighbour_r2 must be in [0, 1); got {r2!r}")
     low, high = (_real(x, "edge_strengths") for x in edge_strengths)
     if not (0 < low < high < 1):
         raise ValueError(f"edge_strengths must satisfy 0 < low < high < 1; got {edge_strengths!r}")
+    present = 1.0 - missing
+    # The rows' values present span about p (1 - missing) coordinates.
+    span = max(p * present, 1.0)
     if row_norm_bound is None:
-        bound = expected_row_norm_bound(p, norm_quantile=norm_quantile, record_variance=v)
+        bound = math.sqrt(v * float(stats.chi2.ppf(_open_unit(norm_quantile, "norm_quantile"),
+                                                   span)))
     else:
         bound = _real(row_norm_bound, "row_norm_bound")
         if not (math.isfinite(bound) and bound > 0):
@@ -1297,17 +1351,21 @@ def detectable_partial_correlation(
     m = p * (p - 1) / 2
     edges = float(p) if expected_edges is None else _nonnegative(expected_edges, "expected_edges")
     level = fdr / (float(np.sum(1.0 / np.arange(1, int(m) + 1))) if fdr_method == "by" else 1.0)
-    clipped_variance = v * float(_radial_gains(np.full(p, v), bound * bound)[0])
+    clipped_variance = v * float(_radial_gains(np.full(max(int(round(span)), 1), v),
+                                               bound * bound)[0])
+    # Dividing the moments by the shares present multiplies the noise by 1 / present**2.
+    sigma_corrected = sigma / present**2
     z_power = float(stats.norm.ppf(power))
 
-    def errors(t: float) -> tuple[float, float]:
-        return _edge_standard_errors(t, n, sigma, clipped_variance, amplification)
+    def errors(t: float, model_r2: float = 0.0) -> tuple[float, float]:
+        return _edge_standard_errors(t, n, sigma_corrected, clipped_variance, amplification,
+                                     present=present, neighbour_r2=model_r2)
 
     # The Benjamini-Hochberg cut-off c rejects |z| > c with c = Phi^{-1}(1 - fdr R / (2m)),
     # R the expected number of selections: the expected detections of the edges (their
-    # strengths log-uniform over edge_strengths) inflated by the false ones (R / (1 - fdr)).
-    # R grows as c falls; iterate from the single-selection cut-off.
-    nodes, weights = np.polynomial.legendre.leggauss(48)
+    # strengths log-uniform over edge_strengths, isolated) inflated by the false ones
+    # (R / (1 - fdr)). R grows as c falls; iterate from the single-selection cut-off.
+    nodes, weights = np.polynomial.legendre.leggauss(24)
     strengths = np.exp(math.log(low) + (nodes + 1) / 2 * math.log(high / low))
     weights = weights / 2
     standard = np.array([errors(float(t)) for t in strengths])
@@ -1321,13 +1379,12 @@ def detectable_partial_correlation(
         cutoff = updated
 
     def gap(t: float) -> float:
-        null_se, se = errors(t)
+        null_se, se = errors(t, r2)
         return t - cutoff * null_se - z_power * se
 
-    # The noise standard error of a strong edge grows with its strength (as
-    # sqrt(1 + 4t^2 + t^4) / (1 - t^2) for an isolated edge), so the gap need not be
-    # monotone: the smallest root is bracketed on a grid first.
-    grid = np.geomspace(1e-4, 0.99, 200)
+    # The null standard error does not depend on t, and the estimate's shrinks as t grows:
+    # the gap rises with t; the smallest root is bracketed on a grid first all the same.
+    grid = np.geomspace(1e-4, 0.99, 32)
     values = np.array([gap(float(t)) for t in grid])
     positive = np.flatnonzero(values >= 0)
     if positive.size == 0:
