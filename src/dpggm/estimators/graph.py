@@ -1020,7 +1020,7 @@ def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
         "fdr": float(estimator.fdr),
         "fdr_method": estimator.fdr_method,
         "confidence_level": float(estimator.confidence_level),
-        "test": "null-pilot",
+        "test": "standard error under no edge, from the pilot without the tested pair",
     }
     if estimator.select == "threshold":
         record["min_partial_correlation"] = float(estimator.min_partial_correlation_)

@@ -563,7 +563,7 @@ def _coefficients(r: np.ndarray, diagonal: np.ndarray, null: bool):
     return c, r / (2.0 * diagonal)[:, None], r / (2.0 * diagonal)[None, :]
 
 
-def _null_pilot_coefficients(theta: np.ndarray):
+def _null_pilot_coefficients(theta: np.ndarray, diagonal: np.ndarray | None = None):
     """``(c, a, b)`` of the test statistic's linear functional under "no edge", for every
     pair at once, from the pilot with the tested pair taken out.
 
@@ -584,7 +584,10 @@ def _null_pilot_coefficients(theta: np.ndarray):
     beta_j = theta / d[None, :]
     beta_k = theta / d[:, None]
     null_diagonal = np.maximum(1.0 - theta * theta / np.outer(d, d), 1e-12)
-    c0 = 1.0 / (np.sqrt(np.outer(d, d)) * null_diagonal)
+    # The statistic is standardised by the de-biased diagonal (``diagonal``; the pilot's own
+    # when none is given): the same scale under "no edge" as the estimate's.
+    scale = d if diagonal is None else diagonal
+    c0 = 1.0 / (np.sqrt(np.outer(scale, scale)) * null_diagonal)
     return c0 * (1.0 + beta_j * beta_k), -c0 * beta_k, -c0 * beta_j
 
 
@@ -1062,7 +1065,7 @@ def edge_inference(
             c0, a0, b0 = _coefficients(r, diagonal, null=True)
             null_sampling = _sampling_variance(moments, c0, a0, b0, n, excess)
         else:
-            c0, a0, b0 = _null_pilot_coefficients(theta)
+            c0, a0, b0 = _null_pilot_coefficients(theta, diagonal)
             # Gaussian records under "no edge": Var(r) = 1 / n (the pair's null pilot
             # makes u0_j' S u0_k vanish); clipped records have shorter tails.
             null_sampling = np.full((p, p), (1.0 + excess) / n)
@@ -1285,7 +1288,7 @@ def _edge_standard_errors(t: float, n: int, sigma: float, clipped_variance: floa
     shares = np.full(theta.shape[0], present)
     out = []
     for coefficients, sampling in (
-            (_null_pilot_coefficients(theta), None),
+            (_null_pilot_coefficients(theta, diagonal), None),
             (_coefficients(r, diagonal, null=False), True)):
         c, a, b = coefficients
         variance = (1.0 / n if sampling is None
