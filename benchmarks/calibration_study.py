@@ -62,7 +62,7 @@ from dpggm.solvers.inference import (
     noise_calibrated_alpha,
 )
 
-GRAPHS = ("chain", "hub", "random", "strong")
+GRAPHS = ("chain", "hub", "random", "strong", "pairs")
 #: The tests compared on the same releases (``edge_inference(test=...)``): "pilot" is the
 #: test of earlier versions (main at 72c8928), "null-pilot" the default.
 TESTS = ("null-pilot", "wald", "pilot")
@@ -93,6 +93,9 @@ def study_precision(kind: str, p: int, draw: np.random.Generator | None = None) 
             pairs += [(first, k) for k in group if k != first]
     elif kind == "strong":
         return _strong_precision(p, rng if draw is None else draw)
+    elif kind == "pairs":
+        # Isolated edges of a sparse graph (what detectable() describes): disjoint pairs.
+        pairs = [(j, j + 1) for j in range(0, p - 1, 2)]
     elif kind == "random":
         upper = np.transpose(np.triu_indices(p, 1))
         chosen = rng.choice(len(upper), size=min(2 * p, len(upper)), replace=False)
@@ -501,10 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reduced", action="store_true", help="p in {10, 30} only")
     parser.add_argument("--fits", type=int, default=50)
-    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS))
+    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS[:4]),
+                        help="graphs of the study; 'pairs' (isolated edges) calibrates "
+                             "detectable()")
     parser.add_argument("--p", nargs="+", type=int)
     parser.add_argument("--n", nargs="+", type=int)
-    parser.add_argument("--rho", nargs="+", type=float)
+    parser.add_argument("--rho", nargs="*", type=float,
+                        help="zCDP budgets (none: only the --epsilon ones)")
     parser.add_argument("--epsilon", nargs="+", type=float,
                         help="also (epsilon, 1e-6) budgets")
     parser.add_argument("--bound-fraction", default="auto")
@@ -562,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
 
     grid = dict(REDUCED_GRID if args.reduced else FULL_GRID)
     for key in ("p", "n", "rho"):
-        if getattr(args, key):
+        if getattr(args, key) is not None:
             grid[key] = tuple(getattr(args, key))
     budgets = [(rho, None) for rho in grid["rho"]] + [(None, e) for e in args.epsilon or ()]
     common = dict(fits=args.fits, norm_quantile=args.norm_quantile, fdr=args.fdr,

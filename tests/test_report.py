@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as html_module
+import html
 import json
 import os
 import re
@@ -431,7 +432,7 @@ def test_an_empty_graph_is_explained_by_a_number(tmp_path):
         # Where the plan cannot reach even odds the selection is withheld, and both say so
         # and which public figure decided it.
         assert "No edge is reported" in text and "not reliable" in stderr
-        assert record["inference"]["withheld_by"] in text
+        assert record["inference"]["withheld_by"] in " ".join(html.unescape(text).split())
         assert "WITHHELD by a public figure of the plan" in stderr
         sentence = "o edge can be told from noise at this budget and size"
     elif detectable["nothing_detectable"]:

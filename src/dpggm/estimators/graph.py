@@ -144,6 +144,34 @@ def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_
         neighbour_r2=neighbour_r2)
 
 
+#: The largest noise standard error of a partial correlation (planned, isolated edge under
+#: "no edge") at which the closed form's linearisation is relied on. Beyond it the
+#: calibration study measured false-discovery rates of 0.45-0.70 (hub graphs, p = 30,
+#: rho <= 0.03; noise 0.12-0.23) and coverage 0.67 for the intervals of strong edges
+#: (p = 30, (1, 1e-6); noise 0.16), while every cell at or below 0.1 (a 25-item
+#: questionnaire at (1, 1e-6) has 0.09) kept both: there the plan promises nothing.
+NOISE_LIMIT = 0.1
+
+
+def _planned_noise(plan: ReleasePlan, estimator: Any) -> float | None:
+    """The plan's noise standard error of one partial correlation (an isolated edge,
+    under "no edge"; roughly normal columns, the declared missing share)."""
+    from scipy import stats
+
+    from dpggm.solvers.inference import RESCALED_VARIANCE, _radial_gains
+
+    n, p = plan.n_samples, plan.n_features
+    present = 1.0 - float(estimator.planned_missing_share)
+    span = max(p * present, 1.0)
+    v = RESCALED_VARIANCE
+    bound = math.sqrt(v * float(stats.chi2.ppf(float(estimator.norm_quantile), span)))
+    sigma = _planned_sigma(plan, bound)
+    if sigma is None:
+        return None
+    clipped = v * float(_radial_gains(np.full(max(int(round(span)), 1), v), bound**2)[0])
+    return sigma / present**2 / clipped
+
+
 def _planned_inference(plan: ReleasePlan, estimator: Any) -> dict[str, Any] | None:
     """The public figures of a plan's edge inference: ``detectable`` (isolated edges, 80 %
     power), ``detectable_predicted`` (an edge whose variables the others predict with
@@ -156,16 +184,30 @@ def _planned_inference(plan: ReleasePlan, estimator: Any) -> dict[str, Any] | No
     if detectable is None:
         return None
     even_odds = _detectable(plan, estimator, power=WITHHOLD_POWER)
-    withheld = bool(estimator.select == "fdr" and math.isinf(even_odds))
+    predicted = _detectable(plan, estimator, neighbour_r2=PREDICTED_R2)
+    noise = _planned_noise(plan, estimator) if not plan.non_private else 0.0
+    too_noisy = noise is not None and noise > NOISE_LIMIT
+    if too_noisy:
+        # Beyond the linearisation's reach the plan promises nothing (NOISE_LIMIT).
+        detectable = predicted = math.inf
+    if too_noisy:
+        decided = (f"the plan's noise standard error of a partial correlation, {noise:.3g}, "
+                   f"exceeds {NOISE_LIMIT:g}, beyond which the intervals and the "
+                   "false-discovery control are not reliable")
+    elif math.isinf(even_odds):
+        decided = (f"the plan's detectable |partial correlation| at "
+                   f"{100 * WITHHOLD_POWER:.0f} % power is none up to 0.99")
+    else:
+        decided = None
+    withheld = bool(estimator.select == "fdr" and decided is not None)
     figures: dict[str, Any] = {
         "detectable": detectable,
-        "detectable_predicted": _detectable(plan, estimator, neighbour_r2=PREDICTED_R2),
+        "detectable_predicted": predicted,
         "predicted_r2": PREDICTED_R2,
         "detectable_even_odds": even_odds,
+        "noise_std_error": noise,
         "withheld": withheld,
-        "withheld_by": (f"the plan's detectable |partial correlation| at "
-                        f"{100 * WITHHOLD_POWER:.0f} % power is none up to 0.99"
-                        if withheld else None),
+        "withheld_by": decided if withheld else None,
         "missing_share": float(estimator.planned_missing_share),
     }
     figures.update(_calibration(plan))
@@ -568,6 +610,9 @@ class PrivateGraph(DPEstimator):
         """
         plan = self.plan(n_samples=n_samples, n_features=n_features)
         value = _detectable(plan, self, power=power, neighbour_r2=neighbour_r2)
+        noise = _planned_noise(plan, self) if value is not None and not plan.non_private else 0.0
+        if value is not None and noise is not None and noise > NOISE_LIMIT:
+            value = math.inf
         if value is None:
             raise ValueError(
                 "detectable() needs bounds='auto' and method='glasso': with declared bounds "
@@ -606,6 +651,9 @@ class PrivateGraph(DPEstimator):
         except ValueError:
             return math.inf
         value = _detectable(plan, other)
+        noise = _planned_noise(plan, other) if value is not None and not plan.non_private else 0.0
+        if value is not None and noise is not None and noise > NOISE_LIMIT:
+            value = math.inf
         if value is None:
             raise ValueError(
                 "planning in reverse needs bounds='auto' and method='glasso' (see detectable)")

@@ -41,9 +41,16 @@ The estimator (see ``docs/inference.md`` for the derivations and the calibration
    the pilot's (``lambda_j g_j(lambda) = mu_j``, indirect inference under a Gaussian working
    model) and the release is shifted by the change of shape (scale does not move partial
    correlations) before steps 1-3.
-5. **Tests.** ``p = 2 Phi(-|r| / se0)`` with ``se0`` the standard error under
-   ``r_jk = 0``; Benjamini-Hochberg (or Benjamini-Yekutieli) q-values over the
-   ``p (p - 1) / 2`` pairs; an edge is selected when its q-value is at most ``fdr``.
+5. **Tests.** ``p = 2 Phi(-|r| / se0)`` with ``se0`` the standard error of ``r_jk`` under
+   "no edge", computed from the pilot with the tested pair taken out
+   (:func:`_null_pilot_coefficients`: ``u0_j = u_j - (Theta_jk / Theta_kk) u_k``, the
+   pair's regressions on the other variables kept), so that it does not grow with the
+   tested edge's own strength; Benjamini-Hochberg (or Benjamini-Yekutieli) q-values over
+   the ``p (p - 1) / 2`` pairs; an edge is selected when its q-value is at most ``fdr``.
+6. **Heavy tails.** The sampling variances take the largest excess kurtosis the public
+   row-norm bound and the released trace allow (:func:`clipped_excess_kurtosis`), and the
+   outer end of every clipping-corrected interval is extended by
+   ``TAIL_ALLOWANCE |r| (1 - r**2)`` for the further shrinkage of heavy-tailed records.
 
 A parametric bootstrap (``method="bootstrap"``) re-simulates the mechanism from the released
 quantities -- clipped Gaussian records from the working model, the second moment, the noise,
