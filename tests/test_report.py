@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import html as html_module
 import html
+import html as html_module
 import json
 import os
 import re

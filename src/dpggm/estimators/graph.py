@@ -158,18 +158,19 @@ def _planned_noise(plan: ReleasePlan, estimator: Any) -> float | None:
     under "no edge"; roughly normal columns, the declared missing share)."""
     from scipy import stats
 
-    from dpggm.solvers.inference import RESCALED_VARIANCE, _radial_gains
+    from dpggm.solvers.inference import RESCALED_VARIANCE, partial_correlation_noise
 
-    n, p = plan.n_samples, plan.n_features
-    present = 1.0 - float(estimator.planned_missing_share)
-    span = max(p * present, 1.0)
-    v = RESCALED_VARIANCE
-    bound = math.sqrt(v * float(stats.chi2.ppf(float(estimator.norm_quantile), span)))
+    p = plan.n_features
+    missing = float(estimator.planned_missing_share)
+    span = max(p * (1.0 - missing), 1.0)
+    bound = math.sqrt(RESCALED_VARIANCE * float(stats.chi2.ppf(
+        float(estimator.norm_quantile), span)))
     sigma = _planned_sigma(plan, bound)
     if sigma is None:
         return None
-    clipped = v * float(_radial_gains(np.full(max(int(round(span)), 1), v), bound**2)[0])
-    return sigma / present**2 / clipped
+    return partial_correlation_noise(sigma, p, row_norm_bound=bound,
+                                     norm_quantile=float(estimator.norm_quantile),
+                                     missing_share=missing)
 
 
 def _planned_inference(plan: ReleasePlan, estimator: Any) -> dict[str, Any] | None:

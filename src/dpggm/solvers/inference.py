@@ -91,6 +91,7 @@ __all__ = [
     "expected_row_norm_bound",
     "false_discovery_control",
     "noise_calibrated_alpha",
+    "partial_correlation_noise",
     "support_refit",
 ]
 
@@ -1260,6 +1261,27 @@ def expected_row_norm_bound(n_features: int, *, norm_quantile: float = 0.5,
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"record_variance must be a finite number > 0; got {v!r}")
     return math.sqrt(v * float(stats.chi2.ppf(q, p)))
+
+
+def partial_correlation_noise(noise_sigma: float, n_features: int, *,
+                              row_norm_bound: float, norm_quantile: float = 0.5,
+                              record_variance: float = RESCALED_VARIANCE,
+                              missing_share: float = 0.0) -> float:
+    """The noise standard error of one partial correlation under "no edge" (two
+    variables without other neighbours): ``sigma / present**2`` over the clipped
+    per-coordinate variance, as :func:`detectable_partial_correlation` models it (the
+    rows' values present span ``p (1 - missing_share)`` coordinates).
+
+    Notes
+    -----
+    Privacy: public parameters only.
+    """
+    p = _positive_int(n_features, "n_features", minimum=2)
+    present = 1.0 - _real(missing_share, "missing_share")
+    span = max(int(round(p * present)), 1)
+    v = _real(record_variance, "record_variance")
+    clipped = v * float(_radial_gains(np.full(span, v), float(row_norm_bound) ** 2)[0])
+    return _nonnegative(noise_sigma, "noise_sigma") / present**2 / clipped
 
 
 def _pair_model(t: float, neighbour_r2: float, variance: float) -> np.ndarray:
