@@ -500,6 +500,13 @@ def timing(p: int, n: int, replicates: int) -> dict:
             "bootstrap_se_over_closed_form": boot.diagnostics["se_ratio"]}
 
 
+def _save(path: str | None, results: list[dict]) -> None:
+    """Write the cells measured so far (a long run can be read before it ends)."""
+    if path:
+        with open(path, "w") as handle:
+            json.dump(results, handle, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reduced", action="store_true", help="p in {10, 30} only")
@@ -590,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
                                             **common)
                             results.append(cell)
                             print(format_row(cell), flush=True)
+                            _save(args.json, results)
             continue
         for kind in args.graphs:
             for p in grid["p"]:
@@ -599,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
                                         distribution=distribution, **common)
                         results.append(cell)
                         print(format_row(cell), flush=True)
+                        _save(args.json, results)
     if not args.single_edge:
         print(power_summary(results))
     if args.json:
