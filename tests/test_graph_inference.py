@@ -211,3 +211,27 @@ def test_a_bound_fraction_far_below_auto_is_flagged_as_not_calibrated():
     fine = PrivateGraph(budget=ZCDP(0.1), bound_fraction=0.125).planned_inference(
         n_samples=2000, n_features=30)
     assert fine["calibrated"]
+
+
+def test_withholding_follows_the_plans_noise_on_a_partial_correlation():
+    # The tables: a 25-item questionnaire (n about 2 400) at (1, 1e-6) was withheld
+    # in 10 runs of 10 by the old rule, which read each noisy release; its plan's noise on a
+    # partial correlation is 0.09, below the 0.1 where the error control was measured to
+    # hold, so it is not withheld. A 442 x 11 clinical table at the same budget (noise 0.29;
+    # one release reported -0.70 [-1, -0.20], q = 0.01, where the data say +0.01) is.
+    from dpggm import ApproxDP
+    from dpggm.estimators.graph import NOISE_LIMIT
+
+    budget = ApproxDP(1.0, 1e-6)
+    questionnaire = PrivateGraph(budget=budget).planned_inference(n_samples=2400,
+                                                                  n_features=25)
+    assert questionnaire["noise_std_error"] < NOISE_LIMIT and not questionnaire["withheld"]
+    assert 0.3 < questionnaire["detectable"] < 0.45
+    clinical = PrivateGraph(budget=budget).planned_inference(n_samples=442, n_features=11)
+    assert clinical["noise_std_error"] > NOISE_LIMIT and clinical["withheld"]
+    assert clinical["detectable"] == float("inf")
+    assert "noise standard error" in clinical["withheld_by"]
+    # p = 100, n = 2 000, rho = 1: the old rule withheld every release while isolated edges
+    # of 0.30-0.45 were found 70-90 % of the time; the plan states about 0.26.
+    wide = PrivateGraph(budget=ZCDP(1.0)).planned_inference(n_samples=2000, n_features=100)
+    assert not wide["withheld"] and 0.2 < wide["detectable"] < 0.35
