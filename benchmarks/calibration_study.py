@@ -420,6 +420,40 @@ HEADER = ("| data | graph | p | n | budget | FDR ± MC se | coverage | cov. edge
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def acceptance_summary(cells: list[dict]) -> str:
+    """Per distribution: cells whose FDR exceeds 0.1 + 2 Monte-Carlo errors (among those
+    the plan does not withhold), the range of all-pairs coverage, and the cells with a
+    finite planned figure whose edge coverage is below 0.85."""
+    lines = []
+    for distribution in sorted({c["distribution"] for c in cells}):
+        chosen = [c for c in cells if c["distribution"] == distribution and c["graph"] != "single"]
+        figures = {}
+        for c in chosen:
+            key = (c["n"], c["p"], c.get("rho"), c.get("epsilon"))
+            if key not in figures:
+                figures[key] = PrivateGraph(budget=budget_of(c.get("rho"), c.get("epsilon"))
+                                            ).planned_inference(n_samples=c["n"],
+                                                                n_features=c["p"])
+            c["_figures"] = figures[key]
+        high = [c for c in chosen if not c["_figures"]["withheld"]
+                and c["fdr"] > 0.1 + 2 * c["fdr_mc_se"]]
+        low_edges = [c for c in chosen if math.isfinite(c["_figures"]["detectable"])
+                     and c["coverage_edges"] < 0.85]
+        coverage = [c["coverage"] for c in chosen]
+
+        def name(c):
+            return f"{c['graph']} p={c['p']} n={c['n']} {_budget_label(c)}"
+
+        lines.append(
+            f"{distribution}: {len(chosen)} cells; FDR > 0.1 + 2 MC (kept by the plan): "
+            + (", ".join(f"{name(c)} {c['fdr']:.3f}±{c['fdr_mc_se']:.3f}" for c in high)
+               or "none")
+            + f"; all-pairs coverage {min(coverage):.3f}-{max(coverage):.3f}; edge coverage "
+            "< 0.85 where the plan states a figure: "
+            + (", ".join(f"{name(c)} {c['coverage_edges']:.3f}" for c in low_edges) or "none"))
+    return "\n".join(lines)
+
+
 def power_summary(cells: list[dict]) -> str:
     """The new test's power against the old one's on the same releases, over the
     noise-dominated cells (rho <= 0.1 at n = 2 000, and every (epsilon, delta) cell)."""
@@ -427,14 +461,15 @@ def power_summary(cells: list[dict]) -> str:
               and ((c.get("rho") is not None and c["rho"] <= 0.1 and c["n"] == 2000)
                    or c.get("epsilon"))]
     ratios = [c["power"] / c["power_pilot"] for c in chosen if c["power_pilot"] > 0]
-    wald = [c["power_wald"] / c["power_pilot"] for c in chosen if c["power_pilot"] > 0]
+    wald = [c["power_wald"] / c["power_pilot"] for c in chosen
+            if c["power_pilot"] > 0 and c["power_wald"] > 0]
     lost = [c for c in chosen if c["power"] + 1e-12 < c["power_pilot"]]
     if not ratios:
         return "no noise-dominated cell with power"
     return (f"noise-dominated cells: {len(chosen)} ({len(ratios)} with power); power "
             f"null-pilot / old: geometric mean {math.exp(np.mean(np.log(ratios))):.2f} "
             f"(range {min(ratios):.2f}-{max(ratios):.2f}); Wald / old: "
-            f"{math.exp(np.mean(np.log(wald))):.2f}; cells losing power: "
+            f"{math.exp(np.mean(np.log(wald))):.2f} (where it found anything); cells losing power: "
             + (", ".join(f"{c['graph']} p={c['p']} {_budget_label(c)} {c['distribution']} "
                          f"{c['power']:.3f}<{c['power_pilot']:.3f}" for c in lost) or "none"))
 
@@ -567,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
                     cells.append(cell)
                     print(format_row(cell))
         print(power_summary(cells))
+        print(acceptance_summary(cells))
         return 0
     if args.timing:
         for n in (2000, 20000):
