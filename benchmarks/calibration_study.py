@@ -19,9 +19,16 @@ correlations of the generating model it measures:
 
 Graphs (edges fixed per (kind, p); strengths drawn log-uniformly over [0.01, 0.45] in
 every fit, with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
-joined to the other 9), ``random`` (2p edges drawn uniformly). Distributions: Gaussian and
+joined to the other 9), ``random`` (2p edges drawn uniformly), ``strong`` (disjoint pairs
+at 0.80-0.92 beside a chain of weak edges), ``pairs`` (isolated edges: what
+``detectable()`` describes); ``--single-edge`` runs one edge of each strength in
+``SINGLE_EDGE_STRENGTHS`` in an otherwise independent table. Distributions: Gaussian and
 multivariate t with 5 degrees of freedom (same scatter matrix; its partial correlations are
-the estimand).
+the estimand). Budgets: ``--rho`` (zCDP) and ``--epsilon`` (at delta 1e-6).
+
+On every release the three tests of ``edge_inference(test=...)`` are computed ("pilot" is
+the test of earlier versions), so their FDR and power compare on the same releases;
+``--table`` reprints runs with the power ratio and the acceptance summary.
 
 The adapter ``release_from_private_graph`` is the only place that reads ``PrivateGraph``'s
 fitted attributes; switch it when the estimator exposes its release plan.
