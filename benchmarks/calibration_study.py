@@ -19,9 +19,16 @@ correlations of the generating model it measures:
 
 Graphs (edges fixed per (kind, p); strengths drawn log-uniformly over [0.01, 0.45] in
 every fit, with random signs): ``chain`` (path), ``hub`` (groups of 10 nodes, one hub
-joined to the other 9), ``random`` (2p edges drawn uniformly). Distributions: Gaussian and
+joined to the other 9), ``random`` (2p edges drawn uniformly), ``strong`` (disjoint pairs
+at 0.80-0.92 beside a chain of weak edges), ``pairs`` (isolated edges: what
+``detectable()`` describes); ``--single-edge`` runs one edge of each strength in
+``SINGLE_EDGE_STRENGTHS`` in an otherwise independent table. Distributions: Gaussian and
 multivariate t with 5 degrees of freedom (same scatter matrix; its partial correlations are
-the estimand).
+the estimand). Budgets: ``--rho`` (zCDP) and ``--epsilon`` (at delta 1e-6).
+
+On every release the three tests of ``edge_inference(test=...)`` are computed ("pilot" is
+the test of earlier versions), so their FDR and power compare on the same releases;
+``--table`` reprints runs with the power ratio and the acceptance summary.
 
 The adapter ``release_from_private_graph`` is the only place that reads ``PrivateGraph``'s
 fitted attributes; switch it when the estimator exposes its release plan.
@@ -57,13 +64,18 @@ from dpggm.datasets import make_raw_chain
 from dpggm.solvers.inference import (
     RESCALED_VARIANCE,
     ClippingModel,
-    detectable_partial_correlation,
     edge_inference,
     expected_row_norm_bound,
     noise_calibrated_alpha,
 )
 
-GRAPHS = ("chain", "hub", "random")
+GRAPHS = ("chain", "hub", "random", "strong", "pairs")
+#: The tests compared on the same releases (``edge_inference(test=...)``): "pilot" is the
+#: test of earlier versions (main at 72c8928), "null-pilot" the default.
+TESTS = ("null-pilot", "wald", "pilot")
+#: The single-edge grid: |partial correlation| of the one edge of an otherwise independent
+#: table.
+SINGLE_EDGE_STRENGTHS = (0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.75, 0.9)
 FULL_GRID = {"p": (10, 30, 100), "n": (2000, 20000), "rho": (0.1, 1.0)}
 REDUCED_GRID = {"p": (10, 30), "n": (2000, 20000), "rho": (0.1, 1.0)}
 WEAKEST, STRONGEST = 0.01, 0.45
@@ -86,6 +98,11 @@ def study_precision(kind: str, p: int, draw: np.random.Generator | None = None) 
         for first in range(0, p, 10):
             group = range(first, min(first + 10, p))
             pairs += [(first, k) for k in group if k != first]
+    elif kind == "strong":
+        return _strong_precision(p, rng if draw is None else draw)
+    elif kind == "pairs":
+        # Isolated edges of a sparse graph (what detectable() describes): disjoint pairs.
+        pairs = [(j, j + 1) for j in range(0, p - 1, 2)]
     elif kind == "random":
         upper = np.transpose(np.triu_indices(p, 1))
         chosen = rng.choice(len(upper), size=min(2 * p, len(upper)), replace=False)
@@ -105,6 +122,43 @@ def study_precision(kind: str, p: int, draw: np.random.Generator | None = None) 
     # otherwise the smallest diagonal with smallest eigenvalue 0.25.
     diagonal = max(1.0, 0.25 - float(np.linalg.eigvalsh(-off)[0]))
     return diagonal * np.eye(p) - off
+
+
+def _strong_precision(p: int, rng: np.random.Generator) -> np.ndarray:
+    """Strong edges beside weak ones (like the signalling graph of the issue that asked for
+    it): ``max(1, p // 6)`` disjoint pairs with |partial correlation| uniform on
+    [0.8, 0.92], a chain through the other variables with strengths log-uniform on
+    [0.05, 0.3], and each pair's second variable joined to the chain by a weak edge
+    (0.05-0.12); unit diagonal, so the partial correlations are the strengths (the
+    smallest eigenvalue stays above 0.02)."""
+    pairs = max(1, p // 6)
+    off = np.zeros((p, p))
+    signs = rng.choice([-1.0, 1.0], size=p)
+    for index in range(pairs):
+        j, k = 2 * index, 2 * index + 1
+        off[j, k] = off[k, j] = signs[index] * rng.uniform(0.8, 0.92)
+    rest = list(range(2 * pairs, p))
+    for a, b in zip(rest[:-1], rest[1:]):
+        off[a, b] = off[b, a] = rng.choice([-1.0, 1.0]) * math.exp(
+            rng.uniform(math.log(0.05), math.log(0.3)))
+    if rest:
+        for index in range(pairs):
+            k, link = 2 * index + 1, rest[index % len(rest)]
+            off[k, link] = off[link, k] = rng.choice([-1.0, 1.0]) * rng.uniform(0.05, 0.12)
+    for scale in (1.0, 0.8, 0.6, 0.4):
+        # Shrink the weak edges until the matrix is safely positive definite.
+        weak = np.where(np.abs(off) < 0.5, scale * off, off)
+        if float(np.linalg.eigvalsh(np.eye(p) - weak)[0]) > 0.02:
+            return np.eye(p) - weak
+    raise AssertionError("no positive definite strong graph")  # pragma: no cover
+
+
+def single_edge_precision(p: int, strength: float) -> np.ndarray:
+    """An otherwise independent table with one edge of |partial correlation| ``strength``
+    (between the first two variables)."""
+    precision = np.eye(p)
+    precision[0, 1] = precision[1, 0] = -strength
+    return precision
 
 
 def partial_correlations(precision: np.ndarray) -> np.ndarray:
@@ -216,88 +270,137 @@ def planned_sigma(n: int, p: int, release_rho: float, norm_quantile: float) -> f
     return math.sqrt(2.0) * bound**2 / n / math.sqrt(2.0 * release_rho)
 
 
-def run_cell(kind: str, p: int, n: int, rho: float, *, distribution: str, fits: int,
+def budget_of(rho: float | None, epsilon: float | None) -> object:
+    """``ZCDP(rho)``, or ``ApproxDP(epsilon, 1e-6)``."""
+    from dpggm import ApproxDP
+
+    return ZCDP(rho) if epsilon is None else ApproxDP(epsilon, 1e-6)
+
+
+def _fit(frame: pd.DataFrame, budget: object, rng: np.random.Generator, **options) -> PrivateGraph:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return PrivateGraph(budget=budget, random_state=int(rng.integers(2**31)),
+                            **options).fit(frame)
+
+
+# over 120 lines: one loop over the fits that records every measure of the study, three
+# tests on the same releases, then the summary of the cell.
+def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str, fits: int,
              norm_quantile: float, fdr: float, fdr_method: str, method: str,
              clipping_correction: str, pilot_alpha_factor: float | None = None,
-             seed: int = 0) -> dict:
-    pattern = study_precision(kind, p)
+             epsilon: float | None = None, strength: float | None = None,
+             bound_fraction: object = "auto", seed: int = 0) -> dict:
+    """One cell; ``kind="single"`` is the one-edge table of |partial correlation|
+    ``strength``."""
+    budget = budget_of(rho, epsilon)
+    pattern = (single_edge_precision(p, strength) if kind == "single"
+               else study_precision(kind, p))
     rows, cols = np.triu_indices(p, 1)
     edge = pattern[rows, cols] != 0
-    rng = np.random.default_rng([seed, GRAPHS.index(kind), p, n, int(rho * 1000),
+    kind_index = GRAPHS.index(kind) if kind in GRAPHS else 9
+    rng = np.random.default_rng([seed, kind_index, p, n, int((rho or 0) * 1000),
+                                 int((epsilon or 0) * 1000), int((strength or 0) * 1000),
                                  0 if distribution == "gaussian" else 1])
-    fdp, power, cover, null_z, strengths, detected = [], [], [], [], [], []
-    withheld: list[bool] = []
+    options = dict(norm_quantile=norm_quantile, fdr=fdr, fdr_method=fdr_method,
+                   bound_fraction=bound_fraction)
+    measures = {test: {"fdp": [], "power": [], "detected": []} for test in TESTS}
+    reported = {"fdp": [], "power": [], "detected": []}
+    cover, null_z, strengths, withheld, detectable_after, calibrated = [], [], [], [], [], []
     sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
     for _ in range(fits):
         # Fresh edge strengths in every fit: the power curve is read over a continuum.
-        precision = study_precision(kind, p, rng)
+        precision = pattern if kind == "single" else study_precision(kind, p, rng)
         truth = partial_correlations(precision)[rows, cols]
         frame = sample_raw(precision, n, rng, distribution)
         start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            graph = PrivateGraph(budget=ZCDP(rho), norm_quantile=norm_quantile, fdr=fdr,
-                                 fdr_method=fdr_method,
-                                 random_state=int(rng.integers(2**31))).fit(frame)
+        graph = _fit(frame, budget, rng, **options)
         fit_time.append(time.perf_counter() - start)
         release = release_from_private_graph(graph)
         start = time.perf_counter()
-        pilot: dict = {"precision": release.precision}
-        if pilot_alpha_factor is not None:
-            pilot = {"alpha": pilot_alpha_factor * noise_calibrated_alpha(
-                release.noisy_covariance, noise_std=math.sqrt(release.noise_variance),
-                n_samples=release.n_samples)}
-        result = edge_inference(
-            release.noisy_covariance, n_samples=release.n_samples,
-            noise_variance=release.noise_variance,
-            clipping=None if clipping_correction == "none" else release.clipping,
-            clipping_correction="all" if clipping_correction == "none" else clipping_correction,
-            fdr=fdr, fdr_method=fdr_method, method=method, **pilot,
-        )
-        inference_time.append(time.perf_counter() - start)
-        selected = result.selected
-        if graph.selection_withheld_:
-            # PrivateGraph reports no edge where the release can detect nothing.
-            selected = np.zeros_like(selected)
-        withheld.append(graph.selection_withheld_)
-        fdp.append(float((selected & ~edge).sum() / max(selected.sum(), 1)))
-        power.append(float((selected & edge).sum() / edge.sum()))
+        results = {}
+        for test in TESTS:
+            if pilot_alpha_factor is None and method == "closed-form":
+                results[test] = graph.infer(test=test, clipping_correction=clipping_correction)
+                continue
+            pilot: dict = {"precision": release.precision}
+            if pilot_alpha_factor is not None:
+                pilot = {"alpha": pilot_alpha_factor * noise_calibrated_alpha(
+                    release.noisy_covariance, noise_std=math.sqrt(release.noise_variance),
+                    n_samples=release.n_samples)}
+            results[test] = edge_inference(
+                release.noisy_covariance, n_samples=release.n_samples,
+                noise_variance=release.noise_variance,
+                clipping=None if clipping_correction == "none" else release.clipping,
+                clipping_correction=("all" if clipping_correction == "none"
+                                     else clipping_correction),
+                fdr=fdr, fdr_method=fdr_method, method=method, test=test, **pilot)
+        inference_time.append((time.perf_counter() - start) / len(TESTS))
+        for test, result in results.items():
+            selected = result.selected
+            measures[test]["fdp"].append(float((selected & ~edge).sum() / max(selected.sum(), 1)))
+            measures[test]["power"].append(float((selected & edge).sum() / edge.sum()))
+            measures[test]["detected"].append(selected[edge])
+        # What PrivateGraph reports (its own test, withheld where its rule says so).
+        chosen = graph.adjacency_[rows, cols]
+        reported["fdp"].append(float((chosen & ~edge).sum() / max(chosen.sum(), 1)))
+        reported["power"].append(float((chosen & edge).sum() / edge.sum()))
+        reported["detected"].append(chosen[edge])
+        result = results["null-pilot"]
+        withheld.append(bool(graph.selection_withheld_))
+        detectable_after.append(graph.detectable_)
+        calibrated.append(bool(getattr(graph, "inference_calibrated_", True)))
         cover.append((result.ci_low <= truth) & (truth <= result.ci_high))
         null_z.append((result.partial_correlation / result.null_std_error)[~edge])
         strengths.append(np.abs(truth[edge]))
-        detected.append(selected[edge])
         sigmas.append(math.sqrt(release.noise_variance))
         bounds.append(release.clipping.row_norm_bound)
         budgets.append(release.release_budget)
         clipped_share.append(graph.clipping_["over_norm_bound"] / n)
     cover = np.array(cover)
     z = np.concatenate(null_z)
-    threshold, note = measured_threshold(np.concatenate(strengths), np.concatenate(detected))
+    all_strengths = np.concatenate(strengths)
     release_rho = float(np.median(budgets))
-    predicted = detectable_partial_correlation(
-        n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
-        fdr=fdr, fdr_method=fdr_method)
-    amplification = noise_amplification(pattern)
-    predicted_informed = detectable_partial_correlation(
-        n, p, planned_sigma(n, p, release_rho, norm_quantile), norm_quantile=norm_quantile,
-        fdr=fdr, fdr_method=fdr_method, noise_amplification=amplification,
-        expected_edges=float(edge.sum()))
-    return {
-        "graph": kind, "p": p, "n": n, "rho": rho, "distribution": distribution,
-        "fits": fits, "edges": int(edge.sum()), "withheld_share": float(np.mean(withheld)),
-        "fdr": float(np.mean(fdp)), "fdr_mc_se": float(np.std(fdp, ddof=1) / math.sqrt(fits)),
+    planned = PrivateGraph(budget=budget, **options)
+    out = {
+        "graph": kind, "p": p, "n": n, "rho": rho, "epsilon": epsilon, "strength": strength,
+        "distribution": distribution, "bound_fraction": str(bound_fraction),
+        "fits": fits, "edges": int(edge.sum()),
+        "withheld_share": float(np.mean(withheld)),
+        "detectable_after_fit": sorted(set(float(d) for d in detectable_after if d is not None)),
+        "calibrated_share": float(np.mean(calibrated)),
         "coverage": float(cover.mean()), "coverage_edges": float(cover[:, edge].mean()),
-        "coverage_non_edges": float(cover[:, ~edge].mean()),
-        "power": float(np.mean(power)), "null_z_sd": float(z.std()),
-        "threshold_80": threshold, "threshold_note": note,
-        "detectable": predicted, "detectable_informed": predicted_informed,
-        "noise_amplification": amplification,
+        "coverage_non_edges": float(cover[:, ~edge].mean()) if (~edge).any() else float("nan"),
+        "null_z_sd": float(z.std()),
         "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
         "release_rho": release_rho,
         "clipped_share": float(np.mean(clipped_share)),
         "fit_seconds": float(np.mean(fit_time)),
         "inference_seconds": float(np.mean(inference_time)),
     }
+    try:
+        out["detectable"] = planned.detectable(n_samples=n, n_features=p)
+    except ValueError:
+        out["detectable"] = float("nan")
+    for extra in ("detectable_figures", "selection_withheld"):
+        method_of = getattr(planned, f"planned_{extra}", None)
+        if method_of is not None:
+            out[f"planned_{extra}"] = method_of(n_samples=n, n_features=p)
+    amplification = noise_amplification(pattern)
+    out["noise_amplification"] = amplification
+    for name, record in [("reported", reported)] + [(t, measures[t]) for t in TESTS]:
+        fdp = np.array(record["fdp"])
+        threshold, note = measured_threshold(all_strengths, np.concatenate(record["detected"]))
+        suffix = "" if name == "null-pilot" else f"_{name}"
+        out.update({f"fdr{suffix}": float(fdp.mean()),
+                    f"fdr_mc_se{suffix}": float(fdp.std(ddof=1) / math.sqrt(fits)),
+                    f"power{suffix}": float(np.mean(record["power"])),
+                    f"threshold_80{suffix}": threshold, f"threshold_note{suffix}": note})
+    return out
+
+
+def _budget_label(r: dict) -> str:
+    return f"eps={r['epsilon']:g}" if r.get("epsilon") else f"rho={r['rho']:g}"
 
 
 def format_row(r: dict) -> str:
@@ -308,16 +411,74 @@ def format_row(r: dict) -> str:
     else:
         measured = r["threshold_note"]
         ratio = "--"
-    return (f"| {r['distribution']} | {r['graph']} | {r['p']} | {r['n']} | {r['rho']:g} | "
+    graph = r["graph"] if r["graph"] != "single" else f"single {r['strength']:g}"
+    old = (f"{r['fdr_pilot']:.3f} | {r['power_pilot']:.2f} | {r['power_wald']:.2f} | "
+           if "power_pilot" in r else "-- | -- | -- | ")
+    return (f"| {r['distribution']} | {graph} | {r['p']} | {r['n']} | {_budget_label(r)} | "
             f"{r['fdr']:.3f} ± {r['fdr_mc_se']:.3f} | {r['coverage']:.3f} | "
-            f"{r['coverage_edges']:.3f} | {r['power']:.2f} | {r['null_z_sd']:.2f} | "
+            f"{r['coverage_edges']:.3f} | {r['power']:.2f} | {old}{r['null_z_sd']:.2f} | "
             f"{measured} | {r['detectable']:.3f} | {ratio} |"
             + (f" {r['withheld_share']:.2f} |" if "withheld_share" in r else " -- |"))
 
 
-HEADER = ("| data | graph | p | n | rho | FDR ± MC se | coverage | cov. edges | power | "
-          "null z sd | t80 measured | detectable() | ratio | withheld |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| data | graph | p | n | budget | FDR ± MC se | coverage | cov. edges | power | "
+          "FDR old | power old | power Wald | null z sd | t80 measured | detectable() | "
+          "ratio | withheld |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def acceptance_summary(cells: list[dict]) -> str:
+    """Per distribution: cells whose FDR exceeds 0.1 + 2 Monte-Carlo errors (among those
+    the plan does not withhold), the range of all-pairs coverage, and the cells with a
+    finite planned figure whose edge coverage is below 0.85."""
+    lines = []
+    for distribution in sorted({c["distribution"] for c in cells}):
+        chosen = [c for c in cells if c["distribution"] == distribution and c["graph"] != "single"]
+        figures = {}
+        for c in chosen:
+            key = (c["n"], c["p"], c.get("rho"), c.get("epsilon"))
+            if key not in figures:
+                figures[key] = PrivateGraph(budget=budget_of(c.get("rho"), c.get("epsilon"))
+                                            ).planned_inference(n_samples=c["n"],
+                                                                n_features=c["p"])
+            c["_figures"] = figures[key]
+        high = [c for c in chosen if not c["_figures"]["withheld"]
+                and c["fdr"] > 0.1 + 2 * c["fdr_mc_se"]]
+        low_edges = [c for c in chosen if math.isfinite(c["_figures"]["detectable"])
+                     and c["coverage_edges"] < 0.85]
+        coverage = [c["coverage"] for c in chosen]
+
+        def name(c):
+            return f"{c['graph']} p={c['p']} n={c['n']} {_budget_label(c)}"
+
+        lines.append(
+            f"{distribution}: {len(chosen)} cells; FDR > 0.1 + 2 MC (kept by the plan): "
+            + (", ".join(f"{name(c)} {c['fdr']:.3f}±{c['fdr_mc_se']:.3f}" for c in high)
+               or "none")
+            + f"; all-pairs coverage {min(coverage):.3f}-{max(coverage):.3f}; edge coverage "
+            "< 0.85 where the plan states a figure: "
+            + (", ".join(f"{name(c)} {c['coverage_edges']:.3f}" for c in low_edges) or "none"))
+    return "\n".join(lines)
+
+
+def power_summary(cells: list[dict]) -> str:
+    """The new test's power against the old one's on the same releases, over the
+    noise-dominated cells (rho <= 0.1 at n = 2 000, and every (epsilon, delta) cell)."""
+    chosen = [c for c in cells if c["graph"] != "single" and "power_pilot" in c
+              and ((c.get("rho") is not None and c["rho"] <= 0.1 and c["n"] == 2000)
+                   or c.get("epsilon"))]
+    ratios = [c["power"] / c["power_pilot"] for c in chosen if c["power_pilot"] > 0]
+    wald = [c["power_wald"] / c["power_pilot"] for c in chosen
+            if c["power_pilot"] > 0 and c["power_wald"] > 0]
+    lost = [c for c in chosen if c["power"] + 1e-12 < c["power_pilot"]]
+    if not ratios:
+        return "no noise-dominated cell with power"
+    return (f"noise-dominated cells: {len(chosen)} ({len(ratios)} with power); power "
+            f"null-pilot / old: geometric mean {math.exp(np.mean(np.log(ratios))):.2f} "
+            f"(range {min(ratios):.2f}-{max(ratios):.2f}); Wald / old: "
+            f"{math.exp(np.mean(np.log(wald))):.2f} (where it found anything); cells losing power: "
+            + (", ".join(f"{c['graph']} p={c['p']} {_budget_label(c)} {c['distribution']} "
+                         f"{c['power']:.3f}<{c['power_pilot']:.3f}" for c in lost) or "none"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,14 +542,30 @@ def timing(p: int, n: int, replicates: int) -> dict:
             "bootstrap_se_over_closed_form": boot.diagnostics["se_ratio"]}
 
 
+def _save(path: str | None, results: list[dict]) -> None:
+    """Write the cells measured so far (a long run can be read before it ends)."""
+    if path:
+        with open(path, "w") as handle:
+            json.dump(results, handle, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reduced", action="store_true", help="p in {10, 30} only")
     parser.add_argument("--fits", type=int, default=50)
-    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS))
+    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS[:4]),
+                        help="graphs of the study; 'pairs' (isolated edges) calibrates "
+                             "detectable()")
     parser.add_argument("--p", nargs="+", type=int)
     parser.add_argument("--n", nargs="+", type=int)
-    parser.add_argument("--rho", nargs="+", type=float)
+    parser.add_argument("--rho", nargs="*", type=float,
+                        help="zCDP budgets (none: only the --epsilon ones)")
+    parser.add_argument("--epsilon", nargs="+", type=float,
+                        help="also (epsilon, 1e-6) budgets")
+    parser.add_argument("--bound-fraction", default="auto")
+    parser.add_argument("--single-edge", action="store_true",
+                        help="one edge of each |partial correlation| in SINGLE_EDGE_STRENGTHS "
+                             "in an otherwise independent table")
     parser.add_argument("--distributions", nargs="+", default=["gaussian"])
     parser.add_argument("--norm-quantile", type=float, default=0.5)
     parser.add_argument("--fdr", type=float, default=0.1)
@@ -420,16 +597,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.table:
         print(HEADER)
+        cells = []
         for path in args.table:
             with open(path) as handle:
                 for cell in json.load(handle):
-                    cell["detectable"] = detectable_partial_correlation(
-                        cell["n"], cell["p"],
-                        planned_sigma(cell["n"], cell["p"], cell["release_rho"],
-                                      args.norm_quantile),
+                    cell["detectable"] = PrivateGraph(
+                        budget=budget_of(cell["rho"], cell.get("epsilon")),
                         norm_quantile=args.norm_quantile, fdr=args.fdr,
-                        fdr_method=args.fdr_method)
+                        fdr_method=args.fdr_method).detectable(n_samples=cell["n"],
+                                                               n_features=cell["p"])
+                    cells.append(cell)
                     print(format_row(cell))
+        print(power_summary(cells))
+        print(acceptance_summary(cells))
         return 0
     if args.timing:
         for n in (2000, 20000):
@@ -438,23 +618,41 @@ def main(argv: list[str] | None = None) -> int:
 
     grid = dict(REDUCED_GRID if args.reduced else FULL_GRID)
     for key in ("p", "n", "rho"):
-        if getattr(args, key):
+        if getattr(args, key) is not None:
             grid[key] = tuple(getattr(args, key))
+    budgets = [(rho, None) for rho in grid["rho"]] + [(None, e) for e in args.epsilon or ()]
+    common = dict(fits=args.fits, norm_quantile=args.norm_quantile, fdr=args.fdr,
+                  fdr_method=args.fdr_method, method=args.method,
+                  clipping_correction=args.clipping_correction,
+                  pilot_alpha_factor=args.pilot_alpha_factor,
+                  bound_fraction=(args.bound_fraction if args.bound_fraction == "auto"
+                                  else float(args.bound_fraction)))
     print(HEADER, flush=True)
     results = []
     for distribution in args.distributions:
+        if args.single_edge:
+            for p in grid["p"]:
+                for n in grid["n"]:
+                    for rho, epsilon in budgets:
+                        for strength in SINGLE_EDGE_STRENGTHS:
+                            cell = run_cell("single", p, n, rho, epsilon=epsilon,
+                                            strength=strength, distribution=distribution,
+                                            **common)
+                            results.append(cell)
+                            print(format_row(cell), flush=True)
+                            _save(args.json, results)
+            continue
         for kind in args.graphs:
             for p in grid["p"]:
                 for n in grid["n"]:
-                    for rho in grid["rho"]:
-                        cell = run_cell(
-                            kind, p, n, rho, distribution=distribution, fits=args.fits,
-                            norm_quantile=args.norm_quantile, fdr=args.fdr,
-                            fdr_method=args.fdr_method, method=args.method,
-                            clipping_correction=args.clipping_correction,
-                            pilot_alpha_factor=args.pilot_alpha_factor)
+                    for rho, epsilon in budgets:
+                        cell = run_cell(kind, p, n, rho, epsilon=epsilon,
+                                        distribution=distribution, **common)
                         results.append(cell)
                         print(format_row(cell), flush=True)
+                        _save(args.json, results)
+    if not args.single_edge:
+        print(power_summary(results))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=1)

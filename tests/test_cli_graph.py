@@ -179,3 +179,10 @@ def test_a_release_that_can_detect_nothing_reports_no_edge_and_says_why(tmp_path
         result.output.split())
     report = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
     assert "No edge is reported" in report
+    # Which public figure decided it, in the record, the report and the curator's line.
+    decided = record["inference"]["withheld_by"]
+    assert "noise standard error of a partial correlation" in decided
+    import html
+
+    assert decided in " ".join(html.unescape(report).split())
+    assert "WITHHELD by a public figure of the plan" in " ".join(result.output.split())

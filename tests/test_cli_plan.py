@@ -83,12 +83,19 @@ def test_plan_states_the_detectable_partial_correlation():
     assert (f"detectable |partial correlation| (80 % power at FDR 0.1; normal columns, "
             f"sparse graph): {value:.3g}") in text
     record = json.loads(planned("--rho", "1", "--json"))["detectable"]
-    assert record == {"partial_correlation": value, "power": 0.8, "nothing_detectable": False}
+    figures = PrivateGraph(budget=ZCDP(1.0)).planned_inference(n_samples=5000, n_features=30)
+    assert record == {"partial_correlation": value, "power": 0.8, "nothing_detectable": False,
+                      "predicted": {"r2": 0.5,
+                                    "partial_correlation": figures["detectable_predicted"]},
+                      "withheld": False, "missing_share": 0.0}
+    assert figures["detectable_predicted"] > value
     # A stricter FDR needs stronger edges; a smaller budget too, down to none at all.
     strict = json.loads(planned("--rho", "1", "--fdr", "0.01", "--json"))["detectable"]
     assert strict["partial_correlation"] > value
     starved = json.loads(planned("--rho", "0.002", "--json"))["detectable"]
-    assert starved == {"partial_correlation": None, "power": 0.8, "nothing_detectable": True}
+    assert starved["partial_correlation"] is None and starved["nothing_detectable"]
+    assert starved["withheld"]  # the plan's noise on a partial correlation is above 0.1
+    assert "would be withheld" in " ".join(planned("--rho", "0.002").split())
     assert "none -- even 0.99" in " ".join(planned("--rho", "0.002").split())
     assert "not predicted (PACE-GGM" in " ".join(planned("--rho", "1", "--method",
                                                          "pace").split())
@@ -143,3 +150,60 @@ def test_the_plan_table_never_cuts_a_figure(options):
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert "ρ = " in result.output or "ε = " in result.output
+
+
+def test_plan_in_reverse_finds_the_budget_and_the_rows():
+    from dpggm import ZCDP, PrivateGraph
+
+    done = runner.invoke(app, ["plan", "--rows", "2000", "--columns", "30", "--detect", "0.1",
+                               "--delta", "1e-6", "--json"])
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.output)
+    rho = record["rho"]
+    # The budget round-trips: at rho the plan detects 0.1, at 0.99 rho it does not.
+    assert PrivateGraph(budget=ZCDP(rho)).detectable(n_samples=2000, n_features=30) <= 0.1
+    assert PrivateGraph(budget=ZCDP(0.99 * rho)).detectable(
+        n_samples=2000, n_features=30) > 0.1
+    assert record["epsilon"] == pytest.approx(ZCDP(rho).to_approx(1e-6).epsilon)
+    text = " ".join(runner.invoke(app, ["plan", "--rows", "2000", "--columns", "30",
+                                        "--detect", "0.1"]).output.split())
+    assert f"zCDP rho = {rho:.4g}" in text
+    rows = json.loads(runner.invoke(app, ["plan", "--columns", "30", "--rho", "1", "--detect",
+                                          "0.1", "--json"]).output)["n_samples"]
+    assert PrivateGraph(budget=ZCDP(1.0)).detectable(n_samples=rows, n_features=30) <= 0.1
+    assert PrivateGraph(budget=ZCDP(1.0)).detectable(n_samples=rows - 1,
+                                                     n_features=30) > 0.1
+    assert f"{rows} rows" in " ".join(runner.invoke(app, [
+        "plan", "--columns", "30", "--rho", "1", "--detect", "0.1"]).output.split())
+    # Refusals name the option.
+    for options, message in (
+            (["--rows", "2000", "--rho", "1"], "not both"),
+            ([], "needs --rows"),
+            (["--rows", "2000", "--bound", "l2:1"], "--bound auto"),
+    ):
+        bad = runner.invoke(app, ["plan", "--columns", "30", "--detect", "0.1", *options])
+        assert bad.exit_code == 2 and message in bad.output, bad.output
+    bad = runner.invoke(app, ["plan", "--columns", "30", "--rows", "20", "--detect", "1.5"])
+    assert bad.exit_code == 2 and "--detect must be" in bad.output
+
+
+def test_plan_with_a_declared_missing_share():
+    from dpggm import ZCDP, PrivateGraph
+
+    def detectable(*options):
+        done = runner.invoke(app, ["plan", "--rows", "2400", "--columns", "25", "--rho", "0.5",
+                                   *options, "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)["detectable"]
+
+    complete, holes = detectable(), detectable("--missing-share", "0.15")
+    assert holes["missing_share"] == 0.15
+    assert holes["partial_correlation"] > 1.05 * complete["partial_correlation"]
+    assert holes["partial_correlation"] == PrivateGraph(
+        budget=ZCDP(0.5), planned_missing_share=0.15).detectable(n_samples=2400, n_features=25)
+    text = " ".join(runner.invoke(app, ["plan", "--rows", "2400", "--columns", "25", "--rho",
+                                        "0.5", "--missing-share", "0.15"]).output.split())
+    assert "15 % of every column's values missing" in text
+    bad = runner.invoke(app, ["plan", "--rows", "20", "--columns", "5", "--rho", "1",
+                              "--missing-share", "1"])
+    assert bad.exit_code == 2 and "--missing-share" in bad.output

@@ -307,15 +307,14 @@ def test_bootstrap_simulates_the_clipping():
 def test_detectable_without_noise_solves_the_power_equation():
     # No noise and no other edge expected (one selection: the cut-off is the Bonferroni-like
     # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
-    # error of the test is sqrt((Theta_jj Theta_kk + Theta_jk^2) / (Theta_jj Theta_kk n))
-    # = sqrt((1 + t^2) / n) (Jankova & van de Geer), the estimate's is (1 - t^2) / sqrt(n).
+    # error of the test, from the pilot without the pair (the independence model), is
+    # 1 / sqrt(n) whatever the edge's strength; the estimate's is (1 - t^2) / sqrt(n).
     n, p = 2000, 10
     t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
     cutoff = stats.norm.isf(0.1 / (2 * 45))
     reference = 0.1
     for _ in range(200):
-        reference = (cutoff * math.sqrt(1 + reference**2)
-                     + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
+        reference = (cutoff + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
     assert t == pytest.approx(reference, rel=1e-7)
     # More edges expected: more selections, a lower cut-off, a lower threshold.
     assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t
@@ -434,3 +433,179 @@ def test_laplace_noise_p_values_are_the_laplace_tail_plus_the_sampling_part():
     # The Laplace tail is heavier than the normal one of the same variance.
     assert _laplace_noise_p_values(np.array([4.0]), np.array([0.5]), np.array([0.5]))[0] \
         > 2 * stats.norm.sf(4.0)
+
+
+# ---------------------------------------------------------------------------------------
+# the test's null distribution, heavy tails, speed of the missing-value term
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_null_standard_error_does_not_grow_with_the_edge_tested():
+    # An isolated edge of partial correlation t between two variables of unit variance,
+    # released with noise: the test's standard error under "no edge" must not depend on t
+    # (the old test took it from the pilot containing the edge: it grew by 50 % from t = 0
+    # to 0.85 and a strong edge went unselected).
+    n, sigma2 = 2000, 4e-4
+    errors, p_values = [], []
+    for t in (0.0, 0.3, 0.6, 0.85):
+        covariance = np.array([[1.0, t], [t, 1.0]])
+        result = edge_inference(covariance, n_samples=n, noise_variance=sigma2,
+                                precision=np.linalg.inv(covariance))
+        errors.append(result.null_std_error[0])
+        p_values.append(result.p_value[0])
+    assert np.ptp(errors) < 1e-6 * errors[0]
+    assert errors[0] == pytest.approx(math.sqrt(1 / n + sigma2), rel=1e-6)
+    assert np.all(np.diff(p_values) <= 0)
+    old = [edge_inference(np.array([[1.0, t], [t, 1.0]]), n_samples=n, noise_variance=sigma2,
+                          precision=np.linalg.inv(np.array([[1.0, t], [t, 1.0]])),
+                          test="pilot").null_std_error[0] for t in (0.0, 0.85)]
+    assert old[1] > 1.4 * old[0]
+
+
+def test_null_pilot_standard_error_matches_a_refit_without_the_pair():
+    # The closed-form null pilot against the maximum-likelihood pilot refitted with the
+    # tested pair's entry held at zero (support_refit), pair by pair, on a chain with a
+    # chord: the noise variances agree within 8 % (the closed form keeps the pair's
+    # regressions on the rest; the refit also re-matches the neighbours' covariances).
+    p, n, sigma2 = 8, 2000, 1e-4
+    theta = _chain_precision(p) + 0.3 * np.eye(p)
+    theta[0, 3] = theta[3, 0] = 0.2
+    S = np.linalg.inv(theta)
+    result = edge_inference(S, n_samples=n, noise_variance=sigma2, precision=theta,
+                            excess_kurtosis=0.0)
+    for index, (j, k) in enumerate(zip(result.source, result.target)):
+        if theta[j, k] == 0:
+            continue
+        support = theta != 0
+        support[j, k] = support[k, j] = False
+        refit, _, _ = support_refit(S, support, start=np.diag(np.diag(theta)))
+        _, r, diagonal = inference._debiased(S, refit)
+        c, a, b = inference._coefficients(r, diagonal, null=True)
+        noise = inference._noise_variance(refit, c, a, b, sigma2)[j, k]
+        assert result.null_std_error[index] ** 2 - 1 / n == pytest.approx(noise, rel=0.08)
+
+
+def test_power_rises_with_the_strength_of_a_single_edge():
+    # Seeded releases of a 12-variable table with one edge: the new test finds a stronger
+    # edge at least as often (noise dominating: sigma comparable to the sampling error).
+    rng = np.random.default_rng(11)
+    p, n, sigma = 12, 1500, 0.02
+    found = {}
+    for t in (0.15, 0.3, 0.6, 0.85):
+        theta = np.eye(p)
+        theta[0, 1] = theta[1, 0] = -t
+        factor = np.linalg.cholesky(np.linalg.inv(theta))
+        hits = 0
+        for E in _symmetric_noise(rng, p, sigma, 30):
+            x = rng.standard_normal((n, p)) @ factor.T
+            result = edge_inference(x.T @ x / n + E, n_samples=n, noise_variance=sigma**2)
+            hits += bool(result.selected[0])
+        found[t] = hits
+    values = list(found.values())
+    assert values == sorted(values), found
+    assert found[0.6] >= 27 and found[0.85] == 30, found
+
+
+def test_clipped_excess_kurtosis_bounds_the_records_kurtosis():
+    # Records clipped onto a ball: the public bound p B^2 / ((p + 2) tr S) - 1 is at least
+    # the elliptical excess kurtosis of the clipped records, near 0 for Gaussian records
+    # clipped at their median norm and larger for t5 records.
+    rng = np.random.default_rng(3)
+    p, n = 20, 50000
+    bounds = {}
+    for name in ("gaussian", "t5"):
+        x = rng.standard_normal((n, p))
+        if name == "t5":
+            x /= np.sqrt(rng.chisquare(5, (n, 1)) / 5)
+        norms = np.linalg.norm(x, axis=1)
+        B = float(np.median(norms))
+        y = x * np.minimum(1.0, B / norms)[:, None]
+        squared = (y**2).sum(axis=1)
+        actual = p * np.mean(squared**2) / ((p + 2) * np.mean(squared) ** 2) - 1
+        bounds[name] = inference.clipped_excess_kurtosis(float(squared.mean()), B, p)
+        assert bounds[name] >= actual - 1e-3
+    assert bounds["gaussian"] < 0.05 < bounds["t5"]
+
+
+def test_heavy_tailed_records_keep_the_coverage_of_a_strong_edge():
+    # t5 records rescaled and clipped as PrivateGraph does (box at median +- 5 MAD, ball at
+    # the median norm), 100 000 of them: the Gaussian working model leaves a strong edge
+    # shrunk by several standard errors; the tail allowance extends the interval over it.
+    rng = np.random.default_rng(8)
+    p, n = 10, 100_000
+    theta = np.eye(p)
+    theta[0, 1] = theta[1, 0] = -0.85
+    theta[2, 3] = theta[3, 2] = -0.4
+    x = rng.standard_normal((n, p)) @ np.linalg.cholesky(np.linalg.inv(theta)).T
+    x /= np.sqrt(rng.chisquare(5, (n, 1)) / 5)
+    median = np.median(x, axis=0)
+    spread = np.median(np.abs(x - median), axis=0)
+    z = np.clip((x - median) / (5 * spread), -1, 1)
+    norms = np.linalg.norm(z, axis=1)
+    B = float(np.median(norms))
+    z = z * np.minimum(1, B / norms)[:, None]
+    z -= z.mean(axis=0)
+    S = z.T @ z / n
+    clipping = ClippingModel(row_norm_bound=B, box=1.0, recentre=False)
+    honest = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping)
+    trusting = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping,
+                              tail_allowance=0.0)
+    for index, truth in ((0, 0.85), (list(zip(honest.source, honest.target)).index((2, 3)),
+                                     0.4)):
+        assert honest.ci_low[index] <= truth <= honest.ci_high[index]
+        assert honest.ci_low[index] == trusting.ci_low[index]  # only the outer end moves
+    assert not (trusting.ci_low[0] <= 0.85 <= trusting.ci_high[0])
+
+
+def _missing_extra_variance_loop(theta, working, c, a, b, present, n):
+    """The per-row loop the matrix form replaced (the reference for its test)."""
+    p = theta.shape[0]
+    delta = 1.0 / np.asarray(present, dtype=float) - 1.0
+    s_diag = np.diag(working)
+    W = theta @ working
+    G = W @ theta
+    out = np.zeros((p, p))
+    for j in range(p):
+        k = np.arange(p)
+        aj, bj, cj = a[j], b[j], c[j]
+        tj = theta[:, j][None, :]
+        tk = theta.T
+        m_diag = aj[:, None] * tj**2 + cj[:, None] * tj * tk + bj[:, None] * tk**2
+        wj = W[j][None, :]
+        ms_diag = (tj * (aj[:, None] * wj + 0.5 * cj[:, None] * W)
+                   + tk * (0.5 * cj[:, None] * wj + bj[:, None] * W))
+        g11, g12, g22 = G[j, j], G[j, k], G[k, k]
+        d11, d12, d22 = aj, 0.5 * cj, bj
+        e11 = d11 * (d11 * g11 + d12 * g12) + d12 * (d11 * g12 + d12 * g22)
+        e12 = d11 * (d12 * g11 + d22 * g12) + d12 * (d12 * g12 + d22 * g22)
+        e22 = d12 * (d12 * g11 + d22 * g12) + d22 * (d12 * g12 + d22 * g22)
+        msm_diag = e11[:, None] * tj**2 + 2 * e12[:, None] * tj * tk + e22[:, None] * tk**2
+        one = (4 * s_diag * msm_diag + 8 * ms_diag**2 - 12 * s_diag * m_diag * ms_diag
+               + 3 * s_diag**2 * m_diag**2)
+        weight = delta * s_diag
+        a11 = (tj**2 * weight).sum(axis=1)
+        a12 = (tj * tk * weight).sum(axis=1)
+        a22 = (tk**2 * weight).sum(axis=1)
+        da11, da12 = d11 * a11 + d12 * a12, d11 * a12 + d12 * a22
+        da21, da22 = d12 * a11 + d22 * a12, d12 * a12 + d22 * a22
+        out[j] = (one @ delta + 6 * (da11**2 + 2 * da12 * da21 + da22**2)) / n
+    return np.maximum(0.5 * (out + out.T), 0.0)
+
+
+@pytest.mark.parametrize("p", [3, 9, 25])
+def test_missing_value_term_as_matrix_products_equals_the_loop(p):
+    rng = np.random.default_rng(p)
+    A = 0.2 * rng.standard_normal((p, p))
+    theta = 2.0 * np.eye(p) + (A + A.T) / 2
+    working = np.linalg.inv(theta)
+    _, r, diagonal = inference._debiased(working + 0.01 * np.eye(p), theta)
+    present = rng.uniform(0.5, 1.0, p)
+    present[::3] = 1.0
+    for coefficients in (inference._coefficients(r, diagonal, null=False),
+                         inference._null_pilot_coefficients(theta, diagonal)):
+        fast = inference._missing_extra_variance(theta, working, *coefficients, present, 100)
+        slow = _missing_extra_variance_loop(theta, working, *coefficients, present, 100)
+        off = ~np.eye(p, dtype=bool)  # the pairs (the diagonal is no pair)
+        np.testing.assert_allclose(fast[off], slow[off], rtol=1e-10, atol=1e-300)
+    assert not inference._missing_extra_variance(theta, working, *coefficients,
+                                                 np.ones(p), 100).any()

@@ -180,7 +180,10 @@ def curator_diagnostics(estimator: Any) -> list[str]:
             # The figure is public (the report states it too): the number that explains
             # the empty graph.
             words = _detectable_words(estimator)
-            withheld = (" There the false-discovery control is not reliable, so no edge is "
+            figures = getattr(estimator, "planned_inference_", None) or {}
+            withheld = (" The selection was WITHHELD by a public figure of the plan ("
+                        f"{figures.get('withheld_by') or 'no partial correlation reaches 50 % power'}"
+                        "): there the false-discovery control is not reliable, so no edge is "
                         "reported; --select threshold draws an exploratory graph without "
                         "error control."
                         if getattr(estimator, "selection_withheld_", False) else "")
@@ -210,7 +213,8 @@ def _detectable_words(estimator: Any) -> str:
     from dpggm.report import detectable_in_words
 
     private = estimator.privacy_.budget.to_dict().get("notion") != "non-private"
-    return detectable_in_words(estimator.detectable_, private=private, power=DETECTABLE_POWER)
+    return detectable_in_words(estimator.detectable_, private=private, power=DETECTABLE_POWER,
+                               predicted=getattr(estimator, "detectable_predicted_", None))
 
 
 # over 120 lines: 47 of them are the signature that declares the command's options.

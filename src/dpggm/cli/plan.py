@@ -79,45 +79,75 @@ def plan_table(record: dict[str, Any]) -> Any:
 
 
 def detectable_record(estimator: Any, rows: int, columns: int) -> dict[str, Any]:
-    """What a graph estimator's release would detect (``estimator.detectable``), for the
-    plan's record: ``partial_correlation`` (``None`` when no edge up to 0.99 would be
-    detected, or when there is no prediction), ``power`` and ``reason`` when there is no
-    prediction. Public parameters only."""
+    """What a graph estimator's release would detect (``estimator.planned_inference``),
+    for the plan's record: ``partial_correlation`` (``None`` when no edge up to 0.99 would be
+    detected, or when there is no prediction), ``power``, ``nothing_detectable``, the
+    figure for an edge whose variables the others predict with ``R**2`` 0.5
+    (``predicted``), whether the selection would be withheld, the declared missing share;
+    ``reason`` when there is no prediction. Public parameters only."""
     try:
-        value = estimator.detectable(n_samples=rows, n_features=columns,
-                                     power=DETECTABLE_POWER)
+        figures = estimator.planned_inference(n_samples=rows, n_features=columns)
     except ValueError:
         reason = ("PACE-GGM's edges carry no inference: its adaptive measurements have no "
                   "closed form" if estimator.method == "pace" else
                   "with declared bounds the records' spread within the bound is not known "
                   "before the data")
         return {"partial_correlation": None, "power": DETECTABLE_POWER, "reason": reason}
-    finite = math.isfinite(value)
-    return {"partial_correlation": float(value) if finite else None,
-            "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+
+    def threshold(value: float) -> float | None:
+        return float(value) if math.isfinite(value) else None
+
+    value = figures["detectable"]
+    record = {"partial_correlation": threshold(value), "power": DETECTABLE_POWER,
+              "nothing_detectable": not math.isfinite(value),
+              "predicted": {"r2": figures["predicted_r2"],
+                            "partial_correlation": threshold(figures["detectable_predicted"])},
+              "withheld": figures["withheld"],
+              "missing_share": figures["missing_share"]}
+    if not figures["calibrated"]:
+        record["calibration_note"] = figures["calibration_note"]
+    return record
 
 
 def detectable_line(detectable: dict[str, Any], *, fdr: float) -> str:
-    """The plan's sentence on the weakest edge the release would detect."""
+    """The plan's sentences on the weakest edge the release would detect."""
     power = f"{100 * detectable['power']:.0f} %"
     if "reason" in detectable:
         return f"detectable |partial correlation|: not predicted ({detectable['reason']})"
+    missing = detectable.get("missing_share") or 0.0
+    assumption = (f"; {100 * missing:.3g} % of every column's values missing, imputed"
+                  if missing else "")
     if detectable["nothing_detectable"]:
-        return (f"detectable |partial correlation|: none -- even 0.99 would be found less "
-                f"than {power} of the time at FDR {fdr:g}; a larger budget, more records "
-                "or fewer columns are needed")
-    return (f"detectable |partial correlation| ({power} power at FDR {fdr:g}; normal "
-            f"columns, sparse graph): {detectable['partial_correlation']:.3g} -- weaker "
-            "edges cannot be told from noise at this budget and size")
+        line = (f"detectable |partial correlation|: none -- even 0.99 would be found less "
+                f"than {power} of the time at FDR {fdr:g}{assumption}; a larger budget, more "
+                "records or fewer columns are needed")
+    else:
+        line = (f"detectable |partial correlation| ({power} power at FDR {fdr:g}; normal "
+                f"columns, sparse graph{assumption}): {detectable['partial_correlation']:.3g} "
+                "-- weaker edges cannot be told from noise at this budget and size")
+        predicted = (detectable.get("predicted") or {})
+        if "r2" in predicted:
+            value = predicted.get("partial_correlation")
+            line += (f"; an edge whose variables the others predict with R^2 "
+                     f"{predicted['r2']:g} needs "
+                     + (f"{value:.3g}" if value is not None else "more than 0.99"))
+    if detectable.get("withheld"):
+        line += ("\nthe false-discovery selection would be withheld (no edge reported): no "
+                 "partial correlation reaches even 50 % power at this budget and size")
+    if detectable.get("calibration_note"):
+        line += f"\nthe inference would not be calibrated: {detectable['calibration_note']}"
+    return line
 
 
 def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
                      bound_fraction: str, center_fraction: float, missing: str,
-                     fdr: float) -> Any:
+                     fdr: float, missing_share: float = 0.0) -> Any:
     if center not in ("private", "none"):
         raise UserError(f"--center must be private or none; got {center!r}")
     if not (math.isfinite(fdr) and 0 < fdr < 1):
         raise UserError(f"--fdr must be in (0, 1); got {fdr!r}")
+    if not (math.isfinite(missing_share) and 0 <= missing_share < 1):
+        raise UserError(f"--missing-share must be in [0, 1); got {missing_share!r}")
     fraction: Any = bound_fraction
     if bound_fraction != "auto":
         try:
@@ -130,7 +160,7 @@ def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
 
     return PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
                         bound_fraction=fraction, center_fraction=center_fraction,
-                        missing=missing, fdr=fdr)
+                        missing=missing, fdr=fdr, planned_missing_share=missing_share)
 
 
 def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
@@ -146,8 +176,10 @@ def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
 
 @guard
 def plan(
-    rows: Annotated[int, typer.Option("--rows", help="number of records n (public)")],
     columns: Annotated[int, typer.Option("--columns", help="number of columns p")],
+    rows: Annotated[int | None, typer.Option(
+        "--rows", help="number of records n (public); without it, --detect with a budget "
+                       "prints the rows needed")] = None,
     rho: RhoOpt = None,
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -171,6 +203,15 @@ def plan(
     fdr: Annotated[float, typer.Option(
         help="target false-discovery rate of the edge selection, for the detectable "
              "|partial correlation| (dpggm graph), in (0, 1)")] = 0.1,
+    detect: Annotated[float | None, typer.Option(
+        "--detect", help="plan in reverse (dpggm graph): the |partial correlation| to detect "
+                         "with 80 % power; with --rows and no budget prints the zCDP rho "
+                         "needed (and epsilon at --delta), with a budget and no --rows the "
+                         "rows needed")] = None,
+    missing_share: Annotated[float, typer.Option(
+        "--missing-share", help="declared share of every column's values missing (a public "
+                                "assumption, dpggm graph): the figures account for their "
+                                "imputation, in [0, 1)")] = 0.0,
     diag_fraction: Annotated[float | None, typer.Option(
         help="PACE: share of the budget for the diagonal")] = None,
     select_fraction: Annotated[float | None, typer.Option(
@@ -185,6 +226,16 @@ def plan(
     before any data are read. The run records the same figures in result.json."""
     from dpggm.estimators.registry import GRAPH_METHODS, METHODS
 
+    if detect is not None:
+        _plan_in_reverse(columns=columns, rows=rows, detect=detect, epsilon=epsilon,
+                         delta=delta, rho=rho, mu=mu, method=method, command=command,
+                         bound=bound, center=center, bound_fraction=bound_fraction,
+                         center_fraction=center_fraction, missing=missing, fdr=fdr,
+                         missing_share=missing_share, as_json=as_json)
+        return
+    if rows is None:
+        raise UserError("--rows is required (or --detect with a budget, to find the rows "
+                        "needed)")
     budget = budget_from_options(epsilon, delta, rho, mu)
     if command is None:
         command = "graph" if method in GRAPH_METHODS else "estimate"
@@ -194,11 +245,14 @@ def plan(
     if method not in names:
         raise UserError(f"--method must be one of {', '.join(names)} for dpggm {command}; "
                         f"got {method!r}")
+    if command == "estimate" and missing_share:
+        raise UserError("--missing-share plans dpggm graph's imputation (the methods of "
+                        "dpggm estimate refuse or drop missing values)")
     if command == "graph":
         estimator = _graph_estimator(budget, bound=bound, center=center or "private",
                                      method=method, bound_fraction=bound_fraction,
                                      center_fraction=center_fraction, missing=missing,
-                                     fdr=fdr)
+                                     fdr=fdr, missing_share=missing_share)
     else:
         options = {"center": center, "diag_fraction": diag_fraction,
                    "select_fraction": select_fraction, "max_rounds": max_rounds,
@@ -236,3 +290,66 @@ def plan(
                       f"standard deviation {noise:.3g}", markup=False)
     if "detectable" in record:
         console.print(detectable_line(record["detectable"], fdr=fdr), markup=False)
+
+
+def _plan_in_reverse(*, columns: int, rows: int | None, detect: float, epsilon: Any,
+                     delta: Any, rho: Any, mu: Any, method: str, command: str | None,
+                     bound: str, center: str | None, bound_fraction: str,
+                     center_fraction: float, missing: str, fdr: float, missing_share: float,
+                     as_json: bool) -> None:
+    """``dpggm plan --detect``: the budget (with ``--rows``) or the rows (with a budget)
+    that detect ``|partial correlation| = detect`` with 80 % power (public figures only)."""
+    from dpggm.privacy.budgets import ZCDP
+
+    if not (math.isfinite(detect) and 0 < detect < 1):
+        raise UserError(f"--detect must be a |partial correlation| in (0, 1); got {detect!r}")
+    if (command or "graph") != "graph" or method != "glasso" or bound != "auto":
+        raise UserError("--detect plans dpggm graph's edge inference: --method glasso with "
+                        "--bound auto")
+    budget_given = any(v is not None for v in (epsilon, rho, mu))
+    if rows is not None and budget_given:
+        raise UserError("--detect: give --rows (to find the budget) or a budget (to find the "
+                        "rows), not both")
+    if rows is None and not budget_given:
+        raise UserError("--detect needs --rows (to find the budget) or a budget such as "
+                        "--rho (to find the rows)")
+    if delta is not None and not (math.isfinite(delta) and 0 < delta < 1):
+        raise UserError(f"--delta must be in (0, 1); got {delta!r}")
+    if rows is not None:
+        budget = ZCDP(1.0)  # a placeholder: the answer is the budget
+    else:
+        budget = budget_from_options(epsilon, delta, rho, mu)
+    estimator = _graph_estimator(budget, bound=bound, center=center or "private",
+                                 method=method, bound_fraction=bound_fraction,
+                                 center_fraction=center_fraction, missing=missing, fdr=fdr,
+                                 missing_share=missing_share)
+    target = f"|partial correlation| {detect:g}"
+    assumption = (f", {100 * missing_share:.3g} % of every column's values missing"
+                  if missing_share else "")
+    conditions = (f"with 80 % power at FDR {fdr:g} (isolated edges of a sparse graph, "
+                  f"roughly normal columns{assumption})")
+    try:
+        if rows is not None:
+            needed = estimator.required_budget(partial_correlation=detect, n_samples=rows,
+                                               n_features=columns)
+            record: dict[str, Any] = {"detect": detect, "n_samples": rows,
+                                      "n_features": columns, "rho": needed.rho,
+                                      "missing_share": missing_share, "fdr": fdr}
+            line = (f"to detect {target} {conditions} in {rows} rows of {columns} columns: "
+                    f"zCDP rho = {needed.rho:.4g}")
+            if delta is not None:
+                eps = needed.to_approx(delta).epsilon
+                record.update(epsilon=eps, delta=delta)
+                line += f", or (epsilon, delta) = ({eps:.4g}, {delta:g})"
+        else:
+            n_needed = estimator.required_rows(partial_correlation=detect, n_features=columns)
+            record = {"detect": detect, "n_features": columns, "n_samples": n_needed,
+                      "budget": budget.to_dict(), "missing_share": missing_share, "fdr": fdr}
+            line = (f"to detect {target} {conditions} with {columns} columns at "
+                    f"{_budget_text(budget.to_dict())}: {n_needed} rows")
+    except ValueError as exc:
+        raise UserError(f"--detect: {exc}") from None
+    if as_json:
+        console.print_json(json.dumps(record))
+    else:
+        console.print(line, markup=False, soft_wrap=True)

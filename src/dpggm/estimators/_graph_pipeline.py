@@ -288,6 +288,10 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
             noise={f"epsilon_{k}": v for k, v in eps.items()}))
         used += range_share
         notes["bound_fraction"] = str(fraction)
+        if not isinstance(settings.bound_fraction, str):
+            # What "auto" would choose, for the record's calibration check.
+            notes["auto_bound_fraction"] = str(bound_fraction_for(
+                replace(settings, bound_fraction="auto"), n, p))
         if settings.with_norm:
             norm_budget = dyadic_share(total, fraction * NORM_SHARE)
             steps.append(PlannedMeasurement(

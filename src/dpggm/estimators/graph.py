@@ -83,33 +83,163 @@ __all__ = [
 DETECTABLE_POWER = 0.8
 
 
+def _target_strength(value: Any) -> float:
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            0 < abs(float(value)) < 1):
+        raise ValueError(f"partial_correlation must be a number with 0 < |value| < 1; got "
+                         f"{value!r}")
+    return abs(float(value))
+
+
+#: The power below which no partial correlation may be detected for the selection to be
+#: withheld: where the plan cannot reach even odds at any |partial correlation| <= 0.99.
+WITHHOLD_POWER = 0.5
+
+
+def _planned_sigma(plan: ReleasePlan, bound: float) -> float | None:
+    """The noise standard deviation on one released second-moment entry of the rescaled
+    records, from the plan at the row-norm bound ``bound``."""
+    steps = {s.step: s for s in plan.steps}
+    if plan.non_private:
+        return 0.0
+    graph = steps.get("graph")
+    if graph is None or "noise_multiplier" not in graph.noise:
+        return None
+    n, p = plan.n_samples, plan.n_features
+    multiplier = graph.noise["noise_multiplier"]
+    if isinstance(graph.budget, PureDP):
+        # Laplace of scale (p + 1) B^2 / n times the multiplier: variance 2 b^2.
+        return math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
+    return math.sqrt(2.0) * bound**2 / n * multiplier
+
+
 def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_POWER,
-                sigma: float | None = None, bound: float | None = None) -> float | None:
-    """:func:`~dpggm.solvers.inference.detectable_partial_correlation` for a plan (the
-    noise from the plan at the expected bound) or a fit (its ``sigma`` and ``bound``);
-    ``None`` where no public prediction exists."""
-    from dpggm.solvers.inference import detectable_partial_correlation, expected_row_norm_bound
+                neighbour_r2: float = 0.0) -> float | None:
+    """:func:`~dpggm.solvers.inference.detectable_partial_correlation` for a plan: its
+    noise at the row-norm bound the rule is expected to choose, the declared missing share;
+    ``None`` where no public prediction exists. A function of the plan and the options
+    only, so every release of one plan states the same figure."""
+    from dpggm.solvers.inference import detectable_partial_correlation
 
     steps = {s.step: s for s in plan.steps}
     if estimator.method != "glasso" or (not plan.non_private and "norm bound" not in steps):
         return None
     n, p = plan.n_samples, plan.n_features
     quantile = float(estimator.norm_quantile)
-    if bound is None:
-        bound = expected_row_norm_bound(p, norm_quantile=quantile)
+    missing = float(estimator.planned_missing_share)
+    present = max(p * (1.0 - missing), 1.0)
+    from scipy import stats
+
+    from dpggm.solvers.inference import RESCALED_VARIANCE
+
+    bound = math.sqrt(RESCALED_VARIANCE * float(stats.chi2.ppf(quantile, present)))
+    sigma = _planned_sigma(plan, bound)
     if sigma is None:
-        if plan.non_private:
-            sigma = 0.0
-        else:
-            multiplier = steps["graph"].noise["noise_multiplier"]
-            if isinstance(steps["graph"].budget, PureDP):
-                # Laplace of scale (p + 1) B^2 / n times the multiplier: variance 2 b^2.
-                sigma = math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
-            else:
-                sigma = math.sqrt(2.0) * bound**2 / n * multiplier
+        return None
     return detectable_partial_correlation(
         n, p, sigma, row_norm_bound=bound, norm_quantile=quantile, fdr=float(estimator.fdr),
-        power=power, fdr_method=estimator.fdr_method)
+        power=power, fdr_method=estimator.fdr_method, missing_share=missing,
+        neighbour_r2=neighbour_r2)
+
+
+#: The largest noise standard error of a partial correlation (planned, isolated edge under
+#: "no edge") at which the closed form's linearisation is relied on. Beyond it the
+#: calibration study measured false-discovery rates of 0.45-0.70 (hub graphs, p = 30,
+#: rho <= 0.03; noise 0.12-0.23) and coverage 0.67 for the intervals of strong edges
+#: (p = 30, (1, 1e-6); noise 0.16), while every cell at or below 0.1 (a 25-item
+#: questionnaire at (1, 1e-6) has 0.09) kept both: there the plan promises nothing.
+NOISE_LIMIT = 0.1
+
+
+def _planned_noise(plan: ReleasePlan, estimator: Any) -> float | None:
+    """The plan's noise standard error of one partial correlation (an isolated edge,
+    under "no edge"; roughly normal columns, the declared missing share)."""
+    from scipy import stats
+
+    from dpggm.solvers.inference import RESCALED_VARIANCE, partial_correlation_noise
+
+    p = plan.n_features
+    missing = float(estimator.planned_missing_share)
+    span = max(p * (1.0 - missing), 1.0)
+    bound = math.sqrt(RESCALED_VARIANCE * float(stats.chi2.ppf(
+        float(estimator.norm_quantile), span)))
+    sigma = _planned_sigma(plan, bound)
+    if sigma is None:
+        return None
+    return partial_correlation_noise(sigma, p, row_norm_bound=bound,
+                                     norm_quantile=float(estimator.norm_quantile),
+                                     missing_share=missing)
+
+
+def _planned_inference(plan: ReleasePlan, estimator: Any) -> dict[str, Any] | None:
+    """The public figures of a plan's edge inference: ``detectable`` (isolated edges, 80 %
+    power), ``detectable_predicted`` (an edge whose variables the others predict with
+    ``R**2 = PREDICTED_R2``), ``withheld`` (no |partial correlation| reaches
+    :data:`WITHHOLD_POWER`) and ``withheld_by`` (the figure that decided it), and
+    ``calibrated`` with its ``calibration_note``."""
+    from dpggm.solvers.inference import PREDICTED_R2
+
+    detectable = _detectable(plan, estimator)
+    if detectable is None:
+        return None
+    even_odds = _detectable(plan, estimator, power=WITHHOLD_POWER)
+    predicted = _detectable(plan, estimator, neighbour_r2=PREDICTED_R2)
+    noise = _planned_noise(plan, estimator) if not plan.non_private else 0.0
+    too_noisy = noise is not None and noise > NOISE_LIMIT
+    if too_noisy:
+        # Beyond the linearisation's reach the plan promises nothing (NOISE_LIMIT).
+        detectable = predicted = math.inf
+    calibration = _calibration(plan)
+    if not calibration["calibrated"]:
+        decided = ("the settings are not calibrated: " + calibration["calibration_note"])
+    elif too_noisy:
+        decided = (f"the plan's noise standard error of a partial correlation, {noise:.3g}, "
+                   f"exceeds {NOISE_LIMIT:g}, beyond which the intervals and the "
+                   "false-discovery control are not reliable")
+    elif math.isinf(even_odds):
+        decided = (f"the plan's detectable |partial correlation| at "
+                   f"{100 * WITHHOLD_POWER:.0f} % power is none up to 0.99")
+    else:
+        decided = None
+    withheld = bool(estimator.select == "fdr" and decided is not None)
+    figures: dict[str, Any] = {
+        "detectable": detectable,
+        "detectable_predicted": predicted,
+        "predicted_r2": PREDICTED_R2,
+        "detectable_even_odds": even_odds,
+        "noise_std_error": noise,
+        "withheld": withheld,
+        "withheld_by": decided if withheld else None,
+        "missing_share": float(estimator.planned_missing_share),
+    }
+    figures.update(calibration)
+    return figures
+
+
+#: The least share of the budget for the bounds, relative to the share ``"auto"`` would
+#: choose, at which the inference is calibrated: at a quarter of it (bound_fraction 1/32
+#: where auto picks 1/8) the private ranges and norm bound miss their targets, the records
+#: are clipped hard and the measured FDR was 0.17-0.27 with edge coverage 0.11-0.15.
+_CALIBRATED_BOUND_SHARE = Fraction(1, 2)
+# (Re-measured: at 1/32 where auto picks 1/8 the FDR was 0.64-0.82 on chain and random
+# graphs, p = 30, n = 2 000, rho = 0.1; at 1/16 it was 0.067 and 0.137 +- 0.035. Such a
+# plan's selection is withheld, and the record says why.)
+
+
+def _calibration(plan: ReleasePlan) -> dict[str, Any]:
+    """Whether the plan's settings keep the inference calibrated (a function of the plan)."""
+    chosen = plan.notes.get("bound_fraction")
+    auto = plan.notes.get("auto_bound_fraction")
+    if chosen is None or auto is None or Fraction(chosen) >= _CALIBRATED_BOUND_SHARE * Fraction(auto):
+        return {"calibrated": True, "calibration_note": None}
+    return {"calibrated": False,
+            "calibration_note": (
+                f"bound_fraction {chosen} is below half of the {auto} that 'auto' chooses for "
+                "this size: the private ranges and norm bound are then too noisy for the "
+                "clipping model, and the intervals and false-discovery control are not "
+                "calibrated (measured FDR 0.64-0.82 at a target of 0.1)")}
 
 
 @dataclass(frozen=True)
@@ -231,6 +361,11 @@ class PrivateGraph(DPEstimator):
         With ``select="threshold"``: an edge needs ``|partial correlation|`` at least this
         (``precision_`` is left as solved). ``"auto"`` is
         ``max(0.05, sqrt(2 ln(p (p - 1) / 2) / n))``. ``0`` keeps every non-zero entry.
+    planned_missing_share : float in [0, 1), default=0.0
+        The share of every column's values assumed missing when planning (a stated public
+        assumption, not read from the data): the public figures -- what the release can
+        detect, whether the selection is withheld -- account for the imputation of that
+        share (its extra noise and variance), and the record states the assumption.
     report_delta : float, default=1e-6
     random_state : None, int, Generator or "secure"
         A seed makes a reproducible experiment, not a release: use ``"secure"`` (or
@@ -252,14 +387,28 @@ class PrivateGraph(DPEstimator):
         Every pair ``j < k``: ``source, target, partial_correlation, ci_low, ci_high,
         p_value, q_value, selected`` (``method="glasso"``; ``None`` for PACE-GGM).
     detectable_ : float or None
-        The smallest ``|partial correlation|`` this release detects with 80 % power at
-        ``fdr`` (public figures: the release's noise and bound; ``inf`` when none is).
+        The smallest ``|partial correlation|`` the plan detects with 80 % power at ``fdr``
+        for an edge between variables without other neighbours (roughly normal columns, a
+        sparse graph); ``inf`` when none is. A function of the plan alone (``n``, ``p``,
+        the budget, the bound rule, ``planned_missing_share``): equal to
+        :meth:`detectable` before the data, identical for every release of the plan.
+    detectable_predicted_ : float or None
+        The same for an edge whose two variables the other variables predict with
+        ``R**2 = 0.5`` (the partner left out): the noise of such an edge is about three
+        times larger.
+    planned_inference_ : dict or None
+        Every public figure of the inference (:meth:`planned_inference`).
     selection_withheld_ : bool
-        True when ``select="fdr"`` reported no edge because the release cannot detect any
-        partial correlation even half of the time (the detectable threshold at power 0.5
-        is infinite): there the error control is not reliable (measured false-discovery
-        rates of 0.2-0.8 at a target of 0.1), so the selection is withheld;
-        ``inference_`` keeps every pair's estimate and interval.
+        True when ``select="fdr"`` reported no edge because the plan cannot detect any
+        partial correlation even half of the time (its detectable threshold at power 0.5
+        is infinite; ``planned_inference_["withheld_by"]``): there the error control is not
+        reliable (measured false-discovery rates of 0.2-0.8 at a target of 0.1), so the
+        selection is withheld; ``inference_`` keeps every pair's estimate and interval.
+        A function of the plan alone.
+    inference_calibrated_ : bool
+        False when the settings are known to break the inference's calibration (a
+        ``bound_fraction`` below half of what ``"auto"`` chooses): a warning is raised and
+        the record says so.
     release_ : ReleasedMoment or None
         What the inference reads: the released covariance of the rescaled records, its
         noise variance, ``n``, the solved precision and how the records were clipped
@@ -338,6 +487,7 @@ class PrivateGraph(DPEstimator):
         "fdr": fraction(),
         "fdr_method": Options("bh", "by"),
         "confidence_level": fraction(),
+        "planned_missing_share": Interval(0, 1, closed="left"),
     }
 
     def __init__(
@@ -359,6 +509,7 @@ class PrivateGraph(DPEstimator):
         fdr_method: str = "bh",
         confidence_level: float = 0.9,
         min_partial_correlation: Any = "auto",
+        planned_missing_share: float = 0.0,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
     ) -> None:
@@ -378,6 +529,7 @@ class PrivateGraph(DPEstimator):
         self.fdr_method = fdr_method
         self.confidence_level = confidence_level
         self.min_partial_correlation = min_partial_correlation
+        self.planned_missing_share = planned_missing_share
         self.report_delta = report_delta
         self.random_state = random_state
 
@@ -445,19 +597,29 @@ class PrivateGraph(DPEstimator):
         check_plan_budget_range(plan, settings)
         check_not_hopeless(plan)
 
-    def detectable(self, *, n_samples: int, n_features: int, power: float = 0.8) -> float:
+    def detectable(self, *, n_samples: int, n_features: int, power: float = 0.8,
+                   neighbour_r2: float = 0.0) -> float:
         """The smallest ``|partial correlation|`` an edge needs to be selected with
         probability ``power`` at this estimator's ``fdr``, from public facts only: the
         plan's noise on the second moment, at the row-norm bound the rule is expected to
-        choose for roughly normal columns (``bounds="auto"``, ``method="glasso"``).
-        ``inf`` when no partial correlation would be detected.
+        choose for roughly normal columns (``bounds="auto"``, ``method="glasso"``), with
+        ``planned_missing_share`` of every column's values imputed. ``inf`` when no partial
+        correlation would be detected. A fit states exactly this figure (``detectable_``).
+
+        ``neighbour_r2=0`` is an edge between variables without other neighbours (a sparse
+        graph); an edge whose variables the other variables predict with ``R**2 =
+        neighbour_r2`` (the partner left out) needs more (``detectable_predicted_`` is the
+        figure at ``R**2 = 0.5``).
 
         Privacy
         -------
         Public parameters only; no data are read.
         """
         plan = self.plan(n_samples=n_samples, n_features=n_features)
-        value = _detectable(plan, self, power=power)
+        value = _detectable(plan, self, power=power, neighbour_r2=neighbour_r2)
+        noise = _planned_noise(plan, self) if value is not None and not plan.non_private else 0.0
+        if value is not None and noise is not None and noise > NOISE_LIMIT:
+            value = math.inf
         if value is None:
             raise ValueError(
                 "detectable() needs bounds='auto' and method='glasso': with declared bounds "
@@ -465,21 +627,113 @@ class PrivateGraph(DPEstimator):
                 "PACE-GGM's adaptive measurements have no closed form")
         return value
 
-    def _detectable_after_fit(self, power: float = 0.8) -> float | None:
-        # What a release writes is public, and result.json and the report state this
-        # figure, so it is computed from public quantities only: the plan (n, p, the
-        # budget), the released noise variance of the second moment (set by the released
-        # row-norm bound, n and the budget; divided by the released shares of values
-        # present), the released row-norm bound, and the options. n is public because
-        # PrivateGraph runs under replace-one neighbours only (it refuses add/remove,
-        # whose n would be private and would have to be replaced by a released count).
-        # With declared bounds the spread of the records within the bound is not public:
-        # no figure.
-        release = self.release_
-        if release is None or self.norm_bound_ is None:
-            return None
-        return _detectable(self.plan_, self, sigma=math.sqrt(release.noise_variance),
-                           bound=self.norm_bound_.bound, power=power)
+    def planned_inference(self, *, n_samples: int, n_features: int) -> dict[str, Any]:
+        """Every public figure of the edge inference a fit on ``n_samples`` records of
+        ``n_features`` columns will state, before the data: ``detectable``,
+        ``detectable_predicted`` (at ``R**2 = predicted_r2``), ``withheld`` (whether the
+        false-discovery selection will be withheld), ``withheld_by``, ``calibrated`` and
+        ``calibration_note``, ``missing_share`` (the declared assumption). A fit records
+        exactly these (``detectable_``, ``selection_withheld_``, ...).
+
+        Privacy
+        -------
+        Public parameters only; no data are read.
+        """
+        plan = self.plan(n_samples=n_samples, n_features=n_features)
+        figures = _planned_inference(plan, self)
+        if figures is None:
+            raise ValueError(
+                "planned_inference() needs bounds='auto' and method='glasso' (see detectable)")
+        return figures
+
+    def _detectable_at(self, budget: Any, n: int, p: int) -> float:
+        """``detectable`` of this estimator with another budget or size (no refusal of a
+        hopeless plan: it detects nothing)."""
+        from sklearn.base import clone
+
+        other = clone(self).set_params(budget=budget)
+        settings = other._settings()
+        try:
+            plan = other._plan(settings, n, p)
+        except ValueError:
+            return math.inf
+        value = _detectable(plan, other)
+        noise = _planned_noise(plan, other) if value is not None and not plan.non_private else 0.0
+        if value is not None and noise is not None and noise > NOISE_LIMIT:
+            value = math.inf
+        if value is None:
+            raise ValueError(
+                "planning in reverse needs bounds='auto' and method='glasso' (see detectable)")
+        return value
+
+    def required_budget(self, *, partial_correlation: float, n_samples: int,
+                        n_features: int) -> Any:
+        """The smallest zCDP budget whose plan detects ``|partial_correlation|`` with 80 %
+        power at this estimator's ``fdr`` (:meth:`detectable` at that budget is at most it),
+        with this estimator's other options, for ``n_samples`` records of ``n_features``
+        columns. Returns a :class:`~dpggm.ZCDP` (its ``to_approx(delta)`` gives the
+        ``(epsilon, delta)`` form).
+
+        Raises
+        ------
+        ValueError
+            ``partial_correlation`` outside (0, 1), or no budget up to ``rho = 1e6`` would do
+            (more records are needed).
+
+        Privacy
+        -------
+        Public parameters only; no data are read.
+        """
+        from dpggm.privacy.budgets import ZCDP
+
+        target = _target_strength(partial_correlation)
+        n, p = int(n_samples), int(n_features)
+        low, high = 1e-8, 1e6
+        if self._detectable_at(ZCDP(high), n, p) > target:
+            raise ValueError(
+                f"no budget detects |partial correlation| {target:g} with {n} records of {p} "
+                "columns (even rho = 1e6: the sampling error alone is too large); more "
+                "records are needed (required_rows)")
+        # detectable falls as rho grows: bisect on log rho to 0.1 %.
+        while high / low > 1.001:
+            middle = math.sqrt(low * high)
+            if self._detectable_at(ZCDP(middle), n, p) <= target:
+                high = middle
+            else:
+                low = middle
+        return ZCDP(float(high))
+
+    def required_rows(self, *, partial_correlation: float, n_features: int) -> int:
+        """The fewest records for which a fit at this estimator's budget detects
+        ``|partial_correlation|`` with 80 % power at its ``fdr`` (:meth:`detectable` at that
+        size is at most it), ``n_features`` columns.
+
+        Raises
+        ------
+        ValueError
+            ``partial_correlation`` outside (0, 1), or more than 1e9 rows would be needed.
+
+        Privacy
+        -------
+        Public parameters only; no data are read.
+        """
+        target = _target_strength(partial_correlation)
+        p = int(n_features)
+        budget = self.budget
+        low, high = 1, 16
+        while self._detectable_at(budget, high, p) > target:
+            low, high = high, high * 2
+            if high > 10**9:
+                raise ValueError(f"more than 1e9 records would be needed to detect "
+                                 f"|partial correlation| {target:g} with {p} columns at "
+                                 f"{budget}")
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._detectable_at(budget, middle, p) <= target:
+                high = middle
+            else:
+                low = middle
+        return int(high)
 
     # -- fit: the template of PlannedEstimator, its steps here --------------------------
 
@@ -588,7 +842,8 @@ class PrivateGraph(DPEstimator):
 
     def infer(self, *, confidence_level: float | None = None, fdr: float | None = None,
               fdr_method: str | None = None, method: str = "closed-form",
-              n_bootstrap: int = 200, clipping_correction: str = "intervals") -> Any:
+              n_bootstrap: int = 200, clipping_correction: str = "intervals",
+              test: str = "null-pilot") -> Any:
         """Edge inference on this fit's release, with other options if wanted.
 
         Returns an :class:`~dpggm.solvers.inference.EdgeInference` (``to_frame(names)``
@@ -601,7 +856,9 @@ class PrivateGraph(DPEstimator):
         against 0.92 on the 30-node raw chain); ``"none"`` corrects nothing (intervals for
         the clipped records' partial correlations, which cover the population's only
         54-63 % of the time for the strong edges of 10-variable graphs at n = 20 000). See
-        the user guide's "Edges you can trust".
+        the user guide's "Edges you can trust". ``test``: how "no edge" is tested
+        (:func:`~dpggm.solvers.inference.edge_inference`; the default's null standard
+        error comes from the pilot with the tested pair taken out).
 
         Privacy
         -------
@@ -629,7 +886,7 @@ class PrivateGraph(DPEstimator):
             else confidence_level,
             fdr=self.fdr if fdr is None else fdr,
             fdr_method=self.fdr_method if fdr_method is None else fdr_method,
-            method=method, n_bootstrap=n_bootstrap)
+            method=method, test=test, n_bootstrap=n_bootstrap)
 
     def _finish_graph(self, X: Any, release: GraphRelease, columns: list[str], n: int) -> None:
         p = len(columns)
@@ -657,20 +914,25 @@ class PrivateGraph(DPEstimator):
             self.partial_correlation_ = np.eye(p)
             off = self._adjacency_z.copy()
         self.norm_bound_ = release.norm_bound
-        self.detectable_ = self._detectable_after_fit()
-        # Withheld where the release could not even reach even odds of detecting any
-        # partial correlation (power 0.5 at every |r| <= 0.99); at 0.8, the figure the
-        # report states, the rule would also withhold releases whose strongest edges are
-        # found about half the time with the FDR in control (measured: p = 100,
-        # n = 2 000, rho = 1; docs/inference.md).
-        even_odds = (self._detectable_after_fit(power=0.5)
-                     if inference is not None and self.select == "fdr" else None)
-        self.selection_withheld_ = bool(even_odds is not None and math.isinf(even_odds))
+        # Public figures of the plan, identical for every release of it (what a fit states
+        # is what detectable() said before the data): never read off the noisy release.
+        figures = _planned_inference(self.plan_, self) if inference is not None else None
+        self.planned_inference_ = figures
+        self.detectable_ = None if figures is None else figures["detectable"]
+        self.detectable_predicted_ = None if figures is None else figures["detectable_predicted"]
+        self.selection_withheld_ = bool(figures is not None and figures["withheld"])
+        self.inference_calibrated_ = bool(figures is None or figures["calibrated"])
+        if not self.inference_calibrated_:
+            import warnings
+
+            warnings.warn(f"the edge inference is not calibrated: {figures['calibration_note']}",
+                          UserWarning, stacklevel=4)
         if self.selection_withheld_:
-            # Where the release can detect nothing, the normal approximation behind the
-            # p-values fails (the pilot's support is noise): measured FDRs of 0.2-0.8 at a
-            # target of 0.1 (docs/inference.md, "Where nothing can be detected"). No edge
-            # is reported; the estimates and intervals stay in inference_.
+            # Where the plan cannot reach even odds of detecting any partial correlation, the
+            # normal approximation behind the p-values fails (the pilot's support is noise):
+            # measured FDRs of 0.2-0.8 at a target of 0.1 (docs/inference.md, "Where
+            # nothing can be detected"). No edge is reported; the estimates and intervals
+            # stay in inference_.
             inference = replace(inference, selected=np.zeros_like(inference.selected))
         if inference is not None and self.select == "fdr":
             off = inference.matrix("selected")
@@ -716,9 +978,10 @@ class PrivateGraph(DPEstimator):
             return ("PACE-GGM's measured pattern (edge inference does not describe its "
                     "adaptive, unevenly noisy measurements)")
         if self.select == "fdr" and getattr(self, "selection_withheld_", False):
-            return ("false-discovery control withheld: the release cannot detect any partial "
-                    "correlation even half of the time at this budget and size, where the "
-                    "error control is not "
+            return ("false-discovery control withheld: the plan cannot detect any partial "
+                    "correlation even half of the time at this budget and size (a public "
+                    "figure of the plan: its detectable |partial correlation| at 50 % power "
+                    "is none up to 0.99), where the error control is not "
                     "reliable, so no edge is reported (the estimates and intervals of every "
                     "pair are kept; select='threshold' gives a graph without error control)")
         if self.select == "fdr":
@@ -753,6 +1016,14 @@ class PrivateGraph(DPEstimator):
             "missing": _MISSING_NOTES[settings.missing],
             "selection": self._selection_note(settings),
         }
+        if settings.method != "pace":
+            notes["planned_missing_share"] = (
+                f"{float(self.planned_missing_share):g}: the public figures (what the release "
+                "can detect, whether the selection is withheld) were planned assuming this "
+                "share of every column's values missing")
+        if not getattr(self, "inference_calibrated_", True):
+            notes["inference_calibrated"] = (
+                "no: " + self.planned_inference_["calibration_note"])
         if settings.non_private:
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
         notes["plan"] = plan.to_dict(self.report_delta)
@@ -778,14 +1049,24 @@ class PrivateGraph(DPEstimator):
             b for k, b in plan.forms(self.report_delta).items() if b != budget))
 
 
-def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
-    """How a fitted :class:`PrivateGraph` chose its edges and what its release can detect
-    (its ``detectable_``), for ``result.json``; ``None`` without edge inference (PACE-GGM).
+def _json_threshold(value: float | None, power: float, **extra: Any) -> dict[str, Any]:
+    # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
+    finite = value is not None and math.isfinite(value)
+    return {"partial_correlation": float(value) if finite else None, "power": power,
+            "nothing_detectable": not finite, **extra}
 
-    Every figure is public: the options, and ``detectable_``, which the estimator computes
-    from ``n`` and ``p`` (public under replace-one neighbours, the only relation of
-    ``PrivateGraph``), the release's noise standard deviation and its released row-norm
-    bound -- nothing read from the data.
+
+def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
+    """How a fitted :class:`PrivateGraph` chose its edges and what its plan can detect,
+    for ``result.json``; ``None`` without edge inference (PACE-GGM).
+
+    Every figure is public and a function of the plan alone (``n`` and ``p``, public under
+    replace-one neighbours, the only relation of ``PrivateGraph``; the budget; the bound
+    rule; the declared missing share) and the options: ``detectable`` (isolated edges of a
+    sparse graph), ``detectable_predicted`` (an edge whose variables the others predict with
+    ``R**2`` 0.5), whether the selection was ``withheld`` and by which figure, and whether
+    the settings keep the inference ``calibrated`` -- identical for every release of the
+    plan, nothing read from the data or the noisy release.
     """
     if getattr(estimator, "inference_", None) is None:
         return None
@@ -794,17 +1075,28 @@ def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
         "fdr": float(estimator.fdr),
         "fdr_method": estimator.fdr_method,
         "confidence_level": float(estimator.confidence_level),
+        "test": "standard error under no edge, from the pilot without the tested pair",
     }
     if estimator.select == "threshold":
         record["min_partial_correlation"] = float(estimator.min_partial_correlation_)
+    figures = getattr(estimator, "planned_inference_", None)
     if getattr(estimator, "selection_withheld_", False):
         record["withheld"] = True
-    detectable = estimator.detectable_
-    if detectable is not None:
-        # JSON has no infinity: null, with a flag, when no edge up to 0.99 is detected.
-        finite = math.isfinite(detectable)
-        record["detectable"] = {"partial_correlation": float(detectable) if finite else None,
-                                "power": DETECTABLE_POWER, "nothing_detectable": not finite}
+        if figures is not None:
+            record["withheld_by"] = figures["withheld_by"]
+    if figures is not None:
+        record["detectable"] = _json_threshold(
+            figures["detectable"], DETECTABLE_POWER,
+            assumes="roughly normal columns, a sparse graph: an edge between variables "
+                    "without other neighbours")
+        record["detectable_predicted"] = _json_threshold(
+            figures["detectable_predicted"], DETECTABLE_POWER, r2=figures["predicted_r2"],
+            assumes=f"an edge whose two variables the other variables predict with R^2 "
+                    f"{figures['predicted_r2']:g} (the partner left out)")
+        record["planned_missing_share"] = figures["missing_share"]
+        record["calibrated"] = bool(figures["calibrated"])
+        if not figures["calibrated"]:
+            record["calibration_note"] = figures["calibration_note"]
     return record
 
 

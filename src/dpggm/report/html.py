@@ -280,35 +280,53 @@ def selection_in_words(inference: dict[str, Any], *, n_edges: int | None = None)
             "shown. " + interval,
         ]
     if inference.get("withheld"):
-        return ["No edge is reported: at this budget and size no partial correlation can "
-                "be told from the privacy noise, and there false-discovery-rate control is "
-                "not reliable (in our measurements, up to 8 in 10 of the edges it would "
-                "select were false). The estimates and intervals of every pair are kept; "
-                "a larger budget, more records or fewer columns would make edges "
-                "detectable."]
+        decided = inference.get("withheld_by") or (
+            "the plan's detectable |partial correlation| at 50 % power is none up to 0.99")
+        return [f"No edge is reported. The selection was withheld by a public figure of the "
+                f"release's plan, known before the data: {decided}. At this budget and "
+                "size no partial correlation can be told from the privacy noise, and there "
+                "false-discovery-rate control is not reliable (in our measurements, up to 8 "
+                "in 10 of the edges it would select were false). The estimates and "
+                "intervals of every pair are kept; a larger budget, more records or fewer "
+                "columns would make edges detectable."]
+    caution = ([f"Caution: these settings are known to break the inference's calibration "
+                f"({inference['calibration_note']}): the q-values and intervals are not "
+                "reliable."] if inference.get("calibrated") is False
+               and inference.get("calibration_note") else [])
     if n_edges == 0:
         return [f"No pair passed false-discovery-rate control at {format_number(fdr)} "
-                f"({method} q-values): the released graph has no edges."]
+                f"({method} q-values): the released graph has no edges."] + caution
     return [
         f"The edges were selected by false-discovery-rate control at {format_number(fdr)} "
         f"({method} q-values): of the edges shown, about {_share_in_words(fdr)} may be "
         "false (on average; which ones is not known). " + interval,
-    ]
+    ] + caution
 
 
 def detectable_in_words(value: float | None, *, private: bool = True,
-                        power: float = 0.8) -> str:
+                        power: float = 0.8, predicted: float | None = None,
+                        r2: float = 0.5) -> str:
     """The sentence on what a release can detect, from its ``detectable_`` (the smallest
     ``|partial correlation|`` found with probability ``power``; ``None`` or infinite when
-    none up to 0.99 is)."""
+    none up to 0.99 is) and, when given, ``detectable_predicted_`` (the same for an edge
+    whose variables the others predict with ``R**2 = r2``). Both are public figures of the
+    plan."""
     noise = "noise at this budget and size" if private else "sampling noise at this size"
     if value is None or not math.isfinite(value):
         return (f"No edge can be told from {noise}: even a partial correlation of 0.99 "
-                f"would be found less than {_percent(power)} of the time.")
+                f"would be found less than {_percent(power)} of the time (a figure of the "
+                "plan, for roughly normal columns).")
+    if predicted is None:
+        more = "an edge between variables that the others predict well needs more"
+    elif math.isfinite(predicted):
+        more = (f"an edge between variables that the others predict with R² "
+                f"{format_number(r2)} needs {predicted:.2g}")
+    else:
+        more = (f"an edge between variables that the others predict with R² "
+                f"{format_number(r2)} cannot be told from it at all")
     return (f"Edges weaker than {value:.2g} (|partial correlation|) cannot be told from "
-            f"{noise}: they are found less than {_percent(power)} of the time (for roughly "
-            "normal columns and a sparse graph; an edge between variables that the others "
-            "predict well needs more).")
+            f"{noise}: they are found less than {_percent(power)} of the time (a figure of "
+            f"the plan, for roughly normal columns and a sparse graph; {more}).")
 
 
 def _bounds_words(bounds: Any, *, private: bool = True) -> str:
@@ -518,9 +536,14 @@ def _inference_summary(record: dict[str, Any], edges: pd.DataFrame | None,
     lines = selection_in_words(inference, n_edges=None if edges is None else len(edges))
     detectable = inference.get("detectable")
     if isinstance(detectable, dict):
-        lines.append(detectable_in_words(detectable.get("partial_correlation"),
-                                         private=private,
-                                         power=float(detectable.get("power", 0.8))))
+        predicted = inference.get("detectable_predicted")
+        lines.append(detectable_in_words(
+            detectable.get("partial_correlation"), private=private,
+            power=float(detectable.get("power", 0.8)),
+            predicted=(None if not isinstance(predicted, dict) else
+                       (predicted.get("partial_correlation") if predicted.get(
+                           "partial_correlation") is not None else math.inf)),
+            r2=float(predicted.get("r2", 0.5)) if isinstance(predicted, dict) else 0.5))
         if detectable.get("nothing_detectable") and edges is not None and len(edges):
             # Measured (docs/inference.md, "Where nothing can be detected"): a threshold
             # graph there is mostly noise; an FDR selection there (withheld only where
