@@ -697,10 +697,12 @@ def _picture_parts(edges: pd.DataFrame | None, precision: np.ndarray | None,
         shown, drawn_names = shown_graph(edges, every)
         part = ""
         if len(shown) < len(edges) or len(drawn_names) < len(every):
+            which = (f"the {len(drawn_names)} variables they join" if len(drawn_names) < len(every)
+                     else f"all {len(every)} variables")
             part = (f" This graph is too large to draw whole ({len(every)} variables, "
                     f"{len(edges)} edges): the picture shows the {len(shown)} edges with the "
-                    f"strongest evidence and the {len(drawn_names)} variables they join; "
-                    "the table below and edges.csv have every edge.")
+                    f"strongest evidence and {which}; the table below and edges.csv have "
+                    "every edge.")
         styles = _evidence_caption(edges, fdr) if _has_intervals(edges) else ""
         grouped = (" A node's colour is its declared group (the legend under the picture)."
                    if groups is not None else "")

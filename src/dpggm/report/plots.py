@@ -51,8 +51,8 @@ PNG_DPI = 300
 FORMATS = ("png", "svg", "pdf")
 #: A graph drawing shows at most this many variables and edges (the strongest evidence
 #: first); a larger graph is drawn by its strongest edges and says so.
-GRAPH_NODE_LIMIT = 150
-GRAPH_EDGE_LIMIT = 300
+GRAPH_NODE_LIMIT = 120
+GRAPH_EDGE_LIMIT = 250
 #: A heatmap shows at most this many cells a side; a larger matrix is shown in blocks.
 HEATMAP_CELLS = 300
 #: The longest side of a force-directed drawing, in inches.
@@ -459,7 +459,7 @@ class _GraphCanvas:
             self.scale = max(3.0 / radius, 2.0 * self.font / 72)
             self.node = min(0.045, 0.35 * math.pi / m) * radius * self.scale
         else:
-            self.scale = min(0.9, max(0.3, GRAPH_SIDE / max(span, 1.0)))
+            self.scale = min(0.9, max(0.22, GRAPH_SIDE / max(span, 1.0)))
             self.font = min(11.0, max(7.0, self.scale * 72 * 0.24))
             self.node = min(0.09, max(0.04, 0.16 * self.scale))
         self.width_factor = min(1.0, max(0.6, self.scale / 0.6))
