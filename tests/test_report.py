@@ -222,25 +222,6 @@ def test_png_labels_no_font_can_draw_become_column_numbers(monkeypatch):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and ">血压<" in svg
 
 
-def test_neighbouring_edges_are_separate_arcs():
-    """At 30 nodes the edges of three neighbours on the circle are two loops reaching
-    deeper into the circle than the nodes are apart, with apexes well apart: not two
-    short chords merged into the circle's outline."""
-    from dpggm.report.plots import _arc
-
-    angles = [np.pi / 2 - 2 * np.pi * j / 30 for j in range(3)]
-    points = np.array([[np.cos(a), np.sin(a)] for a in angles])
-    spacing = np.linalg.norm(points[0] - points[1])
-
-    def apex(path):  # the point of a quadratic Bezier curve at t = 1/2
-        return 0.25 * path.vertices[0] + 0.5 * path.vertices[1] + 0.25 * path.vertices[2]
-
-    first, second = apex(_arc(points[0], points[1])), apex(_arc(points[1], points[2]))
-    for point in (first, second):
-        assert 1 - np.linalg.norm(point) > spacing
-    assert np.linalg.norm(first - second) > 0.5 * spacing
-
-
 @pytest.mark.parametrize("value, up, expected", [
     (0.0234375, True, "0.0234375"),
     (9.374999999999999e-07, True, "9.375 × 10⁻⁷"),

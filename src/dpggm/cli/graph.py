@@ -352,7 +352,7 @@ def graph(
                 _progress.report("pictures and report", 0, None)
                 declared = popt.groups_for(
                     pictures, _names(estimator),
-                    note=lambda line: err_console.print(line, markup=False))
+                    note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
                 drawn_as = pictures.layout or "spring"
                 if drawn_as == "groups" and declared is None:
                     drawn_as = "spring"

@@ -53,7 +53,7 @@ def report(
         raise UserError(f"--out {target} is a directory; give the name of the HTML file")
     names = [str(n) for n in record.get("features") or []]
     declared = popt.groups_for(options, names, note=lambda line: err_console.print(
-        line, markup=False)) if names else None
+        line, markup=False, soft_wrap=True)) if names else None
     if (options.declared is not None or options.pattern is not None) and declared is None:
         raise UserError("the declared groups name none of the variables")
     chosen = options.layout

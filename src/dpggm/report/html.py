@@ -706,11 +706,11 @@ def _picture_parts(edges: pd.DataFrame | None, precision: np.ndarray | None,
         styles = _evidence_caption(edges, fdr) if _has_intervals(edges) else ""
         grouped = (" A node's colour is its declared group (the legend under the picture)."
                    if groups is not None else "")
+        caption = ("The graph: an edge joins two variables that are dependent given all the "
+                   "others; its width grows with the partial correlation, blue when positive, "
+                   f"red when negative. {styles} {_LAYOUT_WORDS[layout]}{grouped}{part}")
         graph = (f'<figure class="wide" role="img" aria-label="the released graph">{svg}'
-                 "<figcaption>The graph: an edge joins two variables that are dependent "
-                 "given all the others; its width grows with the partial correlation, "
-                 f"blue when positive, red when negative. {styles} "
-                 f"{_LAYOUT_WORDS[layout]}{grouped}{part}</figcaption></figure>")
+                 f"<figcaption>{html.escape(' '.join(caption.split()))}</figcaption></figure>")
     if precision is not None:
         svg = inline_svg(precision_heatmap(precision, names, fmt="svg"))
         p = precision.shape[0]
@@ -719,9 +719,10 @@ def _picture_parts(edges: pd.DataFrame | None, precision: np.ndarray | None,
                   "variables, each cell the block's partial correlation of largest "
                   "magnitude (with its sign), so that no strong entry is lost; "
                   "precision.npy has every entry." if block > 1 else "")
+        caption = ("Partial correlations (off the diagonal of the normalised precision "
+                   f"matrix).{blocks}")
         heatmap = (f'<figure role="img" aria-label="precision matrix heatmap">{svg}'
-                   "<figcaption>Partial correlations (off the diagonal of the normalised "
-                   f"precision matrix).{blocks}</figcaption></figure>")
+                   f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     return graph, heatmap
 
 

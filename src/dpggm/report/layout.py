@@ -8,7 +8,8 @@ seed the release was drawn with.
 * ``"spring"`` (the default): a force-directed layout (Fruchterman–Reingold, through
   NetworkX) of each connected part of the graph, started from its spectral layout (the
   Laplacian's eigenvectors: deterministic), so that joined variables sit close together
-  and a chain stays a chain. The parts are packed side by side, the largest first;
+  and a chain stays a chain, then a few steps of stress majorization that even out the
+  distances within dense clusters. The parts are packed side by side, the largest first;
   variables without an edge sit in rows below them, in the order of the data's columns.
 * ``"circle"``: every variable on a circle in the order of the data's columns, the first at
   the top and the others clockwise -- the same place in every release over these columns,
@@ -294,8 +295,43 @@ def _spring(part: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     start = {k: xy[k] for k in range(m)}
     position = nx.spring_layout(graph, pos=start, iterations=_ITERATIONS, seed=0,
                                 method="force")
-    xy = np.array([position[k] for k in range(m)], dtype=float)
-    return _spread(_normalised(xy))
+    xy = _normalised(np.array([position[k] for k in range(m)], dtype=float))
+    return _spread(_normalised(_stress_refined(xy, links, degree)))
+
+
+#: Steps of stress majorization after the forces: enough to even out the distances in a
+#: dense cluster (which the forces squeeze while they stretch the links between
+#: clusters), too few to straighten a long chain into one line (measured on chains,
+#: hubs, linked clusters and trees of 100-150 variables).
+_STRESS_STEPS = 30
+
+
+def _stress_refined(xy: np.ndarray, links: list[tuple[int, int]],
+                    degree: np.ndarray) -> np.ndarray:
+    """A few steps of stress majorization (Gansner, Koren & North 2004) from ``xy``:
+    each pair of variables is drawn towards its distance in the graph, weighted by the
+    inverse square of that distance, so that near neighbours sit at even distances. An
+    edge of a hub is longer (0.15 units per edge of its busier end, at least one unit),
+    so that a hub's neighbours have room around it."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    m = len(xy)
+    lengths = [max(1.0, 0.15 * max(degree[a], degree[b])) for a, b in links]
+    rows = [a for a, _ in links]
+    cols = [b for _, b in links]
+    graph = coo_matrix((lengths, (rows, cols)), shape=(m, m)).tocsr()
+    target = shortest_path(graph, directed=False)
+    weight = np.zeros_like(target)
+    off = target > 0
+    weight[off] = target[off] ** -2.0
+    total = weight.sum(axis=1)[:, None]
+    for _ in range(_STRESS_STEPS):
+        diff = xy[:, None, :] - xy[None, :, :]
+        distance = np.maximum(np.linalg.norm(diff, axis=-1), 1e-9)
+        pull = weight * target / distance
+        xy = (weight @ xy + pull.sum(axis=1)[:, None] * xy - pull @ xy) / total
+    return xy
 
 
 def _spread(xy: np.ndarray, minimum: float = 0.75, rounds: int = 60) -> np.ndarray:

@@ -409,10 +409,10 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     index = {name: j for j, name in enumerate(drawn_names)}
     drawn = _drawn_edges(shown, index, fdr)
     with rc_context(_rc(families, "dpggm-graph")):
-        canvas = _GraphCanvas(positions, layout, labels)
+        canvas = _GraphCanvas(positions, layout, labels, [where[n] for n in drawn_names])
         canvas.draw_edges(drawn)
         fills, group_colours = _group_colours(group_of)
-        canvas.draw_nodes(drawn, fills, [where[n] for n in drawn_names])
+        canvas.draw_nodes(drawn, fills)
         canvas.draw_labels(drawn)
         lines = [title] if title else []
         lines += _graph_heading(len(drawn), len(_known_edges(edges, names)), m, len(names))
@@ -445,10 +445,12 @@ class _GraphCanvas:
     """One graph drawing being built: positions in layout units, ``scale`` inches per
     unit, and the artists drawn so far."""
 
-    def __init__(self, positions: np.ndarray, layout: str, labels: list[str]) -> None:
+    def __init__(self, positions: np.ndarray, layout: str, labels: list[str],
+                 columns: list[int]) -> None:
         self.xy = np.asarray(positions, dtype=float).reshape(-1, 2)
         self.layout = layout
         self.labels = labels
+        self.columns = columns  # each node's column in the data (for the SVG ids)
         m = max(len(labels), 1)
         span = float(np.ptp(self.xy, axis=0).max()) if len(self.xy) > 1 else 1.0
         if layout == "circle":
@@ -486,7 +488,7 @@ class _GraphCanvas:
                 linestyle=style, solid_capstyle="round", dash_capstyle="butt", zorder=1))
 
     def draw_nodes(self, drawn: list[tuple[float, float, int, int, str | None]],
-                   fills: list[str] | None, columns: list[int]) -> None:
+                   fills: list[str] | None) -> None:
         """Node discs (white, grey without an edge, or their group's colour), each with
         an id naming its column (``dpggm-node-<k>``) in SVG."""
         from matplotlib.patches import Circle
@@ -501,7 +503,7 @@ class _GraphCanvas:
             fill = fills[j] if fills is not None else ("#ffffff" if degree[j] else "#eeeeee")
             disc = Circle((x, y), radius, facecolor=fill, edgecolor="#333333",
                           linewidth=1.0 if self.scale >= 0.45 else 0.7, zorder=2)
-            disc.set_gid(f"dpggm-node-{columns[j]}")
+            disc.set_gid(f"dpggm-node-{self.columns[j]}")
             self.ax.add_patch(disc)
 
     def draw_labels(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
@@ -554,6 +556,7 @@ class _GraphCanvas:
             texts[j].set_verticalalignment("center_baseline" if va == "center" else va)
             texts[j].set_bbox({"facecolor": "white", "alpha": 0.7, "edgecolor": "none",
                                "pad": 0.3})
+            texts[j].get_bbox_patch().set_gid(f"dpggm-label-{self.columns[j]}")
         self.texts = texts
 
     def finish(self, lines: list[str], handles: list[Any], group_colours: dict[str, str]
