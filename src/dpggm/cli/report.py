@@ -14,6 +14,9 @@ from dpggm.cli.output import write_atomic
 
 __all__ = ["report"]
 
+#: The pictures --pictures writes (each in every format the report module draws).
+PICTURE_STEMS = ("graph", "intervals", "precision")
+
 
 @guard
 def report(
@@ -37,6 +40,7 @@ def report(
     if not result_dir.is_dir():
         raise UserError(f"{result_dir} is not a result directory of dpggm graph, estimate or recover")
     from dpggm.report.html import build_report, load_result, picture_files, picture_settings
+    from dpggm.report.plots import FORMATS
 
     record, _ = load_result(result_dir)
     _, recorded = picture_settings(record)
@@ -57,12 +61,13 @@ def report(
     if (options.declared is not None or options.pattern is not None) and declared is None:
         raise UserError("the declared groups name none of the variables")
     chosen = options.layout
-    files = picture_files(result_dir, layout=chosen, groups=declared) if pictures else {}
-    if not in_place and not overwrite:
-        existing = [name for name in files if (target.parent / name).exists()]
+    if pictures and not in_place and not overwrite:
+        existing = [target.parent / f"{stem}.{fmt}" for stem in PICTURE_STEMS
+                    for fmt in FORMATS if (target.parent / f"{stem}.{fmt}").exists()]
         if existing:
-            raise UserError(f"{target.parent / existing[0]} exists; pass --overwrite to "
-                            "replace the pictures there")
+            raise UserError(f"{existing[0]} exists; pass --overwrite to replace the pictures "
+                            "there")
+    files = picture_files(result_dir, layout=chosen, groups=declared) if pictures else {}
     text = build_report(result_dir, layout=chosen, groups=declared)
     # Each file through a temporary sibling and one rename: a reader sees the old file or
     # the new one, never a part.

@@ -573,9 +573,11 @@ class PrivateGraph(DPEstimator):
         without the seed, public diagnostics, how the edges were chosen and what the
         release can detect), ``edges.csv`` (exactly :attr:`edges_`: the
         selected edges with their intervals and q-values, or the threshold's) and
-        ``precision.npy`` (when there is a precision matrix). The pictures
-        (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
-        line only (:mod:`dpggm.report` sits above the estimators).
+        ``precision.npy`` (when there is a precision matrix). The pictures (``graph``,
+        ``intervals``, ``precision`` as PNG, SVG and PDF) and ``report.html`` are drawn
+        by the command line, or by :func:`dpggm.report.build_report` and
+        :func:`dpggm.report.html.picture_files` from the saved files
+        (:mod:`dpggm.report` sits above the estimators).
         """
         return super().save(out, **options)
 
