@@ -195,7 +195,7 @@ def test_report_pictures_keep_every_unicode_label_as_text(unicode_dir):
 
 def test_graph_writes_nothing_from_matplotlib_on_stderr(unicode_dir):
     out, stderr = unicode_dir
-    for word in ("Glyph", "missing from font", "matplotlib", "UserWarning", ".py:"):
+    for word in ("Glyph", "missing from font", "matplotlib", "findfont", "UserWarning", ".py:"):
         assert word not in stderr, stderr
     assert all(line.startswith("curator only") or line.startswith("  ") or not line.strip()
                or line.startswith("(") or line[0].islower()

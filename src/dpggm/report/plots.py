@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 import math
 import re
 import warnings
@@ -263,10 +264,18 @@ def _quietly(draw):
     @functools.wraps(draw)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _formats(kwargs.get("fmt", "png"))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"(?s).*[Gg]lyph .*missing from")
-            warnings.filterwarnings("ignore", message=r"(?s).*[Mm]atplotlib currently does not support")
-            return draw(*args, **kwargs)
+        # matplotlib also logs (not warns) when a fallback font has no bold face.
+        fonts_log = logging.getLogger("matplotlib.font_manager")
+        level = fonts_log.level
+        fonts_log.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"(?s).*[Gg]lyph .*missing from")
+                warnings.filterwarnings("ignore",
+                                        message=r"(?s).*[Mm]atplotlib currently does not support")
+                return draw(*args, **kwargs)
+        finally:
+            fonts_log.setLevel(level)
 
     return wrapper
 
@@ -410,6 +419,9 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     drawn = _drawn_edges(shown, index, fdr)
     with rc_context(_rc(families, "dpggm-graph")):
         canvas = _GraphCanvas(positions, layout, labels, [where[n] for n in drawn_names])
+        canvas.measure_labels()
+        if layout == "spring":
+            canvas.space_isolated(drawn)
         canvas.draw_edges(drawn)
         fills, group_colours = _group_colours(group_of)
         canvas.draw_nodes(drawn, fills)
@@ -529,18 +541,47 @@ class _GraphCanvas:
                 rotation_mode="anchor", ha="left" if right else "right", va="center",
                 color="#111111", zorder=3))
 
+    def measure_labels(self) -> None:
+        """The labels' sizes in layout units (at the drawing's scale)."""
+        renderer = self.figure.canvas.get_renderer()
+        dpi = self.figure.dpi
+        self.sizes = []
+        for label in self.labels:
+            text = self.ax.text(0, 0, label, fontsize=self.font, parse_math=False)
+            box = text.get_window_extent(renderer)
+            self.sizes.append((box.width / dpi / self.scale, box.height / dpi / self.scale))
+            text.remove()
+
+    def space_isolated(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
+        """The rows of variables without an edge (below the rest, in column order) spaced
+        by their longest label, so that each label fits beside its node."""
+        joined = np.zeros(len(self.xy), dtype=bool)
+        for _, _, i, j, _ in drawn:
+            joined[[i, j]] = True
+        alone = np.flatnonzero(~joined)
+        if len(alone) < 2:
+            return
+        radius = self.node / self.scale
+        step = max(1.0, max(self.sizes[j][0] for j in alone) + 2 * radius + 0.35)
+        # As wide as the drawing above, or wider, to a block about 1.6 times as wide as
+        # it is high.
+        columns = max(1, round(math.sqrt(1.6 * len(alone) / step)))
+        top = left = 0.0
+        if joined.any():
+            columns = max(columns, int(float(np.ptp(self.xy[joined, 0])) // step) + 1)
+            top = self.xy[joined, 1].min() - 1.5
+            left = self.xy[joined, 0].min()
+        columns = min(columns, len(alone))
+        for k, j in enumerate(alone):
+            self.xy[j] = (left + (k % columns) * step, top - 0.7 * (k // columns))
+
     def _placed_labels(self, segments: np.ndarray) -> None:
         """Each label on the side of its node where it covers the fewest other labels,
         nodes and edges (greedy, the best-connected nodes first); a white veil under the
         text keeps it readable where an edge passes."""
-        renderer = self.figure.canvas.get_renderer()
-        dpi = self.figure.dpi
         texts = [self.ax.text(0, 0, label, fontsize=self.font, parse_math=False,
                               color="#111111", zorder=3) for label in self.labels]
-        sizes = []
-        for text in texts:
-            box = text.get_window_extent(renderer)
-            sizes.append((box.width / dpi / self.scale, box.height / dpi / self.scale))
+        sizes = self.sizes
         radius = self.node / self.scale
         placed: list[np.ndarray] = []
         nodes = np.column_stack([self.xy - radius, self.xy + radius])
