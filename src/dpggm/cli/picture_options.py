@@ -36,7 +36,7 @@ LayoutOpt = Annotated[str | None, typer.Option(
     "--layout", help="where the graph's variables are drawn: spring (force-directed: joined "
                      "variables close together), circle (in column order) or groups (one "
                      "cluster per declared group; needs --groups or --group-pattern); "
-                     "default spring")]
+                     "default spring (dpggm report: the layout dpggm graph recorded)")]
 GroupsOpt = Annotated[Path | None, typer.Option(
     "--groups", help="a CSV file (header row; variable, group) or JSON object declaring "
                      "each variable's group, e.g. a questionnaire's scales: nodes are "

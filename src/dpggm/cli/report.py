@@ -56,9 +56,13 @@ def report(
     if target.is_dir():
         raise UserError(f"--out {target} is a directory; give the name of the HTML file")
     names = [str(n) for n in record.get("features") or []]
+    asked = options.declared is not None or options.pattern is not None
+    if asked and not names:
+        raise UserError(f"{result_dir}'s result names no variables: --groups and "
+                        "--group-pattern cannot be matched to them")
     declared = popt.groups_for(options, names, note=lambda line: err_console.print(
-        line, markup=False, soft_wrap=True)) if names else None
-    if (options.declared is not None or options.pattern is not None) and declared is None:
+        line, markup=False, soft_wrap=True)) if asked else None
+    if asked and declared is None:
         raise UserError("the declared groups name none of the variables")
     chosen = options.layout
     if pictures and not in_place and not overwrite:
