@@ -24,6 +24,7 @@ an edge sit one unit apart.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -227,11 +228,20 @@ def graph_layout(edges: Any, names: Sequence[str], *, layout: str = "spring",
     if p == 0:
         return np.zeros((0, 2))
     pairs = _pairs(edges, names)
+    key = tuple(map(tuple, pairs.tolist()))
+    # A report and its picture files draw the same graph: laid out once.
+    return _layout_of(key, p, layout, tuple(labels) if labels is not None else None).copy()
+
+
+@functools.lru_cache(maxsize=8)
+def _layout_of(key: tuple[tuple[int, int], ...], p: int, layout: str,
+               labels: tuple[str, ...] | None) -> np.ndarray:
+    pairs = np.array(key, dtype=int).reshape(-1, 2)
     if layout == "circle":
         return _circle(p)
     if layout == "spring":
         return _packed(np.arange(p), pairs)
-    return _grouped(pairs, labels)
+    return _grouped(pairs, list(labels))
 
 
 def _circle(p: int) -> np.ndarray:
