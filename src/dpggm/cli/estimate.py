@@ -209,7 +209,8 @@ def result_record(method: str, estimator: Any) -> dict[str, Any]:
 
 def edge_list_csv(precision: Any, names: list[str], *, tol: float = 0.0) -> str:
     """Edges ``(i, j)`` with a non-zero partial correlation, strongest first, in the one
-    edge format ``source,target,weight,partial_correlation``."""
+    edge format ``source,target,weight,partial_correlation`` (``weight`` is the partial
+    correlation again: :data:`dpggm.estimators.edges.EDGE_COLUMNS`)."""
     import numpy as np
 
     from dpggm.estimators.graph import edges_csv_text, edges_from_precision

@@ -1,8 +1,10 @@
 """``dpggm graph``: the private graph of a CSV, with pictures and a report, in one command.
 
 Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no seed),
-``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png``, ``intervals.png`` (the
-edges' intervals, when the edges come with them) and ``report.html``.
+``edges.csv``, ``precision.npy``, the pictures ``graph``, ``precision`` and ``intervals``
+(the edges' intervals, when the edges come with them) each as ``.png`` (300 dpi), ``.svg``
+and ``.pdf``, and ``report.html``. ``--layout`` and ``--groups``/``--group-pattern``
+choose where the graph's variables are drawn (:mod:`dpggm.cli.picture_options`).
 They are written into a staging directory beside ``--out`` and renamed into place once
 (see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
 
@@ -24,6 +26,7 @@ import typer
 
 from dpggm import _progress
 from dpggm.cli import data_options as dopt
+from dpggm.cli import picture_options as popt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
@@ -72,26 +75,25 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
             **library_record(estimator)}
 
 
-def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
+def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str,
+                        layout: str = "spring", groups: dict[str, str] | None = None) -> None:
     """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
-    ``PrivateGraph.save`` writes (the same function), then the pictures and the report."""
+    ``PrivateGraph.save`` writes (the same function), then the pictures (each in PNG, SVG
+    and PDF) and the report, drawn from those files. ``layout`` and the declared
+    ``groups`` (``name -> group``) are kept in ``result.json`` under ``picture``, so that
+    ``dpggm report`` redraws the same pictures."""
     from dpggm.estimators.graph import stage_graph_release
-    from dpggm.report import build_report, draw_graph, forest_plot, precision_heatmap
+    from dpggm.report import build_report
+    from dpggm.report.html import picture_files
 
     record = graph_result_record(estimator, data_name=data_name)
-    names = _names(estimator)
-    edges = estimator.edges_
+    record["picture"] = {"layout": layout, "groups": groups}
     stage_graph_release(staged, estimator, record)
-    if estimator.precision_ is not None:
-        staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
-    fdr = float(estimator.fdr)
-    staged.bytes("graph.png", draw_graph(edges, names, title=record["title"], fdr=fdr))
-    inference = record.get("inference")
-    if inference is not None and len(edges) and "ci_low" in edges:
-        detectable = (inference.get("detectable") or {}).get("partial_correlation")
-        staged.bytes("intervals.png", forest_plot(
-            edges, names, confidence_level=float(estimator.confidence_level), fdr=fdr,
-            detectable=detectable))
+    for file_name, content in picture_files(staged.staging).items():
+        if isinstance(content, str):
+            staged.text(file_name, content)
+        else:
+            staged.bytes(file_name, content)
     staged.text("report.html", build_report(staged.staging, name=name))
 
 
@@ -217,7 +219,7 @@ def _detectable_words(estimator: Any) -> str:
                                predicted=getattr(estimator, "detectable_predicted_", None))
 
 
-# over 120 lines: 47 of them are the signature that declares the command's options.
+# over 120 lines: 50 of them are the signature that declares the command's options.
 @guard
 def graph(
     data: Annotated[Path, typer.Argument(
@@ -255,6 +257,9 @@ def graph(
         help="bh (Benjamini-Hochberg) or by (Benjamini-Yekutieli, any dependence)")] = "bh",
     confidence_level: Annotated[float, typer.Option(
         help="level of the edges' intervals, in (0, 1)")] = 0.9,
+    layout: popt.LayoutOpt = None,
+    groups: popt.GroupsOpt = None,
+    group_pattern: popt.GroupPatternOpt = None,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -305,6 +310,7 @@ def graph(
             "--missing drop is refused: dropping incomplete rows makes the number of records "
             "depend on the private data, which replace-one neighbours (the relation of dpggm "
             "graph) take as public; use --missing impute (the default) or refuse")
+    pictures = popt.picture_options(layout, groups, group_pattern)
     random_state = parse_seed(seed)
     center_value = parse_center(center)
     fraction = _parse_fraction(bound_fraction, "--bound-fraction")
@@ -348,7 +354,14 @@ def graph(
                     dopt.fit_records(estimator, data, reading, progress=not (as_json or quiet))
                 _progress.report(fitting, 1, 1)
                 _progress.report("pictures and report", 0, None)
-                stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
+                declared = popt.groups_for(
+                    pictures, _names(estimator),
+                    note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
+                drawn_as = pictures.layout or "spring"
+                if drawn_as == "groups" and declared is None:
+                    drawn_as = "spring"
+                stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name,
+                                    layout=drawn_as, groups=declared)
         except BaseException:
             staged.discard()
             raise

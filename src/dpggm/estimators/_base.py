@@ -225,7 +225,7 @@ def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
             adjacency=np.abs(precision) > 0 if adjacency is None else adjacency)))
     elif adjacency is not None:
         staged.text("edges.csv", edges_csv_text(edge_table(
-            adjacency, names, weight=None, partial=None)))
+            adjacency, names, partial=None)))
 
 
 class Deliverable:

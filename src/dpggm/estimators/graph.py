@@ -381,7 +381,8 @@ class PrivateGraph(DPEstimator):
     edges_ : DataFrame
         The selected pairs: ``source, target, weight, partial_correlation`` and, for
         ``method="glasso"``, ``ci_low, ci_high, p_value, q_value``; ``weight`` is the
-        precision entry in raw units (the de-biased one with inference); strongest
+        partial correlation again, named for network software (its sign is the partial
+        correlation's; see :data:`dpggm.estimators.edges.EDGE_COLUMNS`); strongest
         evidence first.
     inference_ : DataFrame or None
         Every pair ``j < k``: ``source, target, partial_correlation, ci_low, ci_high,
@@ -826,9 +827,11 @@ class PrivateGraph(DPEstimator):
         without the seed, public diagnostics, how the edges were chosen and what the
         release can detect), ``edges.csv`` (exactly :attr:`edges_`: the
         selected edges with their intervals and q-values, or the threshold's) and
-        ``precision.npy`` (when there is a precision matrix). The pictures
-        (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
-        line only (:mod:`dpggm.report` sits above the estimators).
+        ``precision.npy`` (when there is a precision matrix). The pictures (``graph``,
+        ``intervals``, ``precision`` as PNG, SVG and PDF) and ``report.html`` are drawn
+        by the command line, or by :func:`dpggm.report.build_report` and
+        :func:`dpggm.report.html.picture_files` from the saved files
+        (:mod:`dpggm.report` sits above the estimators).
         """
         return super().save(out, **options)
 
@@ -903,9 +906,8 @@ class PrivateGraph(DPEstimator):
         precision_z = self._precision_z
         self.covariance_ = self._covariance_z * np.outer(scale, scale)
         inference = self.infer() if self.release_ is not None else None
-        weight = None if precision_z is None else precision_z / np.outer(scale, scale)
         if precision_z is not None:
-            self.precision_ = weight
+            self.precision_ = precision_z / np.outer(scale, scale)
             self.partial_correlation_ = partial_correlation(precision_z)
             off = (np.abs(precision_z) > 0) & (
                 np.abs(self.partial_correlation_) >= self.min_partial_correlation_)
@@ -936,9 +938,6 @@ class PrivateGraph(DPEstimator):
             inference = replace(inference, selected=np.zeros_like(inference.selected))
         if inference is not None and self.select == "fdr":
             off = inference.matrix("selected")
-            # An edge's weight and partial correlation are the de-biased ones, which its
-            # interval and p-value describe.
-            weight = inference.debiased_precision / np.outer(scale, scale)
         np.fill_diagonal(off, False)
         self._inference = inference
         self.mean_ = None if release.mean is None else shift + scale * release.mean
@@ -964,14 +963,16 @@ class PrivateGraph(DPEstimator):
         self.n_clipped_rows_ = int(state.changed_rows)
         if inference is None:
             self.inference_ = None
-            self.edges_ = edge_table(self.adjacency_, list(columns), weight=self.precision_,
+            self.edges_ = edge_table(self.adjacency_, list(columns),
                                      partial=self.partial_correlation_)
         else:
             self.inference_ = inference.to_frame(list(columns))[list(INFERENCE_COLUMNS)]
+            # With --select fdr an edge's partial correlation is the de-biased one, which
+            # its interval and p-value describe.
             partial = (inference.matrix("partial_correlation") if self.select == "fdr"
                        else self.partial_correlation_)
-            self.edges_ = edge_table(self.adjacency_, list(columns), weight=weight,
-                                     partial=partial, inference=inference)
+            self.edges_ = edge_table(self.adjacency_, list(columns), partial=partial,
+                                     inference=inference)
 
     def _selection_note(self, settings: GraphSettings) -> str:
         if settings.method == "pace":

@@ -192,8 +192,9 @@ def recover_from_csv(
         As for :class:`~dpggm.estimators.noisy_glasso.NoisyGraphicalLasso`.
     out_dir : path, optional
         Where to write ``precision.csv`` (the precision matrix, with a ``variable``
-        column), ``edges.csv`` (``source``, ``target``, ``weight`` for every non-zero
-        off-diagonal pair) and ``recovery.json`` (penalty, cross-validation curve, the
+        column), ``edges.csv`` (``source, target, weight, partial_correlation`` for every
+        non-zero off-diagonal pair; ``weight`` is the partial correlation, see
+        :data:`dpggm.estimators.edges.EDGE_COLUMNS`) and ``recovery.json`` (penalty, cross-validation curve, the
         privacy record).
     overwrite : bool, default=False
         Replace existing output files (checked before fitting).
