@@ -130,8 +130,18 @@ def environment_table(
         "wall_seconds": round(float(seconds), 3),
         "command": _command_line(),
         **environment(),
+        # How busy the machine was (other jobs share it): load averages over 1, 5 and 15
+        # minutes when the table was made, i.e. at the end of the run.
+        "load_average_at_end": _load_average(),
     }
     return pd.DataFrame({"key": list(rows), "value": [str(v) for v in rows.values()]})
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except (AttributeError, OSError):  # not every platform can tell
+        return "unknown"
 
 
 def attempt(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
