@@ -173,6 +173,7 @@ _S002_1B_VARIANTS = "dpggm.experiments.seed002:run_table_1b_variants"
 _S003 = "dpggm.experiments.seed003:run_seed003"
 _S003_VARIANTS = "dpggm.experiments.seed003:run_seed003_variants"
 _S004 = "dpggm.experiments.seed004:run_seed004"
+_PACE_REGISTRY = "dpggm.experiments.seed003:run_pace_registry_data"
 _NORMS = ("rel_l1", "rel_fro", "rel_spectral")
 _WDBC_IDS = "docs/reproduction/seed003/wdbc_ids.csv"
 
@@ -232,6 +233,11 @@ def _seed003_reduced() -> dict[str, pd.DataFrame]:
 def _seed003_variants_reduced() -> dict[str, pd.DataFrame]:
     tables = _call(_S003_VARIANTS, repetitions=5, ids=_wdbc_ids())
     return _renamed(tables, {"variants": "seed003_variants.csv"})
+
+
+def _pace_registry_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_PACE_REGISTRY, repetitions=3)
+    return _renamed(tables, {"measured": "pace_registry_data_measured.csv"})
 
 
 def _seed004_reduced() -> dict[str, pd.DataFrame]:
@@ -349,6 +355,18 @@ def _runs() -> dict[str, ReproductionRun]:
             reduced=_seed003_variants_reduced,
             reduced_size="every variant and ρ, 5 trials",
             comparisons=(Comparison("seed003_variants.csv", ("variant", "rho"),
+                                    ("measured_offdiag", "frobenius")),),
+        ),
+        ReproductionRun(
+            name="pace_registry_data",
+            paper="Ferrando et al., Table 4 on spambase (UCI Spambase from the R package "
+                  "kernlab: apt-get install r-cran-kernlab)",
+            full=_full(_PACE_REGISTRY, repetitions=10),
+            command=_command(_PACE_REGISTRY, repetitions=10),
+            reduced=_pace_registry_reduced,
+            reduced_size="every setting and ρ, 3 trials",
+            comparisons=(Comparison("pace_registry_data_measured.csv",
+                                    ("dataset", "setting", "rho"),
                                     ("measured_offdiag", "frobenius")),),
         ),
         ReproductionRun(
