@@ -900,7 +900,11 @@ def _by_group(cells: list[dict], tolerance: float | None) -> str:
     """Agreement per group (column or regime): within 2 SE, and within the stated
     tolerance when there is one."""
     parts = []
-    for group in dict.fromkeys(c["group"] for c in cells):
+    order = ["ℓ1, F at ε ≥ 1.2", "ℓ1, F at ε ≤ 0.8", "ℓ2", "ρ ≤ 0.1", "ρ ≥ 1",
+             "no noise to 40 dB", "20 dB"]
+    groups = sorted(dict.fromkeys(c["group"] for c in cells),
+                    key=lambda g: order.index(g) if g in order else len(order))
+    for group in groups:
         mine = [c for c in cells if c["group"] == group]
         text = f"{group}: {sum(bool(_consistent(c)) for c in mine)}/{len(mine)}"
         if tolerance is not None:

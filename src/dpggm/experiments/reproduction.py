@@ -553,10 +553,16 @@ class RunCheck:
     def ok(self) -> bool:
         return not self.failures and not self.global_failures and bool(self.cells)
 
+    @property
+    def repeated(self) -> int:
+        """Cell metrics the re-run repeated to rounding (same code, same streams)."""
+        return sum(1 for c in self.cells if math.isfinite(c.committed) and math.isfinite(c.rerun)
+                   and abs(c.rerun - c.committed) <= ROUNDING * max(1.0, abs(c.committed)))
+
     def report(self, *, limit: int = 20) -> str:
         lines = [f"{self.run.name}: {len(self.cells)} cell metrics checked "
-                 f"({self.run.reduced_size}; {self.seconds:.0f} s), "
-                 f"{len(self.failures)} beyond {Z_TOLERANCE:g} standard errors"]
+                 f"({self.run.reduced_size}; {self.seconds:.0f} s): {self.repeated} repeated "
+                 f"to rounding, {len(self.failures)} beyond the tolerance"]
         for file, (value, df, threshold) in self.chi_square.items():
             verdict = "FAILS" if value > threshold else "ok"
             lines.append(f"  {file}: sum of z^2 = {value:.1f} over {df} cells "
