@@ -115,3 +115,13 @@ def test_the_committed_run_agrees_with_a_reduced_rerun_from_head(name):
     result = check_run(name, root=ROOT)
     print(result.report())
     assert result.ok, result.report()
+
+
+def test_a_zero_committed_spread_gives_way_to_the_reruns():
+    # Ten committed repetitions that all counted 5 rounds; a re-run of ten counts 5.1 on
+    # average with spread 0.32: within its Monte-Carlo error, not a stale file.
+    committed = _table([5.0], [0.0])
+    rerun = _table([5.1], [0.316 / math.sqrt(10)])
+    assert compare_tables(committed, rerun, COMPARISON)[0].ok
+    # Without a spread on either side, the cell must repeat to rounding.
+    assert not compare_tables(committed, _table([5.1], [0.0]), COMPARISON)[0].ok

@@ -16,7 +16,9 @@ cell and the repetition's index (:func:`~dpggm.experiments._common.repetition_rn
 reduced re-run's ``k`` repetitions of a cell are the committed run's first ``k`` as long
 as the code is the code that wrote the files. A cell's committed mean ``m`` (over ``N``
 repetitions, standard deviation ``s`` from the committed standard error or standard
-deviation) and the re-run's mean ``r`` (over ``k``) agree when
+deviation, or the re-run's when that is larger: a count whose committed repetitions
+happened to agree has a spread of zero that measures nothing) and the re-run's mean ``r``
+(over ``k``) agree when
 
     ``|r - m| <= Z * s * sqrt(1/k + 1/N) + 1e-9 * max(1, |m|)``
 
@@ -504,6 +506,12 @@ def compare_tables(committed: pd.DataFrame, rerun: pd.DataFrame,
                                         "" if ok else "solved in one run, not in the other"))
                 continue
             sd = _sd(found, metric, comparison, n)
+            # A committed spread of zero from repetitions that happened to agree (a count
+            # such as PACE-GGM's rounds) is no measure of the Monte-Carlo error: the
+            # re-run's spread, when larger, stands in for it.
+            rerun_sd = _sd(row, metric, comparison, k) if k > 1 else math.nan
+            if math.isfinite(sd) and math.isfinite(rerun_sd):
+                sd = max(sd, rerun_sd)
             rounding = ROUNDING * max(1.0, abs(mean))
             if n < 1 or k < 1 or not math.isfinite(sd):
                 checks.append(CellCheck(comparison.file, text, metric, mean, sd, n, value, k,
