@@ -69,6 +69,11 @@ def test_missing_cells_unsolved_cells_and_missing_spreads_fail():
     assert checks["cell=c0"].ok
     assert not checks["cell=c1"].ok and "solved" in checks["cell=c1"].reason
     assert not checks["cell=new"].ok and "no such cell" in checks["cell=new"].reason
+    # A committed cell solved in some repetitions only, re-run once and unsolved: the same
+    # pattern (the re-run's repetition is one the committed run could not solve).
+    partial = _table([1.0], [0.1], n=5, failed=2)
+    unsolved = _table([math.nan], [math.nan], n=1, failed=1)
+    assert compare_tables(partial, unsolved, COMPARISON)[0].ok
     # Both unsolved: agreement.
     both = compare_tables(committed.iloc[[1]], _table([math.nan], [math.nan]).assign(
         cell=["c1"]), COMPARISON)

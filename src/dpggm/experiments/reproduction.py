@@ -433,6 +433,11 @@ def _count(row: pd.Series, comparison: Comparison) -> int:
     return count
 
 
+def _failed(row: pd.Series) -> int:
+    value = float(row.get("n_failed", 0))
+    return int(value) if math.isfinite(value) else 0
+
+
 def _sd(row: pd.Series, metric: str, comparison: Comparison, count: int) -> float:
     spread = float(row.get(f"{metric}_{comparison.spread}", math.nan))
     if comparison.spread == "se":
@@ -500,7 +505,11 @@ def compare_tables(committed: pd.DataFrame, rerun: pd.DataFrame,
             mean = float(found[f"{metric}_mean"])
             n = _count(found, comparison)
             if not math.isfinite(mean) or not math.isfinite(value):
-                ok = math.isfinite(mean) == math.isfinite(value)
+                # Unsolved in every repetition of one run: consistent when the other run
+                # had unsolved repetitions too (a re-run of one repetition that failed
+                # where the committed run failed in some), not when it solved them all.
+                ok = math.isfinite(mean) == math.isfinite(value) or (
+                    _failed(found) > 0 if math.isfinite(mean) else _failed(row) > 0)
                 checks.append(CellCheck(comparison.file, text, metric, mean, math.nan, n, value,
                                         k, math.nan, ok,
                                         "" if ok else "solved in one run, not in the other"))
