@@ -1082,6 +1082,29 @@ def seed003_variant_effects() -> str:
     return markdown(pd.DataFrame(rows))
 
 
+def ridge_lda() -> str:
+    frame = read("ridge_precision_lda", "ridge_precision_lda_errors.csv")
+    if frame is None:
+        return "*(not run)*"
+    rows = [{"budget": r["budget"], "test misclassification, mean (SE)":
+             mean_se(r["error_mean"], r["error_se"]), "chosen ridge (median)":
+             fmt(r["ridge_median"]), "repetitions": int(r["n_reps"])}
+            for _, r in frame.iterrows()]
+    return markdown(pd.DataFrame(rows))
+
+
+def _values_lda() -> dict:
+    frame = read("ridge_precision_lda", "ridge_precision_lda_errors.csv")
+    if frame is None:
+        return {"000.lda.summary": "not run"}
+    private = frame[frame["budget"] != "non-private"]
+    return {"000.lda.summary": (
+        f"the non-private error is {fmt(_one(frame, 'error_mean', budget='non-private'), 2)}; "
+        "the private errors are " + ", ".join(
+            f"{fmt(r['error_mean'], 2)} at {r['budget'].replace('epsilon', 'ε ')}"
+            for _, r in private.iterrows()))}
+
+
 def pace_registry() -> str:
     """PACE-GGM's measured off-diagonal entries on the registry data sets beside the
     paper's Table 4."""
@@ -1111,9 +1134,8 @@ PAPER_003_REGISTRY = {"spambase": (57, (7.8, 7.8, 8.5, 8.1, 10.9, 11.5, 16.9))}
 # What each paper's real-data sections use, and whether a package registry ships it.
 REAL_DATA = (
     ("Seed 000", "Ionosphere (LDA, Figure 2)", "yes: R package mlbench "
-     "(`apt-get install r-cran-mlbench`)", "not run: the paper shows curves only, at "
-     "privacy levels it does not state; the data set is read by "
-     "`dpggm.experiments.registry_data` for a future run"),
+     "(`apt-get install r-cran-mlbench`)", "**run** (seed 000, Figure 2; curves only in the "
+     "paper, nothing to count)"),
     ("Seed 000", "cell signalling (Sachs et al.; ROC, Figure 3)", "no: no Debian or PyPI "
      "package found that ships the flow-cytometry measurements", "not run"),
     ("Seed 001", "colon cancer (Alon et al.), Parkinson's (Little et al.)", "no: not in "
@@ -1636,7 +1658,7 @@ def _values_summary() -> dict:
     }
 
 
-VALUE_SOURCES = (_values_summary, _values_000, _values_001, _values_002, _values_003,
+VALUE_SOURCES = (_values_summary, _values_lda, _values_000, _values_001, _values_002, _values_003,
                  _values_004)
 
 
@@ -1667,6 +1689,7 @@ TABLES = {
     "003-frobenius": lambda: seed003_errors("frobenius"),
     "003-regression": seed003_regression,
     "003-registry": pace_registry,
+    "000-lda": ridge_lda,
     "004-errors": seed004,
     "004-paper-model": seed004_paper_model,
     "004-detectable": seed004_detectable,

@@ -176,6 +176,7 @@ _S003 = "dpggm.experiments.seed003:run_seed003"
 _S003_VARIANTS = "dpggm.experiments.seed003:run_seed003_variants"
 _S004 = "dpggm.experiments.seed004:run_seed004"
 _PACE_REGISTRY = "dpggm.experiments.seed003:run_pace_registry_data"
+_RIDGE_LDA = "dpggm.experiments.seed000:run_ridge_precision_lda"
 _NORMS = ("rel_l1", "rel_fro", "rel_spectral")
 _WDBC_IDS = "docs/reproduction/seed003/wdbc_ids.csv"
 
@@ -237,6 +238,11 @@ def _seed003_variants_reduced() -> dict[str, pd.DataFrame]:
     return _renamed(tables, {"variants": "seed003_variants.csv"})
 
 
+def _ridge_lda_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_RIDGE_LDA, repetitions=3)
+    return _renamed(tables, {"errors": "ridge_precision_lda_errors.csv"})
+
+
 def _pace_registry_reduced() -> dict[str, pd.DataFrame]:
     tables = _call(_PACE_REGISTRY, repetitions=3)
     return _renamed(tables, {"measured": "pace_registry_data_measured.csv"})
@@ -267,137 +273,146 @@ def _seed001_run(name: str, ratio: float) -> ReproductionRun:
     )
 
 
-def _runs() -> dict[str, ReproductionRun]:
-    runs = [
-        ReproductionRun(
-            name="seed000",
-            paper="Su, Guo & Zhang, Tables 1-2 and Figure 1 (declared bounds, honest accounting)",
-            full=_full(_S000, full=True, repetitions=5),
-            command=_command(_S000, full=True, repetitions=5),
-            reduced=_seed000_reduced,
-            reduced_size="models 2 and 4, n = 100 and 400, ε = 0.3 and 2, 1 repetition; "
-                         "the ROC with 5 repetitions",
-            comparisons=(
-                Comparison("seed000_errors.csv", ("method", "penalty", "model", "n", "epsilon"),
-                           _NORMS),
-                Comparison("seed000_roc_auc.csv", ("model", "budget"), ("auc",)),
-            ),
+_RUN_LIST = (
+    ReproductionRun(
+        name="seed000",
+        paper="Su, Guo & Zhang, Tables 1-2 and Figure 1 (declared bounds, honest accounting)",
+        full=_full(_S000, full=True, repetitions=5),
+        command=_command(_S000, full=True, repetitions=5),
+        reduced=_seed000_reduced,
+        reduced_size="models 2 and 4, n = 100 and 400, ε = 0.3 and 2, 1 repetition; "
+                     "the ROC with 5 repetitions",
+        comparisons=(
+            Comparison("seed000_errors.csv", ("method", "penalty", "model", "n", "epsilon"),
+                       _NORMS),
+            Comparison("seed000_roc_auc.csv", ("model", "budget"), ("auc",)),
         ),
-        ReproductionRun(
-            name="seed000_paper",
-            paper="Su, Guo & Zhang, Tables 1-2 in the paper's setting, step by step",
-            full=_full(_S000, full=True, repetitions=3, roc=False,
-                       settings=("data-max", "data-max+cv", "paper")),
-            command=_command(_S000, full=True, repetitions=3, roc=False,
-                             settings=("data-max", "data-max+cv", "paper")),
-            reduced=_seed000_paper_reduced,
-            reduced_size="model 3, n = 400, ε = 0.5 and 2, every step, 1 repetition",
-            comparisons=(Comparison("seed000_paper_setting.csv",
-                                    ("setting", "method", "model", "n", "epsilon"), _NORMS),),
+    ),
+    ReproductionRun(
+        name="seed000_paper",
+        paper="Su, Guo & Zhang, Tables 1-2 in the paper's setting, step by step",
+        full=_full(_S000, full=True, repetitions=3, roc=False,
+                   settings=("data-max", "data-max+cv", "paper")),
+        command=_command(_S000, full=True, repetitions=3, roc=False,
+                         settings=("data-max", "data-max+cv", "paper")),
+        reduced=_seed000_paper_reduced,
+        reduced_size="model 3, n = 400, ε = 0.5 and 2, every step, 1 repetition",
+        comparisons=(Comparison("seed000_paper_setting.csv",
+                                ("setting", "method", "model", "n", "epsilon"), _NORMS),),
+    ),
+    ReproductionRun(
+        name="ridge_precision_lda",
+        paper="Su, Guo & Zhang, Figure 2: LDA on Ionosphere with DP-RP (UCI Ionosphere "
+              "from the R package mlbench: apt-get install r-cran-mlbench)",
+        full=_full(_RIDGE_LDA, repetitions=50),
+        command=_command(_RIDGE_LDA, repetitions=50),
+        reduced=_ridge_lda_reduced,
+        reduced_size="every privacy level, 3 repetitions",
+        comparisons=(Comparison("ridge_precision_lda_errors.csv", ("budget",),
+                                ("error",)),),
+    ),
+    _seed001_run("seed001", 1.0),
+    _seed001_run("seed001_r1.5", 1.5),
+    _seed001_run("seed001_r0.5", 0.5),
+    ReproductionRun(
+        name="seed002_1a",
+        paper="Guo et al., Table 1(a) (50-node chain) with G-Wishart",
+        full=_full(_S002, full=True, repetitions=10, tables=("1a",)),
+        command=_command(_S002, full=True, repetitions=10, tables=("1a",)),
+        reduced=_seed002_1a_reduced,
+        reduced_size="n = 50 and 500, no noise, 40 and 20 dB, 2 repetitions",
+        comparisons=(Comparison(
+            "seed002_table_1a.csv", ("n", "noise"),
+            ("auc_corrected", "auc_uncorrected", "frobenius_corrected",
+             "frobenius_uncorrected", "auc_reference_corrected", "auc_gwishart"),
+            spread="sd"),),
+    ),
+    ReproductionRun(
+        name="seed002_1b",
+        paper="Guo et al., Table 1(b) (1000 nodes)",
+        full=_full(_S002, full=True, repetitions=10, tables=("1b",)),
+        command=_command(_S002, full=True, repetitions=10, tables=("1b",)),
+        reduced=_seed002_1b_reduced,
+        reduced_size="sparsity 95 %, every noise level, 1 repetition",
+        comparisons=(Comparison(
+            "seed002_table_1b.csv", ("sparsity", "noise"),
+            ("auc_corrected", "auc_uncorrected", "frobenius_corrected"), spread="sd"),),
+    ),
+    ReproductionRun(
+        name="seed002_1b_variants",
+        paper="Guo et al., Table 1(b): the penalty and the diagonal, one at a time",
+        full=_full(_S002_1B_VARIANTS, repetitions=3),
+        command=_command(_S002_1B_VARIANTS, repetitions=3),
+        reduced=_seed002_1b_variants_reduced,
+        reduced_size="sparsity 95 %, every variant, 1 repetition",
+        comparisons=(Comparison("seed002_1b_variants.csv", ("variant", "sparsity", "noise"),
+                                ("auc",), spread="sd"),),
+    ),
+    ReproductionRun(
+        name="seed003",
+        paper="Ferrando et al., PACE-GGM and its baselines (Tables 4-5, Figures 1 and 5)",
+        full=_full(_S003, full=True),
+        command=_command(_S003, full=True),
+        reduced=_seed003_reduced,
+        reduced_size="the full run itself (it takes seconds)",
+        comparisons=(
+            Comparison("seed003_errors.csv", ("dataset", "rho", "method"),
+                       ("mahalanobis", "frobenius")),
+            Comparison("seed003_measured.csv", ("dataset", "rho"),
+                       ("measured_offdiag", "rounds")),
+            Comparison("seed003_regression.csv", ("dataset", "rho", "method"), ("mse",)),
         ),
-        _seed001_run("seed001", 1.0),
-        _seed001_run("seed001_r1.5", 1.5),
-        _seed001_run("seed001_r0.5", 0.5),
-        ReproductionRun(
-            name="seed002_1a",
-            paper="Guo et al., Table 1(a) (50-node chain) with G-Wishart",
-            full=_full(_S002, full=True, repetitions=10, tables=("1a",)),
-            command=_command(_S002, full=True, repetitions=10, tables=("1a",)),
-            reduced=_seed002_1a_reduced,
-            reduced_size="n = 50 and 500, no noise, 40 and 20 dB, 2 repetitions",
-            comparisons=(Comparison(
-                "seed002_table_1a.csv", ("n", "noise"),
-                ("auc_corrected", "auc_uncorrected", "frobenius_corrected",
-                 "frobenius_uncorrected", "auc_reference_corrected", "auc_gwishart"),
-                spread="sd"),),
-        ),
-        ReproductionRun(
-            name="seed002_1b",
-            paper="Guo et al., Table 1(b) (1000 nodes)",
-            full=_full(_S002, full=True, repetitions=10, tables=("1b",)),
-            command=_command(_S002, full=True, repetitions=10, tables=("1b",)),
-            reduced=_seed002_1b_reduced,
-            reduced_size="sparsity 95 %, every noise level, 1 repetition",
-            comparisons=(Comparison(
-                "seed002_table_1b.csv", ("sparsity", "noise"),
-                ("auc_corrected", "auc_uncorrected", "frobenius_corrected"), spread="sd"),),
-        ),
-        ReproductionRun(
-            name="seed002_1b_variants",
-            paper="Guo et al., Table 1(b): the penalty and the diagonal, one at a time",
-            full=_full(_S002_1B_VARIANTS, repetitions=3),
-            command=_command(_S002_1B_VARIANTS, repetitions=3),
-            reduced=_seed002_1b_variants_reduced,
-            reduced_size="sparsity 95 %, every variant, 1 repetition",
-            comparisons=(Comparison("seed002_1b_variants.csv", ("variant", "sparsity", "noise"),
-                                    ("auc",), spread="sd"),),
-        ),
-        ReproductionRun(
-            name="seed003",
-            paper="Ferrando et al., PACE-GGM and its baselines (Tables 4-5, Figures 1 and 5)",
-            full=_full(_S003, full=True),
-            command=_command(_S003, full=True),
-            reduced=_seed003_reduced,
-            reduced_size="the full run itself (it takes seconds)",
-            comparisons=(
-                Comparison("seed003_errors.csv", ("dataset", "rho", "method"),
-                           ("mahalanobis", "frobenius")),
-                Comparison("seed003_measured.csv", ("dataset", "rho"),
-                           ("measured_offdiag", "rounds")),
-                Comparison("seed003_regression.csv", ("dataset", "rho", "method"), ("mse",)),
-            ),
-        ),
-        ReproductionRun(
-            name="seed003_variants",
-            paper="Ferrando et al., Table 4 on breast cancer: one change at a time",
-            full=lambda *, out_dir, overwrite=False: _call(
-                _S003_VARIANTS, repetitions=40, ids=_wdbc_ids(), out_dir=out_dir,
-                overwrite=overwrite),
-            command=_command(_S003_VARIANTS, repetitions=40, ids=_WDBC_IDS),
-            reduced=_seed003_variants_reduced,
-            reduced_size="every variant and ρ, 5 trials",
-            comparisons=(Comparison("seed003_variants.csv", ("variant", "rho"),
-                                    ("measured_offdiag", "frobenius")),),
-        ),
-        ReproductionRun(
-            name="pace_registry_data",
-            paper="Ferrando et al., Table 4 on spambase (UCI Spambase from the R package "
-                  "kernlab: apt-get install r-cran-kernlab)",
-            full=_full(_PACE_REGISTRY, repetitions=10),
-            command=_command(_PACE_REGISTRY, repetitions=10),
-            reduced=_pace_registry_reduced,
-            reduced_size="every setting and ρ, 3 trials",
-            comparisons=(Comparison("pace_registry_data_measured.csv",
-                                    ("dataset", "setting", "rho"),
-                                    ("measured_offdiag", "frobenius")),),
-        ),
-        ReproductionRun(
-            name="seed004",
-            paper="Wang, Xu & He, Figure 1 (the paper's model)",
-            full=_full(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
-            command=_command(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
-            reduced=_seed004_reduced,
-            reduced_size="n = 1000 and 100 000, p = 50 and 200 in the dimension panel, "
-                         "3 runs",
-            comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
-                                    ("rel_spectral",)),),
-        ),
-        ReproductionRun(
-            name="seed004_detectable",
-            paper="Wang, Xu & He, a model of ours where entries are detectable",
-            full=_full(_S004, full=True, panels=("detectable",)),
-            command=_command(_S004, full=True, panels=("detectable",)),
-            reduced=_seed004_detectable_reduced,
-            reduced_size="every n and ε, 5 runs",
-            comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
-                                    ("rel_spectral", "tpr", "fdp")),),
-        ),
-    ]
-    return {run.name: run for run in runs}
+    ),
+    ReproductionRun(
+        name="seed003_variants",
+        paper="Ferrando et al., Table 4 on breast cancer: one change at a time",
+        full=lambda *, out_dir, overwrite=False: _call(
+            _S003_VARIANTS, repetitions=40, ids=_wdbc_ids(), out_dir=out_dir,
+            overwrite=overwrite),
+        command=_command(_S003_VARIANTS, repetitions=40, ids=_WDBC_IDS),
+        reduced=_seed003_variants_reduced,
+        reduced_size="every variant and ρ, 5 trials",
+        comparisons=(Comparison("seed003_variants.csv", ("variant", "rho"),
+                                ("measured_offdiag", "frobenius")),),
+    ),
+    ReproductionRun(
+        name="pace_registry_data",
+        paper="Ferrando et al., Table 4 on spambase (UCI Spambase from the R package "
+              "kernlab: apt-get install r-cran-kernlab)",
+        full=_full(_PACE_REGISTRY, repetitions=10),
+        command=_command(_PACE_REGISTRY, repetitions=10),
+        reduced=_pace_registry_reduced,
+        reduced_size="every setting and ρ, 3 trials",
+        comparisons=(Comparison("pace_registry_data_measured.csv",
+                                ("dataset", "setting", "rho"),
+                                ("measured_offdiag", "frobenius")),),
+    ),
+    ReproductionRun(
+        name="seed004",
+        paper="Wang, Xu & He, Figure 1 (the paper's model)",
+        full=_full(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
+        command=_command(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
+        reduced=_seed004_reduced,
+        reduced_size="n = 1000 and 100 000, p = 50 and 200 in the dimension panel, "
+                     "3 runs",
+        comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
+                                ("rel_spectral",)),),
+    ),
+    ReproductionRun(
+        name="seed004_detectable",
+        paper="Wang, Xu & He, a model of ours where entries are detectable",
+        full=_full(_S004, full=True, panels=("detectable",)),
+        command=_command(_S004, full=True, panels=("detectable",)),
+        reduced=_seed004_detectable_reduced,
+        reduced_size="every n and ε, 5 runs",
+        comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
+                                ("rel_spectral", "tpr", "fdp")),),
+    ),
+)
 
 
 #: Every run of the reproduction page, by directory name.
-RUNS: dict[str, ReproductionRun] = _runs()
+RUNS: dict[str, ReproductionRun] = {run.name: run for run in _RUN_LIST}
 
 
 # ---------------------------------------------------------------------------------------
