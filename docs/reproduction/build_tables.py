@@ -1401,7 +1401,10 @@ def _values_001() -> dict:
     minutes = sum(float((_environment(r) or {"wall_seconds": "nan"})["wall_seconds"])
                   for r in ("seed001", "seed001_r1.5", "seed001_r0.5")) / 60
     return {
-        "001.reps": "/".join(str(v) for v in sorted(set(int(v) for v in ours["n_reps"]))),
+        "001.reps": ", ".join(
+            f"{int(ours[ours['r'] == r]['n_reps'].max())} repetition"
+            f"{'s' if int(ours[ours['r'] == r]['n_reps'].max()) > 1 else ''} at r = {r:g}"
+            for r in sorted(set(ours["r"]))),
         "001.minutes": f"{minutes:.0f}",
         "001.sulq": span(of("SULQ")["rel_fro_mean"], 3),
         "001.wishart_pure": span(of("Wishart-pure (Jiang et al.)")["rel_fro_mean"], 3),
