@@ -1101,7 +1101,7 @@ def _values_lda() -> dict:
     return {"000.lda.summary": (
         f"the non-private error is {fmt(_one(frame, 'error_mean', budget='non-private'), 2)}; "
         "the private errors are " + ", ".join(
-            f"{fmt(r['error_mean'], 2)} at {r['budget'].replace('epsilon', 'ε ')}"
+            f"{fmt(r['error_mean'], 2)} at {r['budget'].replace('epsilon=', 'ε = ')}"
             for _, r in private.iterrows()))}
 
 

@@ -313,9 +313,9 @@ _RUN_LIST = (
         comparisons=(Comparison("ridge_precision_lda_errors.csv", ("budget",),
                                 ("error",)),),
     ),
-    _seed001_run("seed001", 1.0, 2),
-    _seed001_run("seed001_r1.5", 1.5, 3),
-    _seed001_run("seed001_r0.5", 0.5, 2),
+    _seed001_run("seed001", 1.0, 1),
+    _seed001_run("seed001_r1.5", 1.5, 1),
+    _seed001_run("seed001_r0.5", 0.5, 1),
     ReproductionRun(
         name="seed002_1a",
         paper="Guo et al., Table 1(a) (50-node chain) with G-Wishart",
