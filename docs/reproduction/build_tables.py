@@ -1457,6 +1457,7 @@ def _values_002() -> dict:
         "002.1b.paper.clean": listed(clean_b["auc_paper"]),
         "002.1b.noise_effect": fmt(noise_effect, 1),
         "002.1b.paper_sd_range": span(sds),
+        "002.1b.paper_se_max": fmt(max(sds) / math.sqrt(10), 1),
         "002.1b.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_002("1b", False))),
         "002.1b.edges_as_run": f"{variant(base, 0.9, 'edges_mean'):,.0f}",
         "002.1b.factor_effect": "; ".join(factors),
