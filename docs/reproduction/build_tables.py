@@ -1174,7 +1174,10 @@ def span(values, digits: int = 2) -> str:
     if not array.size:
         return "–"
     low, high = fmt(float(array.min()), digits), fmt(float(array.max()), digits)
-    return low if low == high else f"{low}–{high}"
+    if low == high:
+        return low
+    # A dash between negative numbers reads as a minus sign.
+    return f"{low} to {high}" if array.min() < 0 else f"{low}–{high}"
 
 
 def median_span(values, digits: int = 2) -> str:
