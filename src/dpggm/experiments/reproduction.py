@@ -241,7 +241,7 @@ def _seed003_reduced() -> dict[str, pd.DataFrame]:
 
 
 def _seed003_variants_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S003_VARIANTS, repetitions=5, ids=_wdbc_ids())
+    tables = _call(_S003_VARIANTS, repetitions=3, ids=_wdbc_ids())
     return _renamed(tables, {"variants": "seed003_variants.csv"})
 
 
@@ -256,8 +256,8 @@ def _pace_registry_reduced() -> dict[str, pd.DataFrame]:
 
 
 def _seed004_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S004, full=True, repetitions=3, panels=("sparsity", "dimension", "privacy"),
-                   sample_sizes=(1000, 100_000), dimensions=(50, 200))
+    tables = _call(_S004, full=True, repetitions=2, panels=("sparsity", "dimension", "privacy"),
+                   sample_sizes=(1000, 30_000), dimensions=(50, 200))
     return _renamed(tables, {"errors": "seed004_errors.csv"})
 
 
