@@ -379,7 +379,7 @@ _RUN_LIST = (
             overwrite=overwrite),
         command=_command(_S003_VARIANTS, repetitions=40, ids=_WDBC_IDS),
         reduced=_seed003_variants_reduced,
-        reduced_size="every variant and ρ, 5 trials",
+        reduced_size="every variant and ρ, 3 trials",
         comparisons=(Comparison("seed003_variants.csv", ("variant", "rho"),
                                 ("measured_offdiag", "frobenius")),),
     ),
@@ -401,8 +401,8 @@ _RUN_LIST = (
         full=_full(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
         command=_command(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
         reduced=_seed004_reduced,
-        reduced_size="n = 1000 and 100 000, p = 50 and 200 in the dimension panel, "
-                     "3 runs",
+        reduced_size="n = 1000 and 30 000, p = 50 and 200 in the dimension panel, "
+                     "2 runs",
         comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
                                 ("rel_spectral",)),),
     ),
