@@ -195,6 +195,11 @@ def summarised_warnings() -> Iterator[list[str]]:
     for item in caught:
         text = " ".join(str(item.message).split())
         by_category.setdefault(item.category.__name__, []).append(text)
+    for message in dict.fromkeys(by_category.pop("CuratorWarning", [])):
+        # Each of the curator's warnings is its own finding, printed whole (its text
+        # starts with "curator only").
+        lines.append(message)
+        err_console.print(message, markup=False, highlight=False, soft_wrap=True)
     for category, messages in by_category.items():
         # One line per kind: the first message, shortened, stands for all of them (raw
         # warnings would print a file path and source line each).

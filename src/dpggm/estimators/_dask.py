@@ -52,6 +52,7 @@ from dpggm.estimators.data import (
     check_center,
     finish_second_moment,
     read_layout,
+    refuse_degenerate_columns,
 )
 from dpggm.estimators.schema import ResolvedColumns
 from dpggm.mechanisms.bounds import Bounds
@@ -96,6 +97,8 @@ class PartitionStats:
     n_clipped: int
     counts: dict[int, int]  # records per partition index (to place the first bad value)
     bad: tuple[int, int, int] | None  # (partition, row in partition, column) of a NaN/inf
+    low: np.ndarray | None = None  # each column's smallest and largest value (to refuse
+    high: np.ndarray | None = None  # an empty or constant column before any draw)
 
 
 class _Accumulator:
@@ -117,6 +120,8 @@ class _Accumulator:
         self.n = 0
         self.n_clipped = 0
         self.bad: tuple[int, int] | None = None
+        self.low = np.full(p, np.nan)
+        self.high = np.full(p, np.nan)
 
     def add(self, rows: int, fill: Callable[[int, int, np.ndarray], None]) -> bool:
         """Add ``rows`` records; ``fill(start, stop, out)`` copies records ``start:stop``
@@ -135,6 +140,7 @@ class _Accumulator:
                     row, col = np.argwhere(~finite)[0]
                     self.bad = (self.n + start + int(row), int(col))
                     return False
+            _extend_range(self.low, self.high, values)
             if self.center is not None:
                 values -= self.center
             _, changed = self.bounds.clip(values, in_place=True)
@@ -160,7 +166,22 @@ class _Accumulator:
         if self.bad is not None:
             return PartitionStats(None, 0, 0, {index: self.n}, (index, *self.bad))
         return PartitionStats(self.gram if self.n else None, self.n, self.n_clipped,
-                              {index: self.n}, None)
+                              {index: self.n}, None, self.low, self.high)
+
+
+def _extend_range(low: np.ndarray, high: np.ndarray, values: np.ndarray) -> None:
+    """Widen each column's range ``[low, high]`` (NaN: no value yet) to hold ``values``."""
+    np.fmin(low, np.fmin.reduce(values, axis=0), out=low)
+    np.fmax(high, np.fmax.reduce(values, axis=0), out=high)
+
+
+def _merge_range(low: np.ndarray | None, high: np.ndarray | None, other_low: np.ndarray | None,
+                 other_high: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if other_low is None or other_high is None:
+        return low, high
+    if low is None or high is None:
+        return other_low.copy(), other_high.copy()
+    return np.fmin(low, other_low), np.fmax(high, other_high)
 
 
 def _partition_stats(
@@ -202,6 +223,7 @@ def _combine(*parts: PartitionStats) -> PartitionStats:
     n = n_clipped = 0
     counts: dict[int, int] = {}
     bad = None
+    low = high = None
     for part in parts:
         if part.gram is not None:
             gram = part.gram.copy() if gram is None else gram + part.gram
@@ -210,7 +232,8 @@ def _combine(*parts: PartitionStats) -> PartitionStats:
         counts.update(part.counts)
         if part.bad is not None and (bad is None or part.bad < bad):
             bad = part.bad
-    return PartitionStats(gram, n, n_clipped, counts, bad)
+        low, high = _merge_range(low, high, part.low, part.high)
+    return PartitionStats(gram, n, n_clipped, counts, bad, low, high)
 
 
 def reduce_partitions(
@@ -398,6 +421,9 @@ def clipped_second_moment(
         )
     if stats.gram is None:
         raise ValueError(f"{name} needs at least 2 records (rows); got 0")
+    if stats.low is not None and stats.high is not None:
+        refuse_degenerate_columns(stats.low, stats.high, columns, where=name,
+                                  drop="leave it out of the DataFrame")
     # dsyrk filled the upper triangle; the lower one is its mirror.
     upper = np.triu(stats.gram[:p, :p])
     gram = upper + np.triu(upper, 1).T
@@ -417,6 +443,8 @@ class PassResult:
     rows: int
     counts: dict[int, int]
     bad: tuple[int, int, int] | None  # (partition, row in partition, column)
+    low: np.ndarray | None = None  # each column's smallest and largest value
+    high: np.ndarray | None = None
 
 
 def _pass_rows(p: int) -> int:
@@ -432,6 +460,7 @@ def _run_columns(task: Any, index: int, p: int,
     state = task.new(p)
     rows = 0
     buffer: np.ndarray | None = None
+    low, high = np.full(p, np.nan), np.full(p, np.nan)
     for columns in column_batches:
         length = len(columns[0]) if columns else 0
         step = _pass_rows(p)
@@ -451,9 +480,10 @@ def _run_columns(task: Any, index: int, p: int,
                     row, col = np.argwhere(~finite)[0]
                     return PassResult(None, 0, {index: 0},
                                       (index, rows + start + int(row), int(col)))
+            _extend_range(low, high, block)
             task.add(state, block)
         rows += length
-    return PassResult(state, rows, {index: rows}, None)
+    return PassResult(state, rows, {index: rows}, None, low, high)
 
 
 def _partition_pass(block: Any, index: int, task: Any, p: int,
@@ -501,6 +531,7 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
     rows = 0
     counts: dict[int, int] = {}
     bad = None
+    low = high = None
     for part in parts:
         if part.state is not None:
             state = part.state if state is None else task.merge(state, part.state)
@@ -508,7 +539,8 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
         counts.update(part.counts)
         if part.bad is not None and (bad is None or part.bad < bad):
             bad = part.bad
-    return PassResult(state, rows, counts, bad)
+        low, high = _merge_range(low, high, part.low, part.high)
+    return PassResult(state, rows, counts, bad, low, high)
 
 
 class DaskRecords:
@@ -538,6 +570,7 @@ class DaskRecords:
         self.n_samples = 0
         self._pieces = parquet_pieces(X)
         self._names = [str(c) for c in X.columns] if self._pieces is not None else []
+        self._checked = False
 
     def run(self, task: Any) -> Any:
         import dask
@@ -566,6 +599,11 @@ class DaskRecords:
                    "missing='refuse': use missing='impute' or remove them before estimating")
             )
         self.n_samples = result.rows
+        if not self._checked and result.low is not None and result.high is not None:
+            # Before any draw (this is the first pass): see refuse_degenerate_columns.
+            refuse_degenerate_columns(result.low, result.high, self.columns, where=self.name,
+                                      drop="leave it out of the DataFrame")
+            self._checked = True
         state = result.state if result.state is not None else task.new(p)
         return task.finish(state)
 

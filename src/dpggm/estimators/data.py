@@ -78,6 +78,7 @@ __all__ = [
     "is_path",
     "iter_chunks",
     "looks_like_identifier",
+    "refuse_degenerate_columns",
 ]
 
 #: Rows per chunk when slicing arrays or reading Parquet row groups.
@@ -499,6 +500,30 @@ def looks_like_identifier(name: str) -> bool:
     return bool(_IDENTIFIER_NAME.match(name.strip())) or name.strip().endswith("ID")
 
 
+def refuse_degenerate_columns(low: np.ndarray, high: np.ndarray, columns: Sequence[str], *,
+                              where: str, drop: str) -> None:
+    """Refuse a column with no value (``low`` NaN: every value missing) or a single value
+    (``low == high``), given each column's smallest and largest value.
+
+    A decision from the private values, made before anything is released: it only stops
+    the run (nothing is spent, nothing written), and its message goes to whoever runs it --
+    the curator, who is told not to publish it. ``drop`` says how the caller leaves a
+    column out (``--drop NAME``)."""
+    empty = [columns[j] for j in np.flatnonzero(np.isnan(low))]
+    if empty:
+        raise ValueError(
+            f"{where}: column(s) {', '.join(repr(c) for c in empty[:5])} hold no value (every "
+            "cell is empty or a missing-value marker): nothing can be estimated for them; "
+            f"leave them out ({drop}). Curator only: a fact about the private data, do not "
+            "publish it")
+    constant = [columns[j] for j in np.flatnonzero(~(low < high))]
+    if constant:
+        raise ValueError(
+            f"{where}: column(s) {', '.join(repr(c) for c in constant[:5])} hold one value in "
+            "every record: a constant has no variance and no partial correlation; leave them "
+            f"out ({drop}). Curator only: a fact about the private data, do not publish it")
+
+
 class ColumnProfile:
     """What the curator must know about each column before a release, gathered while the
     records are read: whether it holds any value, whether its values differ, and whether
@@ -552,30 +577,17 @@ class ColumnProfile:
                 self.counting[j] = False
 
     def refuse_degenerate(self, columns: Sequence[str], *, where: str, drop: str) -> None:
-        """Refuse a column with no value or a single value.
+        """Refuse a column with no value or a single value
+        (:func:`refuse_degenerate_columns`)."""
+        refuse_degenerate_columns(self.low, self.high, columns, where=where, drop=drop)
 
-        A decision from the private values, made before anything is released: it only stops
-        the run (nothing is spent, nothing written), and its message goes to whoever runs
-        it -- the curator. ``drop`` is how the caller leaves a column out (``--drop``)."""
-        empty = [columns[j] for j in np.flatnonzero(~self.present)]
-        if empty:
-            raise ValueError(
-                f"{where}: column(s) {', '.join(repr(c) for c in empty[:5])} hold no value "
-                "(every cell is empty or a missing-value marker): nothing can be estimated "
-                f"for them; leave them out ({drop}). Curator only: this is a fact about the "
-                "private data, do not publish it")
-        constant = [columns[j] for j in np.flatnonzero(~self.varies)]
-        if constant:
-            raise ValueError(
-                f"{where}: column(s) {', '.join(repr(c) for c in constant[:5])} hold a "
-                "single value in every record: a constant has no variance and no partial "
-                f"correlation; leave them out ({drop}). Curator only: this is a fact about "
-                "the private data, do not publish it")
-
-    def warn_identifiers(self, columns: Sequence[str], *, terms: str = "python") -> None:
+    def warn_identifiers(self, columns: Sequence[str], *, terms: str = "python",
+                         notes: list[str] | None = None) -> None:
         """Warn the curator about a variable that looks like a record identifier: by its
         name (public), or by its values (whole numbers increasing down the file, over at
-        least 20 records). A warning only: the release is unchanged."""
+        least 20 records). A warning only (a :class:`~dpggm.exceptions.CuratorWarning`,
+        or appended to ``notes`` for a caller that warns from another thread): the release
+        is unchanged."""
         for j, name in enumerate(columns):
             by_values = bool(self.counting[j]) and self.rows >= _IDENTIFIER_ROWS
             by_name = looks_like_identifier(name)
@@ -584,10 +596,13 @@ class ColumnProfile:
             why = ("its values are whole numbers increasing down the file, like a record "
                    "number" if by_values else "its name is one an identifier usually has")
             identify = (f"--id-col {name}" if terms == "cli" else f"id_columns=[{name!r}]")
-            warnings.warn(CuratorWarning(
-                f"curator only (do not publish): column {name!r} is used as a variable, but "
-                f"{why}; an identifier used as a variable makes spurious edges. If it "
-                f"identifies records, declare it ({identify})"), stacklevel=2)
+            note = (f"curator only (do not publish): column {name!r} is used as a variable, "
+                    f"but {why}; an identifier used as a variable makes spurious edges. If it "
+                    f"identifies records, declare it ({identify})")
+            if notes is not None:
+                notes.append(note)
+            else:
+                warnings.warn(CuratorWarning(note), stacklevel=2)
 
 
 # --------------------------------------------------------------------------- headers
@@ -1282,8 +1297,8 @@ def _file_unit(kind: str) -> str:
 
 
 def _iter_file(source: TableFile, chunk_rows: int,
-               matrix: Callable[[int, int], np.ndarray], missing: str
-               ) -> Iterator[tuple[np.ndarray, list[str], int]]:
+               matrix: Callable[[int, int], np.ndarray], missing: str,
+               notes: list[str] | None = None) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """The records of a file, checked, with the columns' profile checked at the end
     (before the last block is handed on, so that nothing follows a refusal)."""
     kind = source.kind
@@ -1323,7 +1338,7 @@ def _iter_file(source: TableFile, chunk_rows: int,
                          else f"{where} has no records")
     drop = _say(source, "drop=[...]", "--drop NAME")
     profile.refuse_degenerate(columns, where=where, drop=drop)
-    profile.warn_identifiers(columns, terms=source.terms)
+    profile.warn_identifiers(columns, terms=source.terms, notes=notes)
     assert pending is not None
     yield pending
 
@@ -1331,6 +1346,7 @@ def _iter_file(source: TableFile, chunk_rows: int,
 def iter_chunks(
     X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
     matrix: Callable[[int, int], np.ndarray] = _new_matrix, missing: str = "refuse",
+    notes: list[str] | None = None,
 ) -> Iterator[tuple[np.ndarray, list[str], int]]:
     """Yield ``(values, columns, first_row)`` chunks of a validated input.
 
@@ -1340,7 +1356,9 @@ def iter_chunks(
     packages are read whole or in chunks (see :mod:`dpggm.estimators._formats`).
     ``first_row`` is the 0-based index of the chunk's first record. A file's chunks are
     column-major matrices obtained from ``matrix(rows, width)`` (a reader that recycles
-    its buffers passes its own); its rows with no value at all are not records.
+    its buffers passes its own); its rows with no value at all are not records. The
+    curator's warnings about a file's columns are appended to ``notes`` if given (a reader
+    in another thread re-issues them), else issued as ``CuratorWarning``.
     """
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
         chunk_rows < 1
@@ -1348,7 +1366,7 @@ def iter_chunks(
         raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
     _refuse_dask(X, "X")
     if is_path(X):
-        yield from _iter_file(_as_table(X), int(chunk_rows), matrix, missing)
+        yield from _iter_file(_as_table(X), int(chunk_rows), matrix, missing, notes)
         return
     values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):
