@@ -58,6 +58,7 @@ __all__ = [
     "ThousandsOpt",
     "data_options",
     "declared_ranges",
+    "declares_ranges",
     "fit_records",
     "open_data",
     "parse_names",
@@ -219,12 +220,24 @@ def table_file(data: str | Path, options: DataOptions) -> Any:
     return TableFile(text, **_reading_arguments(options))
 
 
+def declares_ranges(options: DataOptions) -> bool:
+    """Whether ``--scale`` or the ``--schema`` file declares a range (nothing is read but
+    the schema file)."""
+    if options.scale:
+        return True
+    if options.schema is None:
+        return False
+    from dpggm.estimators.schema import TableSchema
+
+    return TableSchema.from_file(options.schema, terms="cli").declares_ranges
+
+
 def declared_ranges(data: str | Path, options: DataOptions) -> dict[str, tuple[float, float]]:
     """The declared range of each variable that has one (``--scale``, ``--schema``), by
     column name, from the table's column names only (its header or metadata)."""
-    source = table_file(data, options)
-    if not source.table_schema.declares_ranges:
+    if not declares_ranges(options):
         return {}
+    source = table_file(data, options)
     if options.engine == "memory":
         return source.declared_ranges()
     from dpggm.estimators import _dask

@@ -130,7 +130,7 @@ def estimate(
                                 no_header, index_col, encoding, drop=drop, id_col=id_col,
                                 schema=schema, na_values=na_values, thousands=thousands,
                                 sheet=sheet, format=file_format, header=header)
-    if dopt.table_file(data, reading).table_schema.declares_ranges:
+    if dopt.declares_ranges(reading):
         # A schema shared with dpggm graph may declare ranges: said, not silently ignored.
         err_console.print(f"note: the ranges --schema {schema} declares are for dpggm graph; "
                           "dpggm estimate clips to --bound", markup=False, highlight=False)
@@ -150,6 +150,10 @@ def estimate(
     if engine == "memory":
         if not data.exists():
             raise UserError(f"no such file: {data}")
+        if data.is_dir():
+            from dpggm.estimators._formats import parquet_parts
+
+            parquet_parts(data)  # a folder of Parquet files is one table
     # Options are passed exactly as typed: 0 is a value, not "unset" (None is unset).
     given = {
         "alpha": _parse_alpha(alpha), "ridge": ridge, "gamma": gamma, "solver": solver,

@@ -436,6 +436,10 @@ def _check_input(data: Path, engine: str) -> None:
             return
     if not data.exists():
         raise UserError(f"no such file: {data}")
+    if data.is_dir():
+        from dpggm.estimators._formats import parquet_parts
+
+        parquet_parts(data)  # a folder of Parquet files is one table; any other is refused
 
 
 def _check_selection(select: str, fdr: float, fdr_method: str,
