@@ -396,6 +396,9 @@ class PrivateRanges:
         ``"refine"``, ``"spread"``), the same for every column.
     width : float
         The public multiple of the spread on each side.
+    declared : ndarray of bool, shape (p,), optional
+        Columns whose range was declared (public, given by the caller: nothing was spent
+        on them); ``None`` when none was.
     """
 
     lower: np.ndarray
@@ -403,6 +406,7 @@ class PrivateRanges:
     budget: Budget
     epsilons: dict[str, float]
     width: float
+    declared: np.ndarray | None = None
 
     @property
     def center(self) -> np.ndarray:
@@ -424,8 +428,9 @@ class PrivateRanges:
         # The division can land an ulp outside [-1, 1]; the box the release assumes is exact.
         return np.clip((clipped - self.center) / self.half_width, -1.0, 1.0), changed
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, columns: list[str] | None = None) -> dict[str, Any]:
+        """The public record; with ``columns``, the declared ranges by column name."""
+        record = {
             "kind": "private per-column ranges: median +- width * median absolute deviation "
                     "(or, for a column mostly tied with its median, the nearest untied "
                     "deviation; exponential-mechanism quantiles)",
@@ -436,6 +441,18 @@ class PrivateRanges:
             "epsilons": dict(self.epsilons),
             "score_sensitivity": QUANTILE_SCORE_SENSITIVITY,
         }
+        if self.declared is not None and self.declared.any():
+            index = np.flatnonzero(self.declared)
+            names = ([str(columns[j]) for j in index] if columns is not None
+                     else [int(j) for j in index])
+            record["declared"] = {
+                "note": "ranges declared by the caller (public; nothing spent on them)",
+                "columns": names,
+                "lower": self.lower[index].tolist(),
+                "upper": self.upper[index].tolist(),
+            }
+            record["private_columns"] = int(self.declared.size - index.size)
+        return record
 
 
 def _stage_candidates(grid_size: int) -> dict[str, int]:
