@@ -120,6 +120,27 @@ def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_
         power=power, fdr_method=estimator.fdr_method)
 
 
+def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
+    """A table whose schema declares ranges (``TableFile(scales=...)``, a schema file) is
+    fitted with those ranges in ``column_ranges`` (``table.declared_ranges()``): the plan
+    and the ledger's check are made from the estimator's parameters, so a declaration the
+    parameters do not hold is refused rather than silently ignored or silently used."""
+    from dpggm.estimators.data import TableFile
+
+    if not isinstance(X, TableFile) or not X.table_schema.declares_ranges:
+        return
+    declared = X.declared_ranges()
+    given = {key: (low, high) for key, low, high in settings.column_ranges}
+    differ = [name for name, span in declared.items() if given.get(name) != span]
+    if differ:
+        name = differ[0]
+        raise ValueError(
+            f"column_ranges: the table's schema declares {name!r} in "
+            f"[{declared[name][0]:g}, {declared[name][1]:g}], but column_ranges "
+            + (f"gives {given[name]}" if name in given else "does not hold it")
+            + "; fit with PrivateGraph(column_ranges=table.declared_ranges(), ...)")
+
+
 @dataclass(frozen=True)
 class ReleasedMoment:
     """What edge inference reads off a fit (all public): the released covariance of the
@@ -530,6 +551,7 @@ class PrivateGraph(DPEstimator):
     def _records(self, X: Any, y: Any, settings: GraphSettings) -> Iterator[Any]:
         """The records, opened for passes; the first pass (which needs no released value)
         runs here, while a file is parsed."""
+        _check_table_ranges(X, settings)
         with open_records(X, missing=settings.missing) as records:
             if isinstance(records, ArrayRecords):
                 # The sizes are known: refuse before even the first pass.
