@@ -187,7 +187,7 @@ class _Stream(io.RawIOBase):
 def open_binary(path: str | os.PathLike, compression: str | None) -> Any:
     """The file's bytes, decompressed as a stream (``readinto``; ``raw_position()`` is
     the position in the file on disk)."""
-    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by the stream
+    raw = open(path, "rb", buffering=0)  # closed by the stream
     if compression is None:
         return _Stream(raw, raw, [raw])
     try:

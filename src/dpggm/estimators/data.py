@@ -1277,13 +1277,16 @@ def _frame_blocks(source: TableFile, layout: _Layout, table: Any,
             for j in range(frame.shape[1]):
                 if j in used or empty.size == 0:
                     continue
-                cells = frame.iloc[empty, j].to_numpy(dtype=object)
-                blank = np.fromiter(
-                    (c is None or (isinstance(c, float) and c != c)
-                     or (isinstance(c, str) and markers.is_missing_text(c))
-                     or (isinstance(c, (int, float, np.number)) and not isinstance(c, bool)
-                         and float(c) in markers.numbers)
-                     for c in cells), dtype=bool, count=cells.size)
+                column = frame.iloc[empty, j]
+                blank = column.isna().to_numpy(dtype=bool)  # NaN, None, NaT
+                cells = column.to_numpy(dtype=object)
+                for i in np.flatnonzero(~blank):
+                    cell = cells[i]
+                    if isinstance(cell, str):
+                        blank[i] = markers.is_missing_text(cell)
+                    elif isinstance(cell, (int, float, np.number)) and not isinstance(
+                            cell, (bool, np.bool_)):
+                        blank[i] = float(cell) in markers.numbers
                 empty = empty[blank]
         numbers = np.arange(chunk.first, chunk.first + rows)
         yield _assemble(arrays, numbers, empty, matrix)
