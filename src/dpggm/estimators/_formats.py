@@ -6,8 +6,8 @@
 * spreadsheets (``.xlsx``/``.xlsm`` by openpyxl, ``.xls`` by xlrd, ``.ods`` by odfpy,
   through :func:`pandas.read_excel`), read whole (a sheet holds at most about a million
   rows);
-* SPSS (``.sav``, ``.zsav``, ``.por``, by pyreadstat), Stata (``.dta``,
-  :func:`pandas.read_stata`) and SAS (``.sas7bdat``, ``.xpt``, :func:`pandas.read_sas`),
+* SPSS (``.sav``, ``.zsav``, ``.por``) and SAS transport (``.xpt``) by pyreadstat, Stata
+  (``.dta``, :func:`pandas.read_stata`) and SAS (``.sas7bdat``, :func:`pandas.read_sas`),
   read in chunks;
 * Parquet (pyarrow), one file or a folder of files read as one table.
 
@@ -62,7 +62,8 @@ _NAMES = {"csv": "CSV", "parquet": "Parquet", "xlsx": "Excel", "xls": "Excel (.x
 #: What each format needs beyond the core dependencies: (module, PyPI package).
 _LIBRARIES = {"xlsx": ("openpyxl", "openpyxl"), "xls": ("xlrd", "xlrd"),
               "ods": ("odf", "odfpy"), "sav": ("pyreadstat", "pyreadstat"),
-              "por": ("pyreadstat", "pyreadstat"), "zstd": ("zstandard", "zstandard")}
+              "por": ("pyreadstat", "pyreadstat"), "xpt": ("pyreadstat", "pyreadstat"),
+              "zstd": ("zstandard", "zstandard")}
 _MAGIC = (
     (b"\x1f\x8b", ("csv", "gzip")),
     (b"BZh", ("csv", "bz2")),
@@ -348,7 +349,7 @@ def _sas(path: Path, kind: str) -> FrameTable:
     import pandas as pd
 
     try:
-        reader = pd.read_sas(path, format=kind, chunksize=CHUNK_ROWS)
+        reader = pd.read_sas(path, format=kind, chunksize=CHUNK_ROWS, encoding="infer")
     except Exception as exc:
         raise ValueError(f"{str(path)!r} is not a readable {format_name(kind)} file "
                          f"({' '.join(str(exc).split())[:120]})") from None
@@ -367,8 +368,10 @@ def _sas(path: Path, kind: str) -> FrameTable:
 
 
 def _spss(path: Path, kind: str) -> FrameTable:
+    """SPSS (and SAS transport) files through pyreadstat, in chunks."""
     pyreadstat = require(kind)
-    read = pyreadstat.read_por if kind == "por" else pyreadstat.read_sav
+    read = {"por": pyreadstat.read_por, "xpt": pyreadstat.read_xport}.get(
+        kind, pyreadstat.read_sav)
     try:
         _, meta = read(str(path), metadataonly=True)
     except Exception as exc:
@@ -379,9 +382,10 @@ def _spss(path: Path, kind: str) -> FrameTable:
     def chunks() -> Iterator[FrameChunk]:
         done = 0
         # Codes, not labels (apply_value_formats=False); user-missing values are missing.
-        for frame, _ in pyreadstat.read_file_in_chunks(
-                read, str(path), chunksize=CHUNK_ROWS, apply_value_formats=False,
-                user_missing=False):
+        options = {} if kind == "xpt" else {"apply_value_formats": False,
+                                            "user_missing": False}
+        for frame, _ in pyreadstat.read_file_in_chunks(read, str(path), chunksize=CHUNK_ROWS,
+                                                      **options):
             frame.columns = range(frame.shape[1])
             yield FrameChunk(frame, done + 1)
             done += len(frame)
@@ -400,8 +404,8 @@ def frame_table(path: str | os.PathLike, kind: str, *, sheet: str | int | None =
                          f"{format_name(kind)} file")
     if kind == "dta":
         return _stata(path)
-    if kind in ("sas7bdat", "xpt"):
+    if kind == "sas7bdat":
         return _sas(path, kind)
-    if kind in ("sav", "por"):
+    if kind in ("sav", "por", "xpt"):
         return _spss(path, kind)
     raise ValueError(f"unknown format {kind!r}")  # pragma: no cover - guarded by callers
