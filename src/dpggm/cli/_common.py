@@ -60,6 +60,9 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
     NumericalError,
     sqlite3.Error,
     TimeoutError,
+    # A missing optional dependency (a reader of a file format): its message names the
+    # extra to install.
+    ImportError,
 )
 
 
@@ -89,8 +92,12 @@ def parse_center(value: str) -> Any:
 
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` on one line and exit with status 2."""
+    from rich.markup import escape
+
     text = " ".join(str(message).split()) or "unknown error"
-    err_console.print(f"[bold red]error:[/] {text}", markup=True, highlight=False, soft_wrap=True)
+    # The message is text, not markup: "dpggm[formats]" must print as written.
+    err_console.print(f"[bold red]error:[/] {escape(text)}", markup=True, highlight=False,
+                      soft_wrap=True)
     raise typer.Exit(code=2)
 
 
