@@ -845,11 +845,14 @@ def _non_numeric(source: TableFile, *, column: str, value: str, at: str) -> Valu
     elif re.fullmatch(r"[-+]?\d{1,3}([,. '\u00a0]\d{3})+([.,]\d*)?", text):
         hint = (f"if the file groups thousands pass "
                 f"{_say(source, 'thousands=', '--thousands ')}<separator>")
-    elif text and not _looks_numeric(text):
-        hint = (f"if {value!r} marks a missing value pass "
-                f"{_say(source, 'na_values=[' + repr(text) + ']', '--na-values ' + repr(text))};"
-                f" if the column is not numeric leave it out "
+    elif re.fullmatch(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T].*)?", text):
+        hint = (f"the column holds dates: leave it out "
                 f"({_say(source, 'drop=[' + repr(column) + ']', '--drop ' + repr(column))})")
+    elif text and not _looks_numeric(text):
+        hint = (f"if the column is not numeric leave it out "
+                f"({_say(source, 'drop=[' + repr(column) + ']', '--drop ' + repr(column))}); "
+                f"if {value!r} marks a missing value pass "
+                f"{_say(source, 'na_values=[' + repr(text) + ']', '--na-values ' + repr(text))}")
     else:
         hint = (f"encode or leave out the column "
                 f"({_say(source, 'drop=[' + repr(column) + ']', '--drop ' + repr(column))})")
