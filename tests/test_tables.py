@@ -225,6 +225,11 @@ def test_spreadsheets_read_like_the_csv(tmp_path):
     expected[2, 1] = np.nan
     expected[3, 2] = 5.0
     np.testing.assert_array_equal(values, expected)
+    # A workbook saved under a CSV name is read as what it is.
+    (tmp_path / "renamed.csv").write_bytes((tmp_path / "d.xlsx").read_bytes())
+    renamed, _ = _matrix(TableFile(tmp_path / "renamed.csv", index_col="id"),
+                         missing="impute")
+    np.testing.assert_array_equal(renamed, expected)
     frame.loc[4, "a"] = "n/a?"
     frame.to_excel(tmp_path / "e.xlsx", index=False)
     with pytest.raises(ValueError, match=r"non-numeric value 'n/a\?' in column 'a' in row 6"):

@@ -290,8 +290,12 @@ def _spreadsheet(path: Path, kind: str, *, sheet: str | int | None, header: bool
     except ValueError as exc:
         text = " ".join(str(exc).split())
         if "Worksheet" in text or "sheet" in text.lower():
-            raise ValueError(f"{format_name(kind)} file {str(path)!r}: {text}; pass the sheet "
-                             "by name or 0-based number") from None
+            try:
+                sheets = ", ".join(repr(n) for n in pd.ExcelFile(path, engine=engine).sheet_names)
+            except Exception:  # the listing is a courtesy
+                sheets = "unknown"
+            raise ValueError(f"{format_name(kind)} file {str(path)!r} has no such sheet "
+                             f"({sheet!r}); its sheets are {sheets}") from None
         raise ValueError(f"{format_name(kind)} file {str(path)!r} could not be read: "
                          f"{text}") from None
     except Exception as exc:  # zip, XML and OLE errors of the readers
