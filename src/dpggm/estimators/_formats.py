@@ -294,8 +294,10 @@ def _spreadsheet(path: Path, kind: str, *, sheet: str | int | None, header: bool
                 sheets = ", ".join(repr(n) for n in pd.ExcelFile(path, engine=engine).sheet_names)
             except Exception:  # the listing is a courtesy
                 sheets = "unknown"
-            raise ValueError(f"{format_name(kind)} file {str(path)!r} has no such sheet "
-                             f"({sheet!r}); its sheets are {sheets}") from None
+            asked = f"no sheet named {sheet!r}" if isinstance(sheet, str) else (
+                "fewer sheets than the number asked")
+            raise ValueError(f"{format_name(kind)} file {str(path)!r} has {asked}; its sheets "
+                             f"are {sheets}") from None
         raise ValueError(f"{format_name(kind)} file {str(path)!r} could not be read: "
                          f"{text}") from None
     except Exception as exc:  # zip, XML and OLE errors of the readers
