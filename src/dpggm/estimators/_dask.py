@@ -47,6 +47,7 @@ from scipy.linalg.blas import dsyrk
 
 from dpggm.estimators.data import (
     DEFAULT_NA_VALUES,
+    ColumnProfile,
     SecondMoment,
     TableFile,
     check_center,
@@ -806,6 +807,7 @@ def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) ->
         # the workers keep their fast path).
         if _may_hold_empty_rows(frame):
             frame = frame.dropna(how="all")
+        _warn_identifier_names(resolved.variables, source.terms)
         return frame[resolved.variables]
     first, raw, files = _first_header(source)
     layout = read_layout(TableFile(first.path, **_options(source)), raw=raw)
@@ -846,8 +848,17 @@ def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) ->
         )
     except ValueError as exc:
         raise ValueError(f"{where} could not be read: {exc}") from None
+    _warn_identifier_names(use, source.terms)
     # Rows of bare delimiters (or of markers only) are not records either.
     return frame.dropna(how="all")[use]
+
+
+def _warn_identifier_names(columns: list[str], terms: str) -> None:
+    """The curator's warning about variables named like identifiers (from the names only:
+    the cluster's values are not looked at in file order)."""
+    profile = ColumnProfile(len(columns))
+    profile.counting[:] = False
+    profile.warn_identifiers(columns, terms=terms)
 
 
 def _may_hold_empty_rows(frame: Any) -> bool:
