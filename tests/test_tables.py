@@ -70,6 +70,10 @@ def test_blank_lines_and_rows_of_bare_delimiters_are_not_records(tmp_path):
     # The count released is the same for every reader: in memory, in blocks, by Dask.
     small_blocks = TableFile(path, index_col="id", block_size=1024)
     assert clipped_second_moment(small_blocks, bounds=RowNorm(10.0)).n == 6
+    from dpggm.estimators._passes import FileRecords, Moments
+
+    with FileRecords(small_blocks, memory_limit=0) as records:  # through the temporary file
+        assert records.run(Moments()).rows == 6 and records.n_samples == 6
 
 
 def test_empty_rows_of_the_dask_reader_match_memory(tmp_path):
