@@ -112,7 +112,9 @@ def test_every_range_declared_removes_the_range_step_and_its_share_goes_to_the_r
     assert _total(graph.plan_) == exact_cost(graph.plan_.accounting,
                                              type(graph.plan_.accounting))[0]
     # The bound steps' share is the norm bound's alone, and the release gets the rest.
-    undeclared = _steps(PrivateGraph(budget=budget).plan(n_samples=1200, n_features=8))
+    some = {n: (1, 6) for n in names[:6]}
+    undeclared = _steps(PrivateGraph(budget=budget, column_ranges=some).plan(
+        n_samples=1200, n_features=8))
     notion = type(graph.plan_.accounting)
     norm = exact_cost(steps["norm bound"].budget, notion)[0]
     # (a dyadic share of the total, rounded down to the total's last binary digit)

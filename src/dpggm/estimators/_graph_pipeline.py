@@ -52,18 +52,18 @@ from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
 from dpggm.mechanisms.private_bounds import (
-    RANGE_SHARES,
+    RANGE_STAGES,
     PrivateNormBound,
     PrivateRanges,
     RangeStages,
-    cell_scores,
     choose_norm_bound,
     exponential_epsilon,
+    kept_untied_share,
     norm_budget_needed,
     norm_edges,
     range_budget_needed,
     range_epsilons,
-    spread_target,
+    ranges_locate_columns,
 )
 from dpggm.mechanisms.release import (
     release_mean,
@@ -102,8 +102,11 @@ __all__ = [
     "run_plan",
 ]
 
-#: Share of the bound step that chooses the row-norm bound (the rest chooses ranges).
-NORM_SHARE = Fraction(1, 4)
+#: Share of the bound step that chooses the row-norm bound (the rest chooses ranges). One
+#: selection near the median of n norms needs far less than the ranges' 3 selections per
+#: column (``norm_budget_needed``): at n = 442 and rho = 1 a quarter of a half would give it
+#: 150 times its need, taken from the ranges.
+NORM_SHARE = Fraction(1, 16)
 
 #: Share of the total for the per-column counts of present values (``missing="impute"``).
 MISSING_FRACTION = Fraction(1, 64)
@@ -295,11 +298,11 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
         range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
         ranges_budget = dyadic_share(total, range_share)
         try:
-            eps = range_epsilons(ranges_budget, private)
+            eps = range_epsilons(ranges_budget, private, n=n)
         except ValueError:
             # A budget too small for any selection: the plan says so with epsilon 0, and
             # check_plan_budget_range refuses it with the range that works.
-            eps = dict.fromkeys(RANGE_SHARES, 0.0)
+            eps = dict.fromkeys(RANGE_STAGES, 0.0)
         steps.append(PlannedMeasurement(
             "bounds", "exponential", ranges_budget, repetitions=3 * private,
             sensitivity=1.0,
@@ -308,6 +311,10 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
                if settings.n_declared_ranges else ""),
             noise={f"epsilon_{k}": v for k, v in eps.items()}))
         used += range_share
+        # Public: how far off its centre a tied column's values must lie, in share of the
+        # rows, for the plan to keep its levels apart (with probability ~ 1 - e^-3).
+        notes["tied_columns_keep_levels_from_untied_share"] = min(
+            1.0, kept_untied_share(n=n, epsilon_spread=eps["spread"]))
     if fraction is not None and settings.with_norm:
         norm_budget = dyadic_share(total, fraction * NORM_SHARE)
         steps.append(PlannedMeasurement(
@@ -378,7 +385,9 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
 
 def check_not_hopeless(plan: ReleasePlan) -> None:
     """Refuse, before any data are read or noise drawn, a release that would be pure noise:
-    predicted noise of one partial correlation above 1 (no partial correlation exceeds 1)."""
+    private ranges that cannot even locate their columns (:func:`check_ranges_locate`), or
+    a predicted noise of one partial correlation above 1 (no partial correlation exceeds
+    1)."""
     noise = predicted_partial_correlation_noise(plan)
     if noise is not None and noise > 1.0:
         raise ValueError(
@@ -388,6 +397,34 @@ def check_not_hopeless(plan: ReleasePlan) -> None:
             "correlation is at most 1). Use more records, fewer columns or a larger budget: "
             "the noise falls like p / (n sqrt(rho))"
         )
+    check_ranges_locate(plan)
+
+
+def check_ranges_locate(plan: ReleasePlan) -> None:
+    """Refuse, before any draw, private ranges whose medians would land anywhere on a grid
+    that spans every magnitude (:func:`~dpggm.mechanisms.private_bounds.
+    ranges_locate_columns`), naming what they need and the way out: declared ranges."""
+    steps = {s.step: s for s in plan.steps}
+    bounds = steps.get("bounds")
+    if bounds is None:
+        return
+    epsilons = {k[len("epsilon_"):]: v for k, v in bounds.noise.items()}
+    n = plan.n_samples
+    if ranges_locate_columns(epsilons, n=n):
+        return
+    private = bounds.repetitions // 3
+    notion = type(bounds.budget)
+    need = range_budget_needed(n=n, p=private, notion=notion, locate=True)
+    name, have = parameter_of(bounds.budget)
+    raise ValueError(
+        f"bounds='auto' cannot locate the columns: with {n} records and {private} columns "
+        f"without a declared range, the private ranges need {name} >= "
+        f"{parameter_of(need)[1]:.3g} to find each column's centre and scale, and "
+        f"{plan.requested} leaves them {name} = {have:.3g} (the share "
+        f"{plan.notes.get('bound_fraction')} of the total for the bounds). Declare the "
+        "public scales of the columns instead (column_ranges={'item_1': (1, 6), ...}; "
+        "dpggm graph --scale or --schema), or use a larger budget, more records or fewer "
+        "columns")
 
 
 def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
@@ -805,38 +842,17 @@ def resolve_column_ranges(column_ranges: Any, columns: list[str]) -> DeclaredRan
 
 def _choose_median(stages: RangeStages, counts: Any, rng: Any,
                    exact: bool) -> tuple[np.ndarray, np.ndarray]:
-    if not exact:
-        return stages.choose_median(counts.below(), counts.counted, rng)
-    index = _best_cells(counts.below(), counts.counted)
-    return stages.median_edges[index], stages.median_edges[index + 1]
+    return stages.choose_median(counts.below(), counts.counted, None if exact else rng)
 
 
 def _choose(stages: RangeStages, stage: str, counts: Any, rng: Any, exact: bool, *,
             edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if not exact:
-        return stages.choose_refined(edges, counts.below(), counts.counted, rng)
-    index = _best_cells(counts.below(), counts.counted)
-    rows = np.arange(edges.shape[0])
-    return edges[rows, index], edges[rows, index + 1]
+    return stages.choose_refined(edges, counts.below(), counts.counted, None if exact else rng)
 
 
 def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> np.ndarray:
-    if not exact:
-        return stages.choose_spread(counts.below(), counts.tied, counts.counted, rng)
-    targets = spread_target(counts.counted, counts.tied)
-    below = counts.below()
-    index = np.array([int(np.argmax(cell_scores(below[j], int(targets[j]))))
-                      for j in range(below.shape[0])])
-    edges = stages.spread_edges
-    return np.sqrt(edges[index] * edges[index + 1])
-
-
-def _best_cells(below: np.ndarray, counted: np.ndarray) -> np.ndarray:
-    """The non-private choice: per column, the highest-scoring cell (the first of ties)."""
-    from dpggm.mechanisms.private_bounds import cell_scores, target_rank
-
-    return np.array([int(np.argmax(cell_scores(below[j], target_rank(int(counted[j]), 0.5))))
-                     for j in range(below.shape[0])])
+    return stages.choose_spread(counts.below(), counts.tied, counts.counted,
+                                None if exact else rng)
 
 
 def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: ReleaseContext,

@@ -219,7 +219,7 @@ class PrivateGraph(DPEstimator):
     neighbors : {"replace"}, default="replace"
         The private quantiles' scores use the number of records, public under replace-one.
     bound_fraction : float in (0, 1) or "auto", default="auto"
-        Share of the budget for ``bounds="auto"`` (a quarter of it for the row-norm
+        Share of the budget for ``bounds="auto"`` (a sixteenth of it for the row-norm
         bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 that lets
         every private median and spread land inside its column with probability about
         ``1 - e**-3`` (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`): it
