@@ -459,6 +459,9 @@ def test_questionnaire_export_is_read_alike_in_every_format(tmp_path):
     assert min(export.top_share[k] for k in export.skewed) >= 0.7
     share = export.answers[export.items].isna().to_numpy().mean()
     assert 0.06 < share < 0.10
+    present = export.answers[export.items].notna().to_numpy()
+    np.testing.assert_array_equal(export.answers[export.items].to_numpy()[present],
+                                  export.complete[export.items].to_numpy()[present])
     expected = export.answers[export.items].to_numpy()
     for kind, path in export.files.items():
         options = {"delimiter": ";", "decimal": ","} if kind == "eu.csv" else {}

@@ -49,7 +49,10 @@ class QuestionnaireExport:
     options : dict
         Format name -> the extra command-line reading options its file needs.
     factor : ndarray of int
-        The factor each item measures (items of one factor are dependent).
+        The factor each item measures: items of one factor are dependent, items of
+        different factors independent (the true graph joins the items of each factor).
+    complete : DataFrame
+        The items' answers before cells were emptied (for a non-private reference).
     """
 
     answers: pd.DataFrame
@@ -59,6 +62,7 @@ class QuestionnaireExport:
     files: dict[str, Path] = field(default_factory=dict)
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     factor: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    complete: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def n_respondents(self) -> int:
@@ -67,7 +71,7 @@ class QuestionnaireExport:
 
 def _answers(rng: np.random.Generator, n: int, *, n_items: int, n_skewed: int,
              n_factors: int, levels: int, loading: float, top_share: float,
-             missing_share: float) -> tuple[pd.DataFrame, list[str], np.ndarray]:
+             missing_share: float) -> tuple[pd.DataFrame, pd.DataFrame, list[str], np.ndarray]:
     from scipy.stats import norm
 
     factor = np.arange(n_items) % n_factors
@@ -85,9 +89,10 @@ def _answers(rng: np.random.Generator, n: int, *, n_items: int, n_skewed: int,
     for k in range(n_items):
         cuts = lopsided if k in skewed else even
         values[:, k] = 1 + np.searchsorted(cuts, latent[:, k])
+    complete = pd.DataFrame(values.copy(), columns=items)
     values[rng.random(values.shape) < missing_share] = np.nan
     frame = pd.DataFrame(values, columns=items)
-    return frame, [items[k] for k in skewed], factor
+    return frame, complete, [items[k] for k in skewed], factor
 
 
 def _write_csv(path: Path, frame: pd.DataFrame, *, sep: str = ",", decimal: str = ".",
@@ -195,9 +200,10 @@ def make_questionnaire_export(
         raise ValueError(f"directory must be an existing directory; got {str(directory)!r}")
     rng = check_random_state(random_state)
     n = int(n_respondents)
-    items, skewed, factor = _answers(rng, n, n_items=n_items, n_skewed=n_skewed,
-                                     n_factors=n_factors, levels=levels, loading=loading,
-                                     top_share=top_share, missing_share=missing_share)
+    items, complete, skewed, factor = _answers(rng, n, n_items=n_items, n_skewed=n_skewed,
+                                               n_factors=n_factors, levels=levels,
+                                               loading=loading, top_share=top_share,
+                                               missing_share=missing_share)
     days = rng.integers(0, 365, n)
     frame = pd.DataFrame({
         "id": np.arange(1001, 1001 + n),
@@ -225,4 +231,4 @@ def make_questionnaire_export(
         files[kind] = path
     return QuestionnaireExport(answers=frame, items=names, skewed=skewed, top_share=top,
                                files=files, options={k: _OPTIONS.get(k, ()) for k in files},
-                               factor=factor)
+                               factor=factor, complete=complete)
