@@ -129,7 +129,8 @@ def test_exponential_passes():
 
 
 @pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound",
-                                  "private-spread-cell", "private-median-cell-missing"])
+                                  "private-spread-cell", "private-median-cell-missing",
+                                  "private-centre-cell"])
 def test_private_bound_quantiles_pass_under_both_relations(name):
     results = audit(name, quick=True)
     assert {r.relation for r in results} == {"replace", "add-remove"}
@@ -154,6 +155,25 @@ def test_a_quantile_with_a_third_of_its_sensitivity_fails():
     broken = dataclasses.replace(get_target("private-median-cell"), release=overstated,
                                  expected="fail", double=True)
     result = audit_target(broken, "replace", samples=4000, seed=0)
+    assert result.verdict == "fail"
+    assert result.epsilon_lower_bound > 1.0
+
+
+def test_a_centre_cell_stated_at_sensitivity_1_fails():
+    # The centre's score moves by 2 (rank distance and count together) on this pair: run
+    # as if its sensitivity were 1, it loses 1.27 on an event of probability >= 0.1
+    # (computed exactly) against the 1 it claims, and the audit sees it.
+    import dataclasses
+    import functools
+
+    from dpggm.audit.core import audit_target
+    from dpggm.audit.targets import centre_cell_release, get_target
+
+    broken = dataclasses.replace(
+        get_target("private-centre-cell"),
+        release=functools.partial(centre_cell_release, sensitivity=1.0),
+        expected="fail", double=True)
+    result = audit_target(broken, "replace", samples=20000, seed=0)
     assert result.verdict == "fail"
     assert result.epsilon_lower_bound > 1.0
 

@@ -49,10 +49,11 @@ def test_detectable_before_the_data_matches_the_fit(fitted):
 
 
 def test_no_edge_is_reported_where_the_release_can_detect_nothing():
-    # At rho = 0.003 a 30-column table of 2 000 rows leaves nothing detectable: there the
-    # measured FDR of the selection was 0.7-0.8, so the selection is withheld.
+    # At rho = 0.03 a 30-column table of 2 000 rows leaves nothing detectable (at 0.003,
+    # where the measured FDR of the selection was 0.7-0.8, the private ranges can no
+    # longer locate the columns and the plan is refused), so the selection is withheld.
     frame, _ = make_raw_chain(n_samples=2000, n_features=30, random_state=4)
-    starved = PrivateGraph(budget=ZCDP(0.003), random_state=1).fit(frame)
+    starved = PrivateGraph(budget=ZCDP(0.03), random_state=1).fit(frame)
     assert starved.detectable_ == float("inf")
     assert starved.selection_withheld_
     assert not starved.adjacency_.any() and starved.edges_.empty
@@ -61,7 +62,7 @@ def test_no_edge_is_reported_where_the_release_can_detect_nothing():
     assert "withheld" in starved.privacy_.notes["selection"]
     # The same release selected by the rule without error control still has edges, and a
     # budget that can detect something is not withheld.
-    explored = PrivateGraph(budget=ZCDP(0.003), select="threshold", random_state=1).fit(frame)
+    explored = PrivateGraph(budget=ZCDP(0.03), select="threshold", random_state=1).fit(frame)
     assert not explored.selection_withheld_
     funded = PrivateGraph(budget=ZCDP(1.0), random_state=1).fit(frame)
     assert np.isfinite(funded.detectable_) and not funded.selection_withheld_

@@ -8,6 +8,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetRangeError",
     "ConvergenceWarning",  # noqa: F822 (lazy: see __getattr__)
+    "CuratorWarning",
     "IncompatibleBudgetError",
     "InvalidGuaranteeError",
     "NoSolutionError",
@@ -52,6 +53,12 @@ class InvalidGuaranteeError(RuntimeError, ValueError):
     """A method whose published privacy guarantee is known to be invalid was not opted into
     (or such a release was offered to an accountant). A ``ValueError`` too: the parameter
     that asked for it (``allow_invalid``, a mechanism) is at fault."""
+
+
+class CuratorWarning(UserWarning):
+    """A warning computed from the private data, for the curator who runs the estimate
+    only (for example a variable that looks like a record identifier): never publish it.
+    It never changes what a release holds."""
 
 
 class NumericalError(ArithmeticError):

@@ -223,9 +223,10 @@ def _detectable_words(estimator: Any) -> str:
 @guard
 def graph(
     data: Annotated[Path, typer.Argument(
-        help="CSV or Parquet file, one record per row (see --delimiter, --decimal, "
-             "--no-header, --index-col, --encoding, --columns; with --engine dask: a glob "
-             "or URL)")],
+        help="the table, one record per row: CSV (also .gz, .bz2, .xz, .zip, .zst), "
+             "Parquet (a file or a folder), .xlsx/.xls/.ods, SPSS .sav, Stata .dta or SAS "
+             ".sas7bdat (see --drop, --id-col, --scale, --schema, --delimiter, --decimal; "
+             "with --engine dask: a glob or URL of CSV or Parquet files)")],
     rho: RhoOpt = None,
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -270,11 +271,20 @@ def graph(
     as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
     quiet: QuietOpt = False,
     columns: dopt.ColumnsOpt = None,
+    drop: dopt.DropOpt = None,
+    id_col: dopt.IdColOpt = None,
+    scale: dopt.ScaleOpt = None,
+    schema: dopt.SchemaOpt = None,
     delimiter: dopt.DelimiterOpt = ",",
     decimal: dopt.DecimalOpt = ".",
+    thousands: dopt.ThousandsOpt = None,
+    na_values: dopt.NaValuesOpt = None,
+    header: dopt.HeaderOpt = False,
     no_header: dopt.NoHeaderOpt = False,
     index_col: dopt.IndexColOpt = None,
     encoding: dopt.EncodingOpt = "utf-8",
+    sheet: dopt.SheetOpt = None,
+    file_format: dopt.FormatOpt = None,
     engine: dopt.EngineOpt = "memory",
     scheduler: dopt.SchedulerOpt = None,
     scratch: Annotated[Path | None, typer.Option(
@@ -287,7 +297,10 @@ def graph(
     # plotting modules are imported: a mistyped path or option is answered at once.
     reading = dopt.data_options(engine=engine, scheduler=scheduler, columns=columns,
                                 delimiter=delimiter, decimal=decimal, no_header=no_header,
-                                index_col=index_col, encoding=encoding)
+                                index_col=index_col, encoding=encoding, drop=drop,
+                                id_col=id_col, scale=scale, schema=schema,
+                                na_values=na_values, thousands=thousands, sheet=sheet,
+                                format=file_format, header=header)
     _check_input(data, engine)
     if scratch is not None:
         if engine != "memory":
@@ -315,14 +328,15 @@ def graph(
     center_value = parse_center(center)
     fraction = _parse_fraction(bound_fraction, "--bound-fraction")
 
-    def make_estimator() -> Any:
+    def make_estimator(ranges: dict[str, Any] | None = None) -> Any:
         from dpggm.estimators.graph import PrivateGraph
 
+        declared = {"column_ranges": ranges} if ranges else {}
         return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
             select=select, fdr=fdr, fdr_method=fdr_method, confidence_level=confidence_level,
-            random_state=random_state,
+            random_state=random_state, **declared,
         )
 
     # The ledger is asked before the data file is even opened (the estimator's own check:
@@ -331,13 +345,19 @@ def graph(
     if ledger is not None:
         book = open_ledger(ledger, dataset)
         make_estimator().check_ledger(book, dataset)
+    # Declared ranges (--scale, --schema) by column: from the header only (public).
+    ranges = dopt.declared_ranges(data, reading)
+    if ranges and bound != "auto":
+        raise UserError("--scale and the bounds of --schema declare columns' ranges for "
+                        f"--bound auto; with --bound {bound} the bound is declared already "
+                        "(drop one of them)")
     with progress_display(quiet=quiet), _reading_ahead(data, reading, scratch,
                                                        missing) as source:
         # The file is being parsed (in the background) while the estimator, the solvers
         # and the plotting modules are imported.
         from dpggm.io import StagedOutput, recover_pending
 
-        estimator = make_estimator()
+        estimator = make_estimator(ranges)
         recover_pending(Path(out).parent if str(out.parent) else Path("."),
                         report=lambda line: err_console.print(line, markup=False,
                                                               highlight=False))
@@ -431,11 +451,12 @@ def _check_input(data: Path, engine: str) -> None:
             if not glob.glob(text):
                 raise UserError(f"no file matches {text!r}")
             return
-    if data.is_dir():
-        raise UserError(f"{data} is a directory; give the CSV or Parquet file of records, or "
-                        f"with --engine dask a glob of its parts such as '{data}/*.parquet'")
     if not data.exists():
         raise UserError(f"no such file: {data}")
+    if data.is_dir():
+        from dpggm.estimators._formats import parquet_parts
+
+        parquet_parts(data)  # a folder of Parquet files is one table; any other is refused
 
 
 def _check_selection(select: str, fdr: float, fdr_method: str,

@@ -141,7 +141,8 @@ def detectable_line(detectable: dict[str, Any], *, fdr: float) -> str:
 
 def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
                      bound_fraction: str, center_fraction: float, missing: str,
-                     fdr: float, missing_share: float = 0.0) -> Any:
+                     fdr: float, missing_share: float = 0.0,
+                     declared_ranges: int = 0) -> Any:
     if center not in ("private", "none"):
         raise UserError(f"--center must be private or none; got {center!r}")
     if not (math.isfinite(fdr) and 0 < fdr < 1):
@@ -158,9 +159,18 @@ def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
             ) from None
     from dpggm.estimators.graph import PrivateGraph
 
+    if declared_ranges < 0:
+        raise UserError(f"--declared-ranges must be an integer >= 0; got {declared_ranges}")
+    if declared_ranges and bound != "auto":
+        raise UserError("--declared-ranges goes with --bound auto (a declared bound already "
+                        f"bounds every column); got --bound {bound}")
+    # The plan depends on how many ranges are declared, not on which or what they are:
+    # placeholders at the first positions stand for them.
+    column_ranges = {j: (0.0, 1.0) for j in range(declared_ranges)} or None
     return PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
                         bound_fraction=fraction, center_fraction=center_fraction,
-                        missing=missing, fdr=fdr, planned_missing_share=missing_share)
+                        missing=missing, fdr=fdr, planned_missing_share=missing_share,
+                        column_ranges=column_ranges)
 
 
 def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
@@ -197,6 +207,10 @@ def plan(
         help="private or none (default: private for graph, none for estimate)")] = None,
     bound_fraction: Annotated[str, typer.Option(
         help="share of the budget for --bound auto, or auto")] = "auto",
+    declared_ranges: Annotated[int, typer.Option(
+        "--declared-ranges",
+        help="with --bound auto: how many columns have a declared range (dpggm graph "
+             "--scale/--schema); they get no private range and cost nothing")] = 0,
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private (dpggm graph)")] = 0.0625,
     missing: Annotated[str, typer.Option(help="impute or refuse (dpggm graph)")] = "impute",
@@ -249,11 +263,17 @@ def plan(
         raise UserError("--missing-share plans dpggm graph's imputation (the methods of "
                         "dpggm estimate refuse or drop missing values)")
     if command == "graph":
+        if declared_ranges > columns:
+            raise UserError(f"--declared-ranges {declared_ranges} is more than the {columns} "
+                            "columns")
         estimator = _graph_estimator(budget, bound=bound, center=center or "private",
                                      method=method, bound_fraction=bound_fraction,
                                      center_fraction=center_fraction, missing=missing,
-                                     fdr=fdr, missing_share=missing_share)
+                                     fdr=fdr, missing_share=missing_share,
+                                     declared_ranges=declared_ranges)
     else:
+        if declared_ranges:
+            raise UserError("--declared-ranges is for dpggm graph's --bound auto")
         options = {"center": center, "diag_fraction": diag_fraction,
                    "select_fraction": select_fraction, "max_rounds": max_rounds,
                    "allow_invalid": True if allow_invalid else None}

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dpggm.cli import data_options as dopt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
@@ -169,7 +170,9 @@ def _check_out_file(out: Path, overwrite: bool) -> None:
 
 @guard
 def publish(
-    data: Annotated[Path, typer.Argument(help="CSV file with a header row; one record per row")],
+    data: Annotated[Path, typer.Argument(
+        help="the table, one record per row (CSV, also compressed, Parquet, .xlsx/.xls/.ods, "
+             ".sav, .dta, .sas7bdat; see --drop, --id-col, --columns)")],
     out: Annotated[Path, typer.Option(
         help="where to write the noisy CSV (metadata goes beside it as .json)")],
     bound: Annotated[str, typer.Option(
@@ -191,16 +194,36 @@ def publish(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace existing output files")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the guarantee as JSON")] = False,
+    columns: dopt.ColumnsOpt = None,
+    drop: dopt.DropOpt = None,
+    id_col: dopt.IdColOpt = None,
+    schema: dopt.SchemaOpt = None,
+    delimiter: dopt.DelimiterOpt = ",",
+    decimal: dopt.DecimalOpt = ".",
+    thousands: dopt.ThousandsOpt = None,
+    na_values: dopt.NaValuesOpt = None,
+    header: dopt.HeaderOpt = False,
+    no_header: dopt.NoHeaderOpt = False,
+    index_col: dopt.IndexColOpt = None,
+    encoding: dopt.EncodingOpt = "utf-8",
+    sheet: dopt.SheetOpt = None,
+    file_format: dopt.FormatOpt = None,
 ) -> None:
     """Publish a noisy copy of DATA once (seed 002); data users recover graphs from it."""
     from dpggm.experiments.publish_io import publish_csv
 
+    reading = dopt.data_options(columns=columns, delimiter=delimiter, decimal=decimal,
+                                no_header=no_header, index_col=index_col, encoding=encoding,
+                                drop=drop, id_col=id_col, schema=schema, na_values=na_values,
+                                thousands=thousands, sheet=sheet, format=file_format,
+                                header=header)
     bounds = load_bounds(bound, bound_file)
     random_state: Any = parse_seed(seed)
-    _input_file(data, "CSV file of records")
+    if not data.is_dir():
+        _input_file(data, "file of records")
     _check_out_file(out, overwrite)
     release = publish_csv(
-        data, out, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
+        dopt.table_file(data, reading), out, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
         snr_db=snr_db, discrete=discrete, grid=grid, neighbors=neighbors,
         random_state=random_state, overwrite=overwrite,
     )

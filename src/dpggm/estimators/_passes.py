@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -639,6 +640,10 @@ class FileRecords:
         self._failure: BaseException | None = None
         self._stop = threading.Event()
         self._parser: threading.Thread | None = None
+        # The curator's warnings about the columns, gathered by the parser (a thread) and
+        # issued by the first pass that reads the whole file (in the caller's thread).
+        self._notes: list[str] = []
+        self._noted = False
 
     # -- parsing (background thread) -------------------------------------------------
 
@@ -678,7 +683,8 @@ class FileRecords:
         writer: _SpillWriter | None = None
         try:
             spill_all = self._file_bytes() > self.memory_limit
-            chunks = iter_chunks(self.source, matrix=recycler.matrix, missing=self.missing)
+            chunks = iter_chunks(self.source, matrix=recycler.matrix, missing=self.missing,
+                                 notes=self._notes)
             with contextlib.closing(chunks):
                 for block, columns, _ in chunks:
                     if self._stop.is_set():
@@ -776,7 +782,14 @@ class FileRecords:
             return flat.reshape(p, rows).T
 
         try:
-            return run_split(task, p, self._exists, read)
+            result = run_split(task, p, self._exists, read)
+            if not self._noted:
+                self._noted = True
+                from dpggm.exceptions import CuratorWarning
+
+                for note in self._notes:
+                    warnings.warn(CuratorWarning(note), stacklevel=2)
+            return result
         except BaseException:
             # A reader may have tripped over the parser's failure before seeing it.
             failure = self._failure
@@ -841,7 +854,7 @@ def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
     (validated by :func:`~dpggm.estimators.data.as_matrix`). With ``missing`` other than
     ``"refuse"`` a missing value is kept as NaN: the counting kernels count it apart and
     the rescaling imputes it at the centre of its range."""
-    from dpggm.estimators.data import as_matrix, is_dask_collection, is_path
+    from dpggm.estimators.data import ColumnProfile, as_matrix, is_dask_collection, is_path
 
     if is_dask_collection(X):
         from dpggm.estimators._dask import DaskRecords
@@ -855,4 +868,10 @@ def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
             started.close()
         return FileRecords(X, missing=missing)
     values, columns = as_matrix(X, name=name, missing=missing)
+    # A column with no value or a single value is refused before any draw (the message
+    # is the curator's: see refuse_degenerate_columns); an identifier-like one is flagged.
+    profile = ColumnProfile(values.shape[1])
+    profile.add(values)
+    profile.refuse_degenerate(columns, where=name, drop=f"leave it out of {name}")
+    profile.warn_identifiers(columns)
     return ArrayRecords(values, columns)

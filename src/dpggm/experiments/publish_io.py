@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.estimators._contract import feature_names as _names
-from dpggm.estimators.data import iter_chunks
+from dpggm.estimators.data import TableFile, as_matrix, iter_chunks
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
@@ -62,6 +62,21 @@ def _read_csv(path: Any) -> pd.DataFrame:
     return frame
 
 
+def _read_records(source: Any) -> pd.DataFrame:
+    """The private records of a data file (a path or a
+    :class:`~dpggm.estimators.data.TableFile` with its schema and reading options), read
+    by the data path: every format, its checks, messages in the file's terms. A column of
+    whole numbers is kept as integers (as reading a CSV file with pandas did), so that a
+    discrete release of integer data writes integers."""
+    values, columns = as_matrix(source if isinstance(source, TableFile) else TableFile(source))
+    frame = pd.DataFrame(values, columns=columns)
+    for name in columns:
+        column = frame[name].to_numpy()
+        if np.all(column == np.round(column)) and np.all(np.abs(column) < 2.0**53):
+            frame[name] = column.astype(np.int64)
+    return frame
+
+
 def publish_csv(
     input_csv: Any,
     output_csv: Any,
@@ -84,8 +99,10 @@ def publish_csv(
 
     Parameters
     ----------
-    input_csv : path
-        Private records, one per row, with a header row; numeric columns only.
+    input_csv : path or TableFile
+        Private records, one per row, with a header row: a data file in any format the
+        data path reads, or a :class:`~dpggm.estimators.data.TableFile` with its schema
+        (dropped and identifier columns are not released) and reading options.
     output_csv : path
         Where to write the released records (same header). Must differ from
         ``input_csv``.
@@ -119,13 +136,13 @@ def publish_csv(
     metadata_path = (
         default_metadata_path(output_csv) if metadata_path is None else Path(metadata_path)
     )
-    if Path(input_csv).resolve() == output_csv.resolve():
+    if Path(getattr(input_csv, "path", input_csv)).resolve() == output_csv.resolve():
         raise ValueError("output_csv must differ from input_csv: the private file is kept")
     if not overwrite:
         for target in (output_csv, metadata_path):
             if target.exists():
                 raise FileExistsError(f"{str(target)!r} exists; pass overwrite=True to replace it")
-    frame = _read_csv(input_csv)
+    frame = _read_records(input_csv)
     release = publish(
         frame,
         bounds=bounds,
