@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import BudgetRangeError, UnsupportedNeighborsError
+from dpggm.exceptions import BudgetRangeError, InvalidGuaranteeError, UnsupportedNeighborsError
 from dpggm.mechanisms.additive import (
     GaussianMechanism,
     NoisePart,
@@ -106,6 +106,7 @@ __all__ = [
     "METADATA_FORMAT",
     "NoisyRelease",
     "RecordPublication",
+    "check_publish_ledger",
     "guarantee_from_dict",
     "paper_accounting",
     "publish",
@@ -665,6 +666,69 @@ def publish(
         noise_variance=float(noise_variance),
         columns=columns,
     )
+
+
+def check_publish_ledger(ledger: Any, dataset: str, *, n_features: int,
+                         random_state: Any = "secure", **options: Any) -> PrivacyGuarantee:
+    """Refuse, before any record is read, a release of ``n_features`` columns that
+    ``ledger`` could not book for ``dataset``; return the guarantee it will have.
+
+    The guarantee of :func:`publish` depends on public parameters only (the bound, the
+    number of columns, the relation, the noise level): it is computed here on a release of
+    one zero record (no private data). Refused: a release that will not be valid -- a
+    seeded ``random_state`` (an experiment), float noise, ``snr_db`` (the noise set from
+    the private data) -- one whose budget forms none converts into the dataset's notion,
+    one under another neighbouring relation, and one that exceeds what remains.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    dataset : str
+    n_features : int
+        The number of columns to be released.
+    random_state
+        As for :func:`publish`.
+    **options
+        The other keyword arguments of :func:`publish` (``bounds``, ``sigma``, ``mu``,
+        ``epsilon``, ``delta``, ``snr_db``, ``discrete``, ``grid``, ``neighbors``,
+        ``noise``, ``report_delta``).
+
+    Returns
+    -------
+    PrivacyGuarantee
+        The guarantee the release will hold (its budget is what the ledger will be
+        charged).
+
+    Raises
+    ------
+    InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        As :meth:`~dpggm.privacy.ledger.Ledger.check_forms`, and for an invalid release.
+    ValueError, TypeError
+        Every refusal :func:`publish` would make before drawing.
+
+    Privacy
+    -------
+    Reads no record; the draw on the zero record is discarded.
+    """
+    if options.get("snr_db") is not None:
+        raise InvalidGuaranteeError(
+            "snr_db sets the noise from the power of the private data, so the release has "
+            "no formal guarantee and is never booked against a ledger; give sigma, mu, or "
+            "epsilon with delta; nothing was read or spent")
+    expected = publish(np.zeros((1, int(n_features))), random_state=None, **options).privacy_
+    ctx = ReleaseContext(neighbors=expected.neighbors, bounds=check_bounds(options["bounds"]),
+                         random_state=random_state, report_delta=expected.report_delta,
+                         noise="exact" if options.get("discrete") else options.get(
+                             "noise", "exact"))
+    validity, reason = ctx.validity(expected.budget)
+    if expected.validity != "valid" or validity != "valid":
+        worst = validity if validity != "valid" else expected.validity
+        reasons = "; ".join(r for r in (expected.reason, reason) if r)
+        raise InvalidGuaranteeError(
+            f"this release would have validity {worst!r} ({reasons}), so it is never booked "
+            "against a ledger; nothing was read or spent")
+    ledger.check_forms(dataset, expected.forms, neighbors=expected.neighbors)
+    return expected
 
 
 def _continuous_mechanism(

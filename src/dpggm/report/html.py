@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.io import name_from_csv
 from dpggm.report.plots import (
     EVIDENCE_STYLES,
     FOREST_LIMIT,
@@ -656,6 +657,11 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     if (directory / "edges.csv").exists():
         edges = pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
                             keep_default_na=False)
+        # The names as fitted (edges.csv quotes a name a spreadsheet would read as a
+        # formula: dpggm.io.csv_name).
+        for column in ("source", "target"):
+            if column in edges:
+                edges[column] = [name_from_csv(v) for v in edges[column]]
     privacy = record.get("privacy", {})
     if not isinstance(privacy, dict):
         privacy = {}
