@@ -73,7 +73,7 @@ from typing import Any
 __all__ = [
     "FORMULA_TRIGGERS", "RECEIPT_NAME", "STAGING_PREFIX", "StagedOutput", "check_target",
     "check_writable_dir", "csv_name", "csv_names_frame", "current_umask", "delivery_step",
-    "name_from_csv", "place", "recover_pending", "write_atomic",
+    "failed_release", "name_from_csv", "place", "recover_pending", "write_atomic",
 ]
 
 STAGING_PREFIX = ".dpggm-staging-"
@@ -456,6 +456,45 @@ class StagedOutput:
                 "the same directory finishes it")
             raise OSError(f"could not move the output into {self.target}: {exc}{spent}") from None
         return record
+
+
+def failed_release(exc: BaseException, guarantee: Any, *, ledger: Any = None,
+                   dataset: str | None = None, mechanism: str = "a release",
+                   details: dict[str, Any] | None = None) -> BaseException:
+    """What to raise for ``exc``, raised while a release was being computed or delivered.
+
+    ``guarantee`` is the release's (``privacy_`` of a completed fit), or ``None`` before
+    any draw; a :class:`~dpggm.exceptions.ReleaseFailedError` (a fit that failed after its
+    first draw) carries its own. Nothing drawn, or no valid release (a seeded run is an
+    experiment and shows its reasons), or an interruption: ``exc`` itself. Otherwise the
+    failure may depend on the noise: with a ``ledger`` the run is charged first (what ran
+    is spent although nothing is delivered; the spend's details say so), and a
+    :class:`~dpggm.exceptions.ReleaseFailedError` with a generic message is returned.
+    """
+    from dpggm.exceptions import ReleaseFailedError
+
+    if isinstance(exc, ReleaseFailedError) and exc.guarantee is not None:
+        guarantee = exc.guarantee
+    if (guarantee is None or not isinstance(exc, Exception)
+            or getattr(guarantee, "validity", None) != "valid"):
+        return exc
+    if ledger is not None:
+        try:
+            spend = ledger.spend(dataset, guarantee,
+                                 mechanism=f"{mechanism} (failed after its noise was drawn; "
+                                           "nothing delivered)",
+                                 details={**(details or {}), "output_id": None, "failed": True})
+            booked = (f"{guarantee.budget} was charged to {dataset!r} (ledger spend "
+                      f"#{spend.sequence}): what ran is spent although nothing was delivered")
+        except Exception as refusal:
+            booked = (f"it could not be charged to {dataset!r} ({refusal}); count it as spent "
+                      f"({guarantee.budget})")
+    else:
+        booked = f"no ledger was given: count the run as spent ({guarantee.budget})"
+    return ReleaseFailedError(
+        "the release failed after its noise was drawn; the reason is withheld because it "
+        "may depend on the noisy release (a seeded run, an experiment, shows it); nothing "
+        f"was written; {booked}", guarantee=guarantee)
 
 
 def _read_pending(staging: Path) -> dict[str, Any] | None:

@@ -159,7 +159,7 @@ def publish_dask(
     import dask
     import dask.dataframe as dd
 
-    from dpggm.io import StagedOutput, check_target, recover_pending
+    from dpggm.io import StagedOutput, check_target, failed_release, recover_pending
     from dpggm.mechanisms.publish import check_publish_ledger
     from dpggm.privacy.ledger import Ledger
 
@@ -226,9 +226,12 @@ def publish_dask(
     try:
         released.to_parquet(str(staged.staging), write_index=False, write_metadata_file=True)
         staged.json(METADATA_NAME, metadata)
-    except BaseException:
+    except BaseException as exc:
         staged.discard()
-        raise
+        # The partitions draw their noise while they are written: every failure here is
+        # taken as one after the first draw (charged with a ledger, reported generically).
+        raise failed_release(exc, guarantee, ledger=book, dataset=dataset,
+                             mechanism="publish_dask", details={"out": str(out)}) from None
     receipt = staged.deliver(ledger=book, dataset=dataset, guarantee=guarantee,
                              mechanism="publish_dask (noisy copy of the records)",
                              details={"out": str(out)})

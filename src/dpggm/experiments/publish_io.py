@@ -136,7 +136,7 @@ def publish_csv(
     The release's guarantee (``release.privacy_``); the metadata file carries it. The
     paper's data-dependent figures stay out of the file.
     """
-    from dpggm.io import StagedOutput, recover_pending
+    from dpggm.io import StagedOutput, failed_release, recover_pending
     from dpggm.mechanisms.publish import check_publish_ledger
     from dpggm.privacy.ledger import Ledger
 
@@ -173,14 +173,18 @@ def publish_csv(
                                        "dataset": dataset}
     staged = StagedOutput(output_csv, overwrite=overwrite, pending=pending,
                           files=[metadata_path, output_csv], receipt_into=metadata_path.name)
+    release = None
     try:
         release = publish(_read_csv(input_csv), random_state=random_state, **options)
         metadata = release.to_json_metadata()
         staged.text(output_csv.name, released_csv_text(release.data))
         staged.json(metadata_path.name, metadata)
-    except BaseException:
+    except BaseException as exc:
         staged.discard()
-        raise
+        # After the draw a failure is charged (with a ledger) and reported generically.
+        raise failed_release(exc, None if release is None else release.privacy_, ledger=book,
+                             dataset=dataset, mechanism="dpggm publish",
+                             details={"data": str(input_csv), "out": str(output_csv)}) from None
     staged.deliver(ledger=book, dataset=dataset, guarantee=release.privacy_,
                    mechanism="dpggm publish (noisy copy of the records)",
                    details={"data": str(input_csv), "out": str(output_csv)})
