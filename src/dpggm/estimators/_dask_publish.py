@@ -92,6 +92,9 @@ def _publish_partition(block: Any, seed: Any, columns: list[str], options: dict[
     return publish(frame, random_state=source, **options).data
 
 
+# One piece (over 120 lines, a third of it the parameter documentation): the order of the
+# delivery -- check the booking, validate, calibrate, stage, charge, rename -- reads top to
+# bottom.
 def publish_dask(
     X: Any,
     out: str | os.PathLike,

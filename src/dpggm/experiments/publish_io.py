@@ -62,6 +62,8 @@ def _read_csv(path: Any) -> pd.DataFrame:
     return frame
 
 
+# One piece (over 120 lines, half of it the parameter documentation): the order of the
+# delivery -- check everything, read, draw, stage, charge, place -- reads top to bottom.
 def publish_csv(
     input_csv: Any,
     output_csv: Any,
