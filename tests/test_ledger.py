@@ -226,7 +226,7 @@ def test_spending_the_remainder_succeeds_and_one_ulp_more_is_refused(tmp_path, t
     for budget in earlier:
         ledger.spend("d", budget, mechanism="earlier")
     remaining = ledger.remaining("d")
-    assert type(remaining) is type(total)
+    assert type(remaining) is (ZCDP if isinstance(total, ApproxDP) else type(total))
 
     if isinstance(total, GDP):
         left = Fraction(total.mu) ** 2 - sum(Fraction(b.mu) ** 2 for b in earlier)
@@ -235,16 +235,13 @@ def test_spending_the_remainder_succeeds_and_one_ulp_more_is_refused(tmp_path, t
         assert Fraction(math.nextafter(remaining.mu, math.inf)) ** 2 > left
         too_much = [GDP(math.nextafter(remaining.mu, math.inf))]
     elif isinstance(total, ApproxDP):
-        left_eps = Fraction(total.epsilon) - sum(Fraction(b.epsilon) for b in earlier)
-        left_delta = Fraction(total.delta) - sum(
-            Fraction(getattr(b, "delta", 0.0)) for b in earlier
-        )
-        assert remaining.epsilon == _largest_float_at_most(left_eps)
-        assert remaining.delta == _largest_float_at_most(left_delta)
-        too_much = [
-            ApproxDP(math.nextafter(remaining.epsilon, math.inf), remaining.delta),
-            ApproxDP(remaining.epsilon, math.nextafter(remaining.delta, math.inf)),
-        ]
+        # Composed in zCDP: the (epsilon, delta)-only spend first (basic composition), the
+        # pure one as epsilon**2 / 2; what remains is the rho left under the limit.
+        assert isinstance(remaining, ZCDP)
+        limit = Fraction(ledger.status("d").limit.rho)
+        left = limit - Fraction(earlier[1].epsilon) ** 2 / 2
+        assert remaining.rho == _largest_float_at_most(left)
+        too_much = [ZCDP(math.nextafter(remaining.rho, math.inf))]
     elif isinstance(total, PureDP):
         left = Fraction(total.epsilon) - sum(Fraction(b.epsilon) for b in earlier)
         assert remaining.epsilon == _largest_float_at_most(left)
@@ -425,21 +422,33 @@ def test_pure_and_gaussian_dp_spends_count_against_a_zcdp_total(tmp_path):
     assert history[1].budget == GDP(0.7)
 
 
-def test_pure_dp_spend_counts_epsilon_and_zero_delta_against_approx_dp(tmp_path):
+def test_approx_dp_only_spends_add_by_basic_composition_before_any_zcdp_spend(tmp_path):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.declare("d", ApproxDP(1.0, 1e-6))
-    ledger.spend("d", PureDP(0.25), mechanism="laplace")
     ledger.spend("d", ApproxDP(0.25, 4e-7), mechanism="gaussian")
-    assert ledger.exact_spent("d") == (Fraction(0.5), Fraction(4e-7))
-    with pytest.raises(BudgetExceededError):
+    ledger.spend("d", ApproxDP(0.25, 2e-7), mechanism="gaussian")
+    assert ledger.exact_spent("d") == (Fraction(0.5), Fraction(4e-7) + Fraction(2e-7), 0)
+    with pytest.raises(BudgetExceededError, match="basic composition"):
         ledger.spend("d", ApproxDP(0.25, 7e-7), mechanism="gaussian")
+    # What is left, (0.5, 4e-7), implies rho = 0.0061: a pure spend of 0.25 (rho =
+    # 0.031) does not fit in zCDP, so it is booked by basic composition.
+    limit = ledger.status("d").limit.rho
+    assert 0.006 < limit < 0.0062
+    ledger.spend("d", PureDP(0.25), mechanism="laplace")
+    assert ledger.exact_spent("d")[0] == Fraction(0.75)
+    # A zCDP spend then uses the rho left by the basic part, after which an
+    # (epsilon, delta)-only spend can no longer be added.
+    left = ledger.status("d").limit.rho
+    ledger.spend("d", ZCDP(left / 2), mechanism="gaussian")
+    assert ledger.exact_spent("d")[2] == Fraction(left / 2)
+    with pytest.raises(IncompatibleBudgetError, match="already holds zCDP spends"):
+        ledger.spend("d", ApproxDP(0.01, 1e-9), mechanism="gaussian")
 
 
 @pytest.mark.parametrize(
     "total, spend",
     [
         (ZCDP(1.0), ApproxDP(0.1, 1e-6)),
-        (ApproxDP(1.0, 1e-6), ZCDP(0.01)),
         (PureDP(1.0), ZCDP(0.01)),
         (GDP(1.0), PureDP(0.1)),
     ],
@@ -588,6 +597,7 @@ def test_files_that_are_not_ledgers_are_refused(tmp_path):
     newer = tmp_path / "newer.sqlite"
     Ledger(newer)
     with closing(_raw(newer)) as conn:
+        conn.execute("DROP TRIGGER ledger_identity_fixed")
         conn.execute("UPDATE ledger_schema SET version = 99")
     with pytest.raises(LedgerFormatError, match="schema version 99"):
         Ledger(newer)

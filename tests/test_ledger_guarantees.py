@@ -3,8 +3,6 @@ finding 1, issue 15 item 3)."""
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from fractions import Fraction
 
 import pytest
@@ -14,14 +12,12 @@ from dpggm.privacy import (
     GDP,
     ZCDP,
     Ledger,
-    LedgerFormatError,
     NonPrivate,
     PrivacyAccountant,
     PrivacyGuarantee,
     PureDP,
 )
 from dpggm.privacy.accountant import SpendSink
-from dpggm.privacy.ledger import SCHEMA_VERSION
 
 
 def _guarantee(budget, *, neighbors="replace", validity="valid", reason=""):
@@ -109,33 +105,3 @@ def test_accountant_and_ledger_are_spend_sinks_with_one_rule(ledger):
     assert accountant.spent == ledger.spent("d")
     assert Fraction(accountant.spent.rho) >= accountant.exact_spent[0]
     assert accountant.remaining == ledger.remaining("d")
-
-
-def test_version_one_ledger_is_refused_until_migrated(tmp_path):
-    path = tmp_path / "old.db"
-    book = Ledger(path)
-    book.declare("d", ZCDP(1.0))
-    book.spend("d", ZCDP(0.25), mechanism="m")
-    # Rewrite the file into the version-1 layout (no relation column, no notes).
-    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        conn.execute("DROP TRIGGER datasets_total_fixed")
-        conn.execute("ALTER TABLE datasets DROP COLUMN neighbors")
-        conn.execute("DROP TABLE ledger_notes")
-        conn.execute(
-            "CREATE TRIGGER datasets_total_fixed BEFORE UPDATE OF name, notion, total_json ON "
-            "datasets BEGIN SELECT RAISE(ABORT, 'the total of a declared dataset cannot be "
-            "changed'); END")
-        conn.execute("UPDATE ledger_schema SET version = 1")
-    with pytest.raises(LedgerFormatError, match="budget migrate"):
-        Ledger(path, create=False)
-    assert Ledger.migrate(path, neighbors="add-remove") is True
-    assert Ledger.migrate(path, neighbors="add-remove") is False
-    book = Ledger(path, create=False)
-    assert book.neighbors("d") == "add-remove"
-    assert book.exact_spent("d") == (Fraction(1, 4),)
-    assert "add-remove" in book.notes()[0][1]
-    book.verify()
-    with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT version FROM ledger_schema").fetchone()[0] == SCHEMA_VERSION
-        with pytest.raises(sqlite3.IntegrityError, match="cannot be changed"):
-            conn.execute("UPDATE datasets SET neighbors = 'replace'")

@@ -47,6 +47,9 @@ MUS = [0.1, 1.0, 3.0]
 # the library to a tighter bound where that was measured to hold with a wide margin.
 ACCEPTANCE_REL = 1e-6
 TIGHT_REL = 1e-9
+# Every conversion aims inside its target by this relative margin: a delta is stated as the
+# exact one raised by it, an epsilon (or rho, mu) is the exact one for delta / (1 + MARGIN).
+MARGIN = 2.0**-20
 
 # Below this, exp() of a log-delta underflows to 0 in double precision.
 LOG_SMALLEST_SUBNORMAL = math.log(5e-324)
@@ -373,20 +376,22 @@ def test_gdp_delta_matches_hockey_stick_integral(mu, epsilon):
         # mu = 0.1 at epsilon = 5 or 20: the true delta (e^-1258, e^-20003) underflows.
         assert delta == 0.0
     else:
-        assert delta == pytest.approx(math.exp(log_reference), rel=TIGHT_REL)
+        assert delta == pytest.approx(math.exp(log_reference) * (1 + MARGIN), rel=TIGHT_REL)
+        assert delta >= math.exp(log_reference)
 
 
 @pytest.mark.parametrize("delta", DELTAS)
 @pytest.mark.parametrize("mu", MUS)
 def test_gdp_to_approx_epsilon_matches_integral_and_dp_accounting(mu, delta):
     epsilon = GDP(mu).to_approx(delta).epsilon
-    reference = dp_accounting.get_epsilon_gaussian(1.0 / mu, delta, tol=1e-15)
+    target = delta / (1 + MARGIN)
+    reference = dp_accounting.get_epsilon_gaussian(1.0 / mu, target, tol=1e-15)
     if reference == 0:
         assert epsilon == 0.0
         assert hockey_stick_gaussian(mu, 1.0, 0.0) <= delta
         return
     assert epsilon == pytest.approx(reference, rel=TIGHT_REL)
-    assert hockey_stick_gaussian(mu, 1.0, epsilon) == pytest.approx(delta, rel=TIGHT_REL)
+    assert hockey_stick_gaussian(mu, 1.0, epsilon) == pytest.approx(target, rel=TIGHT_REL)
     assert gdp_delta(mu, epsilon) <= delta
 
 
@@ -394,7 +399,8 @@ def test_gdp_to_approx_epsilon_matches_integral_and_dp_accounting(mu, delta):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_gdp_mu_for_is_the_inverse_in_mu(epsilon, delta):
     mu = gdp_mu_for(epsilon, delta)
-    assert hockey_stick_gaussian(mu, 1.0, epsilon) == pytest.approx(delta, rel=TIGHT_REL)
+    assert hockey_stick_gaussian(mu, 1.0, epsilon) == pytest.approx(
+        delta / (1 + MARGIN), rel=TIGHT_REL)
     assert gdp_delta(mu, epsilon) <= delta
     assert gdp_delta(math.nextafter(mu, math.inf) * (1 + 1e-12), epsilon) > delta
 
@@ -403,8 +409,8 @@ def test_gdp_mu_for_is_the_inverse_in_mu(epsilon, delta):
 @pytest.mark.parametrize("rho", RHOS)
 def test_zcdp_to_approx_matches_cks_grid_and_dp_accounting(rho, delta):
     epsilon = ZCDP(rho).to_approx(delta).epsilon
-    grid = cks_epsilon_grid_minimum(rho, delta)
-    accounting = dp_accounting_zcdp_epsilon(rho, delta)
+    grid = cks_epsilon_grid_minimum(rho, delta / (1 + MARGIN))
+    accounting = dp_accounting_zcdp_epsilon(rho, delta / (1 + MARGIN))
     # A grid minimum can only be above the true infimum.
     assert epsilon <= grid * (1 + 1e-13) + 1e-300
     assert epsilon <= accounting * (1 + 1e-13) + 1e-300
@@ -415,10 +421,12 @@ def test_zcdp_to_approx_matches_cks_grid_and_dp_accounting(rho, delta):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 @pytest.mark.parametrize("rho", RHOS)
 def test_zcdp_delta_matches_cks_grid_and_dp_accounting(rho, epsilon):
-    delta = zcdp_delta(rho, epsilon)
+    delta = zcdp_delta(rho, epsilon) / (1 + MARGIN)
     grid = cks_delta_grid_minimum(rho, epsilon)
     accounting, order = dp_accounting_zcdp_delta(rho, epsilon)
-    assert delta <= grid * (1 + 1e-12)
+    # Besides the margin, the bound allows for its own rounding (a few ulps of each term
+    # of the exponent: 5e-12 relative at rho = 0.01, epsilon = 5, where a is near 250).
+    assert delta <= grid * (1 + 1e-10)
     assert delta == pytest.approx(grid, rel=TIGHT_REL, abs=1e-300)
     if order > 1.02:
         assert delta == pytest.approx(accounting, rel=TIGHT_REL, abs=1e-300)

@@ -773,4 +773,11 @@ def _paid_spend(pending: dict[str, Any]) -> Any:
 
 
 def _ledger_record(ledger: str, dataset: str, sequence: int, output_id: str) -> dict[str, Any]:
-    return {"ledger": ledger, "dataset": dataset, "spend": sequence, "output_id": output_id}
+    """The receipt (``ledger.json``) of an output charged as spend ``sequence``: the ledger,
+    dataset, spend and output id, with the ledger's identity and the spend's event and
+    chain hash, so that the output can be checked against the ledger (``dpggm budget
+    verify LEDGER --output DIR``)."""
+    from dpggm.privacy.ledger import spend_receipt
+
+    return spend_receipt(ledger, dataset, sequence, output_id)
+

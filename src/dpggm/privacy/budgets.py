@@ -523,10 +523,13 @@ def _rho_implying(epsilon: float, delta: float) -> float:
     try:
         return conversion.zcdp_rho_for(epsilon, delta)
     except (OverflowError, ArithmeticError):
-        log_term = math.log(1.0 / delta)
-        root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
+        # Aimed inside epsilon by the conversions' relative margin, which also covers the
+        # rounding of log(1/delta) (raised by it) and of the float expression checked.
+        log_term = -math.log(delta) * (1.0 + conversion.PROFILE_MARGIN)
+        target = epsilon * (1.0 - conversion.PROFILE_MARGIN)
+        root = math.sqrt(log_term + target) - math.sqrt(log_term)
         rho = root * root
-        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > epsilon:
+        while rho > 0 and rho + 2 * math.sqrt(rho * log_term) > target:
             rho = math.nextafter(rho, 0.0)
         return rho
 

@@ -22,7 +22,7 @@ from dpggm.privacy.budgets import (
     PureDP,
     float_at_least,
 )
-from dpggm.privacy.conversion import gdp_delta, gdp_mu_for
+from dpggm.privacy.conversion import PROFILE_MARGIN, gdp_delta, gdp_mu_for
 
 __all__ = [
     "ANALYTIC_DELTA_MARGIN",
@@ -37,8 +37,9 @@ __all__ = [
     "laplace_scale",
 ]
 
-#: Relative margin below delta that the analytic calibration aims at.
-ANALYTIC_DELTA_MARGIN = 2.0**-20
+#: Relative margin below delta that the analytic calibration (like every conversion, see
+#: :data:`~dpggm.privacy.conversion.PROFILE_MARGIN`) aims at.
+ANALYTIC_DELTA_MARGIN = PROFILE_MARGIN
 
 #: ``rho / epsilon**2`` of the exponential mechanism: ``epsilon``-DP selection is
 #: ``epsilon**2 / 8``-zCDP (Cesar & Rogers 2021, Lemma 3.2).
@@ -120,12 +121,11 @@ def gaussian_sigma(sensitivity: float, budget: Budget, *, calibration: str = "an
         _positive("delta", budget.delta)
         epsilon, delta = budget.epsilon, budget.delta
         # The profile is evaluated in floating point, with a relative error that grows
-        # as epsilon shrinks (about 1e-12 at epsilon = 1e-4); requiring a 2^-20 relative
-        # margin keeps the true delta(sigma) below delta.
-        target = delta * (1.0 - ANALYTIC_DELTA_MARGIN)
+        # as epsilon shrinks; gdp_delta raises it by a 2^-20 relative margin and by an
+        # estimate of its rounding, which keeps the true delta(sigma) below delta.
         return _round_up_until(
-            sensitivity / gdp_mu_for(epsilon, target),
-            lambda s: gdp_delta(sensitivity / s, epsilon) <= target,
+            sensitivity / gdp_mu_for(epsilon, delta),
+            lambda s: gdp_delta(sensitivity / s, epsilon) <= delta,
         )
     if isinstance(budget, ZCDP):
         _positive("rho", budget.rho)
