@@ -42,6 +42,7 @@ NOT_RELEASING = {
     "budget show": "reads the ledger",
     "budget history": "reads the ledger",
     "budget migrate": "rewrites an old ledger's schema",
+    "budget verify": "checks a ledger's hash chain and outputs' receipts",
 }
 
 
