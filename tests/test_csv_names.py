@@ -53,7 +53,8 @@ def _chain(n=3000, seed=0):
     X = np.empty_like(z)
     X[:, 0] = z[:, 0]
     for j in range(1, 4):
-        X[:, j] = 0.7 * X[:, j - 1] + 0.7 * z[:, j]
+        # One negative link, so that the edge list holds negative numbers (left as numbers).
+        X[:, j] = (-0.7 if j == 2 else 0.7) * X[:, j - 1] + 0.7 * z[:, j]
     return np.clip(X / 3, -1, 1)
 
 

@@ -185,7 +185,7 @@ def test_estimate_charges_a_failed_run_and_withholds_why(csv, tmp_path, monkeypa
 
 def test_graph_charges_a_failure_while_writing_its_output(csv, tmp_path, monkeypatch):
     """A full disk while the report is drawn: after the release, so charged."""
-    import dpggm.report as report
+    import dpggm.report.html as report
 
     def full(*args, **kwargs):
         raise OSError(28, f"No space left on device ({LEAK})")
