@@ -215,6 +215,11 @@ def test_cli_plan_takes_the_number_of_declared_ranges():
     every = runner.invoke(app, ["plan", "--rows", "1000", "--columns", "25", "--rho", "1",
                                 "--declared-ranges", "25", "--json"])
     assert "bounds" not in {s["step"] for s in json.loads(every.output)["steps"]}
+    text = " ".join(runner.invoke(app, ["plan", "--rows", "1000", "--columns", "25", "--rho",
+                                        "1", "--declared-ranges", "10"]).output.split())
+    kept = record["notes"]["tied_columns_keep_levels_from_untied_share"]
+    assert (f"private ranges: a column keeps its levels apart when at least {100 * kept:.0f} % "
+            "of its values lie off its most common one") in text
     too_many = runner.invoke(app, ["plan", "--rows", "1000", "--columns", "25", "--rho", "1",
                                    "--declared-ranges", "26"])
     assert too_many.exit_code != 0 and "more than the 25 columns" in too_many.output

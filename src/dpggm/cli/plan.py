@@ -248,6 +248,11 @@ def plan(
     forms = ", ".join(_budget_text(b) for b in record["forms"].values())
     console.print(f"total: {forms}; the steps add up to it exactly: "
                   f"{'yes' if record['spends_exactly_total'] else 'no'}", markup=False)
+    kept = release_plan.notes.get("tied_columns_keep_levels_from_untied_share")
+    if kept is not None:
+        console.print(f"private ranges: a column keeps its levels apart when at least "
+                      f"{100 * kept:.0f} % of its values lie off its most common one "
+                      "(declared ranges keep them all)", markup=False)
     if noise is not None:
         console.print(f"predicted privacy noise on one partial correlation (normal columns): "
                       f"standard deviation {noise:.3g}", markup=False)

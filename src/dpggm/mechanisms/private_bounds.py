@@ -18,13 +18,22 @@ Per column ``j`` (:class:`RangeStages`):
 
 1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
 2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
-   first cell and one cell's width either side; its midpoint is the centre ``m_j``;
-3. the cell of the positive geometric grid that holds the median absolute deviation
-   ``|x - m_j|``, unless more than half of the values are tied with the centre (within
-   ``tau_j``, half the refinement's cell width, a released quantity): then the first untied
-   deviation (:func:`spread_target`). That keeps the levels of an ordinal, binary or
-   heavily tied column distinct: when more than half of a Likert item answers "6", the
-   plain MAD is 0 and every other answer would be clipped onto one value.
+   first cell and one cell's width either side; its midpoint is the centre ``m_j``. Both
+   centre stages add a cell's count to its rank score (:data:`STAGE_COUNT_WEIGHTS`), so
+   that a column split about 50/50 between two values is centred on one of them rather
+   than in the empty cells between (most of them near 0 on a grid of every magnitude);
+3. the cell of a positive geometric grid (:data:`SPREAD_PER_OCTAVE` per octave) that holds
+   the median of the deviations ``|x - m_j|`` not tied with the centre (within ``tau_j``,
+   half the refinement's cell width, a released quantity; :func:`spread_target`): the
+   median absolute deviation of a continuous column, the distance to the nearest levels
+   of an ordinal, binary or heavily tied one -- when most of a Likert item answers "6",
+   the plain MAD is 0 and every other answer would be clipped onto one value.
+
+How each column's share is split among the stages, and how much the stages need, are
+public functions of ``n`` and the budget (:func:`range_shares`,
+:func:`stage_epsilons_needed`); the plan states which tied columns keep their levels
+(:func:`kept_untied_share`) and refuses ranges that cannot locate their columns
+(:func:`ranges_locate_columns`).
 
 The range is ``m_j +- width * s_j``; a record is mapped to ``z_j = (clip(x_j) - m_j) / (width
 s_j)`` in ``[-1, 1]``: a function of released values only (post-processing), and a diagonal
@@ -42,7 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.noise import exponential_mechanism, selection_epsilon
+from dpggm.mechanisms.noise import (
+    exponential_mechanism,
+    exponential_mechanisms,
+    selection_epsilon,
+)
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost, float_at_most
 from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zcdp
@@ -119,9 +132,10 @@ def target_rank(n: int, q: float) -> int:
     return int(round(q * n))
 
 
-def cell_scores(below: np.ndarray, target: int, count_weight: float = 0.0) -> np.ndarray:
+def cell_scores(below: np.ndarray, target: Any, count_weight: float = 0.0) -> np.ndarray:
     """Scores of the cells ``[e_k, e_{k+1})`` of a grid from the counts
-    ``below[k] = #{values < e_k}``: 0 when the target rank lies between the counts at the
+    ``below[k] = #{values < e_k}`` (a matrix: one row of counts and one target per column
+    of data): 0 when the target rank lies between the counts at the
     cell's two ends, otherwise minus the distance from the target to the nearer count;
     plus ``count_weight`` times the number of values in the cell.
 
@@ -141,7 +155,10 @@ def cell_scores(below: np.ndarray, target: int, count_weight: float = 0.0) -> np
     most of those empty cells lie close to zero.
     """
     below = np.asarray(below, dtype=np.int64)
-    lo, hi = below[:-1], below[1:]
+    lo, hi = below[..., :-1], below[..., 1:]
+    # One target per row for a matrix of counts (one row per column of data).
+    target = np.asarray(target, dtype=np.int64)
+    target = target[..., None] if target.ndim else target
     scores = -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
     if count_weight:
         scores += count_weight * (hi - lo)
@@ -345,13 +362,13 @@ class RangeStages:
         """One cell per column; ``rng=None`` is the exact, non-private choice (the first
         highest-scoring cell), for reference runs."""
         weight = STAGE_COUNT_WEIGHTS[stage]
+        scores = cell_scores(below, targets, weight)
         if rng is None:
-            return np.array([int(np.argmax(cell_scores(below[j], int(targets[j]), weight)))
-                             for j in range(below.shape[0])], dtype=np.int64)
-        epsilon = self.epsilons[stage]
-        return np.array([choose_cell(below[j], int(targets[j]), epsilon=epsilon, rng=rng,
-                                     count_weight=weight)
-                         for j in range(below.shape[0])], dtype=np.int64)
+            return np.argmax(scores, axis=1).astype(np.int64)
+        # Every column's selection at once, on one stream in column order: the same cells
+        # as one choose_cell per column.
+        return exponential_mechanisms(scores, sensitivity=score_sensitivity(weight),
+                                      epsilon=self.epsilons[stage], rng=RandomSource.of(rng))
 
     def choose_median(self, below: np.ndarray, counted: np.ndarray,
                       rng: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -424,7 +441,9 @@ def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
 
 
 def _targets(counted: np.ndarray) -> np.ndarray:
-    return np.array([target_rank(int(m), 0.5) for m in np.asarray(counted)], dtype=np.int64)
+    """``target_rank(m, 0.5)`` for every count ``m``: ``round(m / 2)``, halves to even, as
+    Python's ``round`` (exact for every count below ``2**53``)."""
+    return np.rint(np.asarray(counted, dtype=np.int64) / 2).astype(np.int64)
 
 
 def _stage_candidates(grid_size: int | None = None) -> dict[str, int]:
