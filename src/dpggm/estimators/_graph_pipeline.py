@@ -19,12 +19,15 @@ Budget forms
     exactly.
 
 Passes
-    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the
-    deviations' median (or nearest untied level) (each needs the previous stage's released cells), (4) the rescaled
-    rows' norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``,
-    ``Z^T 1`` and ``n``, from which the private mean and the second moment are both released
-    (the centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared
-    bound needs pass 5 only. The counts of passes 1-4 are histograms on public grids
+    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the median of the
+    deviations not tied with the centre (each needs the previous stage's released cells;
+    every stage selects the cells of all columns in one batch), (4) the rescaled rows'
+    norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``, ``Z^T 1``
+    and ``n``, from which the private mean and the second moment are both released (the
+    centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared bound
+    needs pass 5 only. Columns with a declared range (``column_ranges``) are counted but
+    not selected: their ranges are used as given, and when every range is declared passes
+    2-3 do not run. The counts of passes 1-4 are histograms on public grids
     (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
 """
 
