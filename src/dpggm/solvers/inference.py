@@ -315,6 +315,12 @@ def _refit_with_inverse(S: Any, support: Any, *, start: Any = None, tol: float =
     """:func:`support_refit` and the inverse of its precision (the Newton iteration's last
     ``W``, which is what inverting the precision again would give, bit for bit)."""
     S = check_square_symmetric(S)
+    with single_threaded_blas(S.shape[0]):
+        return _refit_from_candidates(S, support, start, tol, max_iter)
+
+
+def _refit_from_candidates(S: np.ndarray, support: Any, start: Any, tol: float,
+                           max_iter: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
     p = S.shape[0]
     mask = np.asarray(support, dtype=bool)
     if mask.shape != (p, p):
@@ -342,8 +348,7 @@ def _refit_with_inverse(S: Any, support: Any, *, start: Any = None, tol: float =
             "support_refit needs a positive definite start: none was given and S has a "
             f"diagonal entry <= 0 ({float(np.diag(S).min()):.3g})"
         )
-    with single_threaded_blas(p):
-        return _newton_refit(S, mask, theta, factor, tol, max_iter)
+    return _newton_refit(S, mask, theta, factor, tol, max_iter)
 
 
 def _newton_refit(S, mask, theta, factor, tol, max_iter):
@@ -1038,6 +1043,32 @@ def _sharing_steps() -> Any:
         _SHARED_STEPS.reset(token)
 
 
+#: The one part an edge_inference pass computes ("estimates" or "tests"), or None for both.
+_ONLY_PART: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "dpggm_inference_only_part", default=None)
+
+
+@contextlib.contextmanager
+def _only_part(part: str) -> Any:
+    """Within it, :func:`edge_inference` computes only ``part``: "estimates" (the standard
+    errors and intervals; the p-values are left NaN) or "tests" (the null standard errors,
+    p-values and q-values; the others NaN) -- for a pass whose other part is discarded."""
+    token = _ONLY_PART.set(part)
+    try:
+        yield
+    finally:
+        _ONLY_PART.reset(token)
+
+
+def _wanted_parts(method: str, test: str) -> tuple[bool, bool]:
+    """Whether this pass computes the estimates' standard errors, and the tests (the
+    bootstrap and the Wald test need both)."""
+    part = _ONLY_PART.get()
+    if part is None or method == "bootstrap":
+        return True, True
+    return part == "estimates" or test == "wald", part == "tests"
+
+
 def _shared_step(name: str, arrays: tuple, values: tuple, compute: Any) -> Any:
     """``compute()``, or what it returned for the same ``name``, equal ``arrays`` and
     ``values`` earlier under :func:`_sharing_steps` (the same deterministic computation
@@ -1249,9 +1280,11 @@ def edge_inference(
                       excess_kurtosis=excess, tail_allowance=allowance)
         # The two passes read the same release and refit the same pilot: done once.
         with _sharing_steps():
-            corrected = edge_inference(S, clipping=clipping, clipping_correction="all",
-                                       **common)
-            tests = edge_inference(S, clipping=None, **common)
+            with _only_part("estimates"):
+                corrected = edge_inference(S, clipping=clipping, clipping_correction="all",
+                                           **common)
+            with _only_part("tests"):
+                tests = edge_inference(S, clipping=None, **common)
         return replace(
             corrected, p_value=tests.p_value, q_value=tests.q_value, selected=tests.selected,
             null_std_error=tests.null_std_error,
@@ -1272,8 +1305,10 @@ def edge_inference(
             raise ValueError(
                 f"precision must have the shape of noisy_covariance {(p, p)}; got {start.shape}"
             )
-        if not _shared_step("positive definite", (start,), (),
-                            lambda: _cholesky(start) is not None):
+        with single_threaded_blas(p):
+            definite = _shared_step("positive definite", (start,), (),
+                                    lambda: _cholesky(start) is not None)
+        if not definite:
             raise ValueError("precision must be positive definite (a solved pilot precision)")
         alpha_used = None
     else:
@@ -1314,29 +1349,47 @@ def edge_inference(
             pre_clip = working
         T, r, diagonal = _debiased(S, theta)
         moments = _moments_gaussian(theta)
-        c, a, b = _coefficients(r, diagonal, null=False)
-        sampling = _sampling_variance(moments, c, a, b, n, excess)
-        noise = _noise_variance(theta, c, a, b, variance)
-        if test == "pilot":
-            c0, a0, b0 = _coefficients(r, diagonal, null=True)
-            null_sampling = _sampling_variance(moments, c0, a0, b0, n, excess)
-        else:
-            c0, a0, b0 = _null_pilot_coefficients(theta, diagonal)
-            # Gaussian records under "no edge": Var(r) = 1 / n (the pair's null pilot
-            # makes u0_j' S u0_k vanish); clipped records have shorter tails.
-            null_sampling = np.full((p, p), (1.0 + excess) / n)
-        null_noise = _noise_variance(theta, c0, a0, b0, variance)
-        if shares is not None:
-            sampling = sampling + _missing_extra_variance(theta, working, c, a, b, shares, n)
-            null_sampling = null_sampling + _missing_extra_variance(
-                theta, working, c0, a0, b0, shares, n)
-        null_variance = null_sampling + null_noise
         rows, cols = np.triu_indices(p, 1)
         estimate = r[rows, cols]
-        se = np.sqrt(sampling + noise)[rows, cols]
-        se0 = np.sqrt(null_variance)[rows, cols]
-        null_parts = (null_sampling[rows, cols], null_noise[rows, cols])
-        share = (noise / np.maximum(sampling + noise, 1e-300))[rows, cols]
+        # A pass of clipping_correction="intervals" computes only the part of it that is
+        # kept (the estimates' standard errors, or the tests'); a p x p matrix is freed as
+        # soon as its pairs are read off (each is 72 MB at p = 3 000).
+        wanted_estimates, wanted_tests = _wanted_parts(method, test)
+        se = share = np.full(rows.size, np.nan)
+        if wanted_estimates:
+            c, a, b = _coefficients(r, diagonal, null=False)
+            sampling = _sampling_variance(moments, c, a, b, n, excess)
+            noise = _noise_variance(theta, c, a, b, variance)
+            if shares is not None:
+                sampling = sampling + _missing_extra_variance(theta, working, c, a, b,
+                                                              shares, n)
+            del c, a, b
+            se = np.sqrt(sampling + noise)[rows, cols]
+            share = (noise / np.maximum(sampling + noise, 1e-300))[rows, cols]
+            if test == "wald":
+                wald_parts = (sampling[rows, cols], noise[rows, cols])
+            del sampling, noise
+        se0 = np.full(rows.size, np.nan)
+        null_parts = None
+        if wanted_tests and test != "wald":
+            if test == "pilot":
+                c0, a0, b0 = _coefficients(r, diagonal, null=True)
+                null_sampling = _sampling_variance(moments, c0, a0, b0, n, excess)
+            else:
+                c0, a0, b0 = _null_pilot_coefficients(theta, diagonal)
+                # Gaussian records under "no edge": Var(r) = 1 / n (the pair's null pilot
+                # makes u0_j' S u0_k vanish); clipped records have shorter tails.
+                null_sampling = np.full((p, p), (1.0 + excess) / n)
+            null_noise = _noise_variance(theta, c0, a0, b0, variance)
+            if shares is not None:
+                null_sampling = null_sampling + _missing_extra_variance(
+                    theta, working, c0, a0, b0, shares, n)
+            del c0, a0, b0
+            null_variance = null_sampling + null_noise
+            se0 = np.sqrt(null_variance)[rows, cols]
+            null_parts = (null_sampling[rows, cols], null_noise[rows, cols])
+            del null_variance, null_sampling, null_noise
+        del r, moments
         diagnostics: dict[str, Any] = {"pilot": pilot_note, "alpha": alpha_used}
         if method == "bootstrap":
             # The replicates simulate public quantities only (post-processing), so a seeded
@@ -1374,12 +1427,15 @@ def edge_inference(
     if test == "wald":
         # The standard error at the estimate in place of the null one.
         se0 = se
-        null_parts = (sampling[rows, cols], noise[rows, cols])
-    if noise_distribution == "laplace":
+        null_parts = wald_parts
+    if not wanted_tests:
+        p_value = q_value = np.full(rows.size, np.nan)
+    elif noise_distribution == "laplace":
         p_value = _laplace_noise_p_values(np.abs(estimate), *null_parts)
     else:
         p_value = 2.0 * stats.norm.sf(np.abs(estimate) / np.maximum(se0, 1e-300))
-    q_value = false_discovery_control(p_value, method=fdr_method)
+    if wanted_tests:
+        q_value = false_discovery_control(p_value, method=fdr_method)
     return EdgeInference(
         source=rows, target=cols, partial_correlation=estimate, std_error=se,
         ci_low=ci_low, ci_high=ci_high, p_value=p_value, q_value=q_value,
