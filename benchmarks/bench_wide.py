@@ -7,7 +7,8 @@ compared with the floor of any estimator of this kind measured in the same child
 * in memory: ``X^T X`` (one NumPy product) + one graphical lasso solve
   (:func:`dpggm.solvers.glasso.graphical_lasso`) of the fit's release at its ``alpha_``;
 * from a CSV file: the faster of pyarrow's ``read_csv`` and streaming ``open_csv`` (read
-  into one array), + ``X^T X`` + the same solve;
+  into one array), + ``X^T X`` + the same solve (the reading in a child of its own, so
+  that the peak printed is the fit's);
 * from Parquet parts on Dask (``--dask``): ``pyarrow.parquet.read_table`` of the folder +
   ``X^T X`` + the same solve, against ``fit(dask.dataframe.read_parquet(folder))``;
 * from a Parquet folder by the command line (``--folder``): ``python -m dpggm graph
@@ -15,7 +16,8 @@ compared with the floor of any estimator of this kind measured in the same child
   acceptance of a wide folder is that it completes within a memory budget and the report
   renders).
 
-Every case runs in a child process; its own peak resident memory comes from
+Every case runs in a child process (a fit from a file in one, its floor's reading in
+another); the fit's own peak resident memory comes from
 ``os.wait4``. The load average (``uptime``) is printed before each case: the machine may
 be shared, so read the ratios (same process, same minute), not the seconds.
 
@@ -109,16 +111,25 @@ def _read_csv_seconds(path: Path) -> tuple[float, np.ndarray]:
 
 
 def child_csv(p: int, n: int, rho: float, path: str) -> dict:
-    read, X = _read_csv_seconds(Path(path))
-    gram = _gram_seconds(X)
-    del X
     graph, fit = _fit(path, rho)
-    return {"fit": fit, "read": read, "gram": gram, "glasso": _glasso_seconds(graph),
-            "alpha": graph.alpha_, "edges": int(graph.edges_.shape[0])}
+    return {"fit": fit, "glasso": _glasso_seconds(graph), "alpha": graph.alpha_,
+            "edges": int(graph.edges_.shape[0])}
+
+
+def child_csv_floor(p: int, n: int, rho: float, path: str) -> dict:
+    read, X = _read_csv_seconds(Path(path))
+    return {"read": read, "gram": _gram_seconds(X)}
 
 
 def child_dask(p: int, n: int, rho: float, folder: str) -> dict:
     import dask.dataframe as dd
+
+    graph, fit = _fit(dd.read_parquet(folder), rho)
+    return {"fit": fit, "glasso": _glasso_seconds(graph), "alpha": graph.alpha_,
+            "edges": int(graph.edges_.shape[0])}
+
+
+def child_parquet_floor(p: int, n: int, rho: float, folder: str) -> dict:
     import pyarrow.parquet as pq
 
     start = time.perf_counter()
@@ -126,11 +137,7 @@ def child_dask(p: int, n: int, rho: float, folder: str) -> dict:
     X = np.column_stack([c.to_numpy() for c in table.columns])
     read = time.perf_counter() - start
     del table
-    gram = _gram_seconds(X)
-    del X
-    graph, fit = _fit(dd.read_parquet(folder), rho)
-    return {"fit": fit, "read": read, "gram": gram, "glasso": _glasso_seconds(graph),
-            "alpha": graph.alpha_, "edges": int(graph.edges_.shape[0])}
+    return {"read": read, "gram": _gram_seconds(X)}
 
 
 def write_csv(path: Path, n: int, p: int) -> None:
@@ -162,6 +169,18 @@ def _run_child(argv: list[str]) -> tuple[dict | None, float, int]:
     lines = out.decode().strip().splitlines()
     answer = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
     return answer, usage.ru_maxrss / 1024, process.returncode
+
+
+def _fit_and_floor(me: list[str], fit_kind: str, floor_kind: str, p: int, n: int,
+                   rho: float, source: Path) -> tuple[dict | None, float, int]:
+    """The fit from a file in one child (its peak is the fit's own), the floor's reading
+    and product in another."""
+    fit, peak, code = _run_child(me + [fit_kind, str(p), str(n), str(rho), str(source)])
+    floor, _, floor_code = _run_child(me + [floor_kind, str(p), str(n), str(rho),
+                                            str(source)])
+    if fit is None or floor is None:
+        return None, peak, code or floor_code
+    return {**fit, **floor}, peak, code
 
 
 def _print_ratio(label: str, answer: dict, peak: float) -> None:
@@ -206,7 +225,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         kind, p, n, rho, *rest = args.child
-        function = {"memory": child_memory, "csv": child_csv, "dask": child_dask}[kind]
+        function = {"memory": child_memory, "csv": child_csv, "csv-floor": child_csv_floor,
+                    "dask": child_dask, "parquet-floor": child_parquet_floor}[kind]
         print(json.dumps(function(int(p), int(n), float(rho), *rest)), flush=True)
         return
     me = [sys.executable, __file__, "--child"]
@@ -222,8 +242,8 @@ def main() -> None:
             folder = work / "dask-parts"
             write_parquet(folder, n, p, parts=20)
             print(f"p = {p}, n = {n}, Parquet parts on Dask (load {_load()})", flush=True)
-            answer, peak, code = _run_child(me + ["dask", str(p), str(n), str(args.rho),
-                                                  str(folder)])
+            answer, peak, code = _fit_and_floor(me, "dask", "parquet-floor", p, n, args.rho,
+                                                folder)
             if answer is None:
                 print(f"  dask: child failed (exit {code})")
             else:
@@ -241,8 +261,8 @@ def main() -> None:
             if args.csv:
                 path = work / f"wide-{p}.csv"
                 write_csv(path, args.n, p)
-                answer, peak, code = _run_child(me + ["csv", str(p), str(args.n),
-                                                      str(args.rho), str(path)])
+                answer, peak, code = _fit_and_floor(me, "csv", "csv-floor", p, args.n,
+                                                    args.rho, path)
                 path.unlink()
                 if answer is None:
                     print(f"  csv: child failed (exit {code})")
