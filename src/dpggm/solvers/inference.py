@@ -315,7 +315,9 @@ def _refit_with_inverse(S: Any, support: Any, *, start: Any = None, tol: float =
     """:func:`support_refit` and the inverse of its precision (the Newton iteration's last
     ``W``, which is what inverting the precision again would give, bit for bit)."""
     S = check_square_symmetric(S)
-    with single_threaded_blas(S.shape[0]):
+    # One BLAS thread at every size: LAPACK's potri took 55 ms at p = 30 with its threads
+    # on busy cores (against well under a millisecond on one).
+    with single_threaded_blas():
         return _refit_from_candidates(S, support, start, tol, max_iter)
 
 
