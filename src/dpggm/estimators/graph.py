@@ -50,6 +50,7 @@ from dpggm.estimators._graph_pipeline import (
     check_plan_budget_range,
     first_pass_task,
     graph_plan,
+    pass_threads,
     run_plan,
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
@@ -821,7 +822,8 @@ class PrivateGraph(DPEstimator):
                 # The sizes are known: refuse before even the first pass.
                 self._check_plan(settings, self._plan(settings, records.n_samples,
                                                       records.n_features))
-            first = records.run(first_pass_task(settings))
+            with pass_threads():
+                first = records.run(first_pass_task(settings))
             yield _GraphRecords(records, first)
 
     def _plan(self, settings: GraphSettings, n: int, p: int) -> ReleasePlan:
@@ -845,8 +847,12 @@ class PrivateGraph(DPEstimator):
         columns = list(data.records.columns)
         self.bound_fraction_ = (Fraction(plan.notes["bound_fraction"])
                                 if "bound_fraction" in plan.notes else None)
-        inner_privacy = self._solve(settings, plan, release)
-        self._finish_graph(X, release, columns, plan.n_samples)
+        # The solve and the inference make dense p x p factorisations and products: on one
+        # BLAS thread (as the solvers do within), since BLAS's threads on busy cores made
+        # a Cholesky factorisation 3-17 times slower at p = 1 000-2 000 (measured).
+        with pass_threads():
+            inner_privacy = self._solve(settings, plan, release)
+            self._finish_graph(X, release, columns, plan.n_samples)
         self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
 
     def _solve(self, settings: GraphSettings, plan: ReleasePlan,

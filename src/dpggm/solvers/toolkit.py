@@ -33,7 +33,9 @@ def single_threaded_blas(p: int = SINGLE_THREAD_FROM) -> Any:
         return contextlib.nullcontext()
     if _BLAS_CONTROLLER is None:
         # Inspecting the loaded libraries takes milliseconds and PACE-GGM enters this once
-        # per round: the controller is built once.
+        # per round: the controller is built once. It knows the libraries loaded when it
+        # is built: SciPy's BLAS (a library of its own beside NumPy's) is loaded first.
+        import scipy.linalg  # noqa: F401
         from threadpoolctl import ThreadpoolController
 
         _BLAS_CONTROLLER = ThreadpoolController()
