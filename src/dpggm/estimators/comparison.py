@@ -1204,11 +1204,18 @@ def stage_comparison_release(staged: Any, estimator: PrivateGraphComparison,
     ``differences_``), ``centrality.csv``, ``centrality_differences.csv`` and each group's
     ``edges_<level>.csv`` (its ``edges_``)."""
     from dpggm.estimators.edges import edges_csv_text
+    from dpggm.io import csv_names_frame
+
+    def csv(frame: pd.DataFrame, names: tuple[str, ...]) -> str:
+        # Names (variables, levels) a spreadsheet would read as formulas get a quote, as
+        # in edges.csv.
+        return csv_names_frame(frame, names).to_csv(index=False, float_format="%.10g",
+                                                     lineterminator="\n")
 
     staged.json("result.json", record)
-    staged.text("differences.csv", estimator.differences_.to_csv(index=False))
-    staged.text("centrality.csv", estimator.centrality_.to_csv(index=False))
+    staged.text("differences.csv", csv(estimator.differences_, ("source", "target")))
+    staged.text("centrality.csv", csv(estimator.centrality_, ("group", "node")))
     staged.text("centrality_differences.csv",
-                estimator.centrality_differences_.to_csv(index=False))
+                csv(estimator.centrality_differences_, ("node",)))
     for level, name in _edge_files(estimator.levels_).items():
         staged.text(name, edges_csv_text(estimator.groups_[level].edges_))

@@ -431,7 +431,8 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     with rc_context(_rc(families, "dpggm-graph")):
         canvas = _GraphCanvas(positions, layout, labels, [where[n] for n in drawn_names])
         canvas.measure_labels()
-        if layout == "spring":
+        if layout == "spring" and placed is shown:
+            # A shared layout keeps every variable where the other drawings have it.
             canvas.space_isolated(drawn)
         canvas.draw_edges(drawn)
         fills, group_colours = _group_colours(group_of)
