@@ -69,10 +69,10 @@ if TYPE_CHECKING:  # pragma: no cover
         SeparateCovariance,
         SSPCovariance,
     )
+    from dpggm.estimators.comparison import PrivateGraphComparison
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
-    from dpggm.estimators.comparison import PrivateGraphComparison
     from dpggm.estimators.data import TableFile
     from dpggm.estimators.graph import PrivateGraph
     from dpggm.estimators.graph_baselines import (
