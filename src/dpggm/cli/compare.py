@@ -16,6 +16,7 @@ holds is a fact about the records, so they are never read off the data.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,7 +39,7 @@ from dpggm.cli._common import (
     summarised_warnings,
 )
 
-__all__ = ["compare", "parse_levels", "parse_sizes"]
+__all__ = ["compare", "parse_levels", "parse_sizes", "plan_comparison"]
 
 
 def parse_levels(text: str | None) -> tuple[str, str]:
@@ -207,3 +208,84 @@ def _deliver(estimator: Any, table: Any, *, out: Path, overwrite: bool, book: An
                        mechanism="dpggm compare", details=details)
     except OSError as exc:
         raise UserError(str(exc)) from None
+
+
+def plan_comparison(*, columns: int, rows: int | None, groups: int, detect: float | None,
+                    epsilon: Any, delta: Any, rho: Any, mu: Any, neighbors: str, fdr: float,
+                    as_json: bool) -> None:
+    """``dpggm plan --groups 2``: what a ``dpggm compare`` run can detect, from public
+    figures only. With ``--rows`` (the records, split equally between the groups) and a
+    budget: each group's plan, the spend by neighbouring case, and the smallest difference
+    of a pair's partial correlation found with 80 % power (and whether ``--detect`` is);
+    with ``--detect`` and ``--rows`` but no budget: the zCDP rho that detects it; with
+    ``--detect`` and a budget but no ``--rows``: the records needed."""
+    import json
+
+    from dpggm.estimators.comparison import PrivateGraphComparison
+    from dpggm.privacy.budgets import ZCDP
+
+    if groups != 2:
+        raise UserError(f"--groups: a comparison is between two groups; got {groups}")
+    if detect is not None and not (math.isfinite(detect) and 0 < detect < 1):
+        raise UserError(f"--detect must be a difference of partial correlations in (0, 1); "
+                        f"got {detect!r}")
+    budget_given = any(v is not None for v in (epsilon, rho, mu))
+    if rows is None and not (budget_given and detect is not None):
+        raise UserError("--groups 2 needs --rows (and a budget, or --detect to find the "
+                        "budget), or --detect with a budget to find the rows")
+    budget = budget_from_options(epsilon, delta, rho, mu) if budget_given else ZCDP(1.0)
+
+    def estimator(total: Any) -> Any:
+        return PrivateGraphComparison(budget=total, levels=("group 1", "group 2"),
+                                      neighbors=neighbors, fdr=fdr)
+
+    conditions = (f"with 80 % power at FDR {fdr:g} (an edge present in one group only, "
+                  "between variables without other neighbours; roughly normal columns; the "
+                  "records split equally between the groups)")
+    record: dict[str, Any] = {"groups": 2, "n_features": columns, "neighbors": neighbors,
+                              "fdr": fdr, "detect": detect}
+    try:
+        if rows is None:
+            needed = estimator(budget).required_rows(difference=detect, n_features=columns)
+            record.update(n_samples=needed, budget=budget.to_dict())
+            lines = [f"to detect a difference of {detect:g} in a pair's partial correlation "
+                     f"{conditions} with {columns} columns at {budget}: {needed} records "
+                     f"({needed // 2} a group)"]
+        elif not budget_given:
+            if detect is None:
+                raise UserError("--groups 2 with --rows needs a budget (--rho, ...) or "
+                                "--detect")
+            rho_needed = estimator(budget).required_budget(
+                difference=detect, n_samples=rows, n_features=columns).rho
+            record.update(n_samples=rows, rho=rho_needed)
+            lines = [f"to detect a difference of {detect:g} {conditions} in {rows} records "
+                     f"of {columns} columns: zCDP rho = {rho_needed:.4g}"]
+            if delta is not None:
+                eps = ZCDP(rho_needed).to_approx(delta).epsilon
+                record.update(epsilon=eps, delta=delta)
+                lines[0] += f", or (epsilon, delta) = ({eps:.4g}, {delta:g})"
+        else:
+            planned = estimator(budget).plan(n_samples=rows, n_features=columns)
+            record.update(planned.to_dict())
+            value = planned.detectable_difference
+            finite = value is not None and math.isfinite(value)
+            sizes = ", ".join(f"{n}" for n in planned.sizes.values())
+            lines = [f"two groups of {sizes} records (assumed; private, released as noisy "
+                     f"counts), {columns} columns, {neighbors} neighbours, {budget}",
+                     "each group's release: " + str(planned.group_budget) + " under "
+                     + planned.spend.group_relation + " neighbours"]
+            lines += [f"  {case}: {cost}" for case, cost in planned.spend.cases.items()]
+            lines.append(f"booked: {planned.spend.total}")
+            lines.append(f"smallest detectable difference {conditions}: "
+                         + (f"{value:.3g}" if finite else "none up to 0.99"))
+            if detect is not None:
+                lines.append(f"a difference of {detect:g} is "
+                             + ("detectable" if finite and value <= detect else
+                                "NOT detectable at this budget and size"))
+    except ValueError as exc:
+        raise UserError(f"--groups: {exc}") from None
+    if as_json:
+        console.print_json(json.dumps(record, default=str))
+        return
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)

@@ -730,7 +730,9 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
                 return other.detectable_difference(n_features=n_features, n_samples=n_samples,
                                                    group_sizes=group_sizes)
             except ValueError as exc:
-                if "bounds='auto'" in str(exc):
+                # Declared bounds: no prediction at any budget. Any other refusal (too
+                # small a budget or group to locate the columns): nothing detectable there.
+                if str(exc).startswith("detectable_difference() needs"):
                     raise
                 return math.inf
 
@@ -762,7 +764,9 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
             try:
                 return self.detectable_difference(n_features=n_features, n_samples=n)
             except ValueError as exc:
-                if "bounds='auto'" in str(exc):
+                # Declared bounds: no prediction at any budget. Any other refusal (too
+                # small a budget or group to locate the columns): nothing detectable there.
+                if str(exc).startswith("detectable_difference() needs"):
                     raise
                 return math.inf
 
