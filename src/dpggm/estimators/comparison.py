@@ -397,8 +397,12 @@ class PrivateGraphComparison(Deliverable, ContractMixin, BaseEstimator):
 norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missing_share
         As :class:`~dpggm.estimators.graph.PrivateGraph`'s, for every group's release
         (``select="fdr"``); ``fdr`` and ``confidence_level`` also for the differences.
-    centrality_support : {"selected", "all"}, default="selected"
-        A node's centrality sums over its selected edges, or over every pair.
+    centrality_support : {"familywise", "selected", "all"}, default="familywise"
+        A node's centrality sums over the pairs Holm's procedure selects at family-wise
+        error ``1 - confidence_level`` (so that a false edge, large because it was
+        selected, rarely enters a node's sum), over the edges the false-discovery control
+        selects, or over every pair (:meth:`PrivateGraph.centrality
+        <dpggm.estimators.graph.PrivateGraph.centrality>`).
     n_draws : int, default=2000
         Linearised draws of each release that calibrate the global test (more than 100
         variables: the Sidak bound instead).
@@ -471,7 +475,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         "fdr_method": Options("bh", "by"),
         "confidence_level": fraction(),
         "planned_missing_share": Interval(0, 1, closed="left"),
-        "centrality_support": Options("selected", "all"),
+        "centrality_support": Options("familywise", "selected", "all"),
         "n_draws": Interval(100, None, closed="left", integer=True),
         "report_delta": REPORT_DELTA,
         "random_state": RANDOM_STATE,
@@ -499,7 +503,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         fdr_method: str = "bh",
         confidence_level: float = 0.9,
         planned_missing_share: float = 0.0,
-        centrality_support: str = "selected",
+        centrality_support: str = "familywise",
         n_draws: int = 2000,
         report_delta: float = DEFAULT_REPORT_DELTA,
         random_state: Any = None,
@@ -927,7 +931,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         centrality = {}
         for level in levels:
             release = fitted[level].release_
-            group_withheld = (withheld if withheld and self.centrality_support == "selected"
+            group_withheld = (withheld if withheld and self.centrality_support != "all"
                               else None)
             centrality[level] = node_centrality(
                 inferences[level], n_samples=release.n_samples,
@@ -1175,8 +1179,12 @@ def comparison_result_record(estimator: PrivateGraphComparison) -> dict[str, Any
             "support": estimator.centrality_support,
             "strength": "sum of |partial correlation| over the node's edges",
             "expected_influence": "sum of the node's partial correlations over its edges",
+            "edges": {"familywise": "the pairs Holm's procedure selects at family-wise "
+                                    "error 1 - confidence_level",
+                      "selected": "the edges the false-discovery control selects",
+                      "all": "every pair"}[estimator.centrality_support],
             "intervals": "delta method with the covariance of the node's pairs' estimates; "
-                         "the edges (the release's selection) taken as given",
+                         "the edges taken as given",
         },
         "privacy": estimator.privacy_.to_dict(),
         "groups": {level: graph_result_record(estimator.groups_[level]) for level in levels},

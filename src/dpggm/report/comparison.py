@@ -215,6 +215,11 @@ def _cases(privacy: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _support_words(record: dict[str, Any]) -> str:
+    edges = (record.get("centrality") or {}).get("edges")
+    return f"its edges ({edges})" if edges else "its edges"
+
+
 def _figure(drawing: Any, caption: str, label: str) -> str:
     return (f'<figure role="img" aria-label="{html.escape(label)}">{inline_svg(drawing)}'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -265,8 +270,9 @@ def comparison_report(directory: Path | str, *, name: str | None = None) -> str:
         parts.append("<h2>Centrality</h2>" + _figure(
             drawings["centrality"]["svg"],
             "Every node's strength (sum of |partial correlation| over its edges) and expected "
-            "influence (sum of its signed partial correlations), one colour per group, with "
-            "delta-method intervals that take the release's edges as given "
+            "influence (sum of its signed partial correlations), one colour per group, over "
+            + _support_words(loaded["record"]) + ", with delta-method intervals that take "
+            "those edges as given "
             "(centrality.csv; centrality_differences.csv has the groups' differences with "
             "intervals and p-values).", "centrality"))
     if differences is not None:

@@ -29,8 +29,11 @@ Differences between two groups
 
 Centrality
     :func:`node_centrality`: strength (the sum of ``|partial correlation|`` over a node's
-    edges) and expected influence (the signed sum) of every node, over the release's
-    selected edges (``support="selected"``) or every pair (``"all"``), with intervals by
+    edges) and expected influence (the signed sum) of every node, over the pairs Holm's
+    procedure selects at family-wise error ``1 - confidence_level`` (``support=
+    "familywise"``, so that a false edge -- large because it was selected -- rarely enters
+    a node's sum), the release's false-discovery selection (``"selected"``) or every pair
+    (``"all"``), with intervals by
     the delta method with the covariance of the node's pairs (:func:`pair_covariance`, in
     closed form), the edges taken as given. :func:`compare_centrality`: their differences
     between two groups.
@@ -59,6 +62,7 @@ __all__ = [
     "DifferenceInference",
     "compare_centrality",
     "compare_inferences",
+    "holm_selected",
     "linearised_draws",
     "node_centrality",
     "pair_covariance",
@@ -69,7 +73,7 @@ __all__ = [
 DEFAULT_DRAWS = 2000
 
 #: Which pairs a node's centrality sums over.
-CENTRALITY_SUPPORTS = ("selected", "all")
+CENTRALITY_SUPPORTS = ("familywise", "selected", "all")
 
 #: Draws simulated at once (memory: ``batch * p**2`` floats, several arrays).
 _BATCH = 250
@@ -425,8 +429,24 @@ def pair_covariance(inference: EdgeInference, first: np.ndarray, second: np.ndar
     return out
 
 
+def holm_selected(p_values: np.ndarray, alpha: float) -> np.ndarray:
+    """Holm's step-down selection at family-wise error rate ``alpha``: the pairs whose
+    ``i``-th smallest p-value and every smaller one are at most ``alpha / (m - i + 1)``."""
+    p_values = np.asarray(p_values, dtype=float)
+    m = p_values.size
+    chosen = np.zeros(m, dtype=bool)
+    if m == 0:
+        return chosen
+    order = np.argsort(np.where(np.isfinite(p_values), p_values, np.inf), kind="stable")
+    limits = alpha / (m - np.arange(m))
+    passed = p_values[order] <= limits
+    stop = int(np.argmin(passed)) if not passed.all() else m
+    chosen[order[:stop]] = True
+    return chosen
+
+
 def node_centrality(inference: EdgeInference, *, n_samples: int, noise_variance: float,
-                    support: str = "selected", confidence_level: float | None = None,
+                    support: str = "familywise", confidence_level: float | None = None,
                     withheld: str | None = None) -> CentralityInference:
     """Strength and expected influence of every node from one release, with intervals.
 
@@ -449,8 +469,12 @@ def node_centrality(inference: EdgeInference, *, n_samples: int, noise_variance:
                                    np.zeros((p, p), dtype=bool), level, withheld)
     rows, cols = inference.source, inference.target
     r = np.asarray(inference.partial_correlation, dtype=float)
-    on = (np.asarray(inference.selected, dtype=bool) if support == "selected"
-          else np.ones(rows.size, dtype=bool))
+    if support == "selected":
+        on = np.asarray(inference.selected, dtype=bool)
+    elif support == "familywise":
+        on = holm_selected(np.asarray(inference.p_value, dtype=float), 1.0 - level)
+    else:
+        on = np.ones(rows.size, dtype=bool)
     sign = np.sign(r)
     strength = np.zeros(p)
     influence = np.zeros(p)
