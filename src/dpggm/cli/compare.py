@@ -148,7 +148,7 @@ def compare(
             random_state=random_state, **declared)
 
     # Every option is checked (and the ledger asked) before the data file is opened.
-    make_estimator()._settings()
+    make_estimator().release_forms()
     book = None
     if ledger is not None:
         book = open_ledger(ledger, dataset)
