@@ -15,14 +15,17 @@ group sizes (each group's release at half the budget). Against the population:
   of two groups without extra edges), the share of runs whose largest-|z| p-value is at
   most 0.05 (and the Sidak bound's), with the Monte-Carlo error of a share;
 * **centrality coverage**: the share of nodes whose 90 % interval of strength (and of
-  expected influence) covers the population value ``sum_k |rho_jk|`` (``sum_k rho_jk``),
+  expected influence; the default support, Holm's family-wise selection) covers the
+  population value ``sum_k |rho_jk|`` (``sum_k rho_jk``),
   per group, and of the groups' difference, over every node and run (the calibration cell
   is this one: n = 4 000 per group, p = 15, chain 0.3).
 
 Usage (niced on a shared machine; about 3 s a comparison)::
 
-    nice -n 10 python3 benchmarks/compare_groups.py --runs 40 --null-runs 100
-    nice -n 10 python3 benchmarks/compare_groups.py --runs 30 --neighbors add-remove
+    nice -n 10 python3 benchmarks/compare_groups.py --runs 60 --null-runs 120 \
+        --json benchmarks/results/compare_groups_replace.json
+    nice -n 10 python3 benchmarks/compare_groups.py --runs 30 --null-runs 60 \
+        --neighbors add-remove --seed 1000 --json benchmarks/results/compare_groups_add_remove.json
 """
 
 from __future__ import annotations
