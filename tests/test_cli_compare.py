@@ -150,3 +150,29 @@ def test_planted_differences_are_found_and_equal_networks_give_none():
                                  random_state=14).fit(equal.frame)
     assert not est.difference_inference_.selected.any()
     assert est.global_test_["p_value"] > 0.05
+
+
+def test_centrality_intervals_cover_in_a_small_cell():
+    # Seeded calibration cell (6 comparisons of 2 x 2 500 records, 8 variables, a chain of
+    # 0.3 and one difference of 0.35, rho = 1): the 90 % intervals of strength and
+    # expected influence (Holm's support) cover the population values of most nodes, and
+    # over the false-discovery selection the strength is biased upwards by false edges.
+    covered, total = 0, 0
+    for run in range(6):
+        data = make_group_networks(n_samples=(2500, 2500), n_features=8, chain=0.3,
+                                   n_differences=1, difference=0.35, random_state=40 + run)
+        est = PrivateGraphComparison(budget=ZCDP(1.0), levels=data.levels, group="group",
+                                     random_state=80 + run).fit(data.frame)
+        for level in data.levels:
+            rows = est.centrality_[est.centrality_["group"] == level]
+            R = data.partial_correlations[level].copy()
+            np.fill_diagonal(R, 0.0)
+            for key, truth in (("strength", np.abs(R).sum(axis=1)),
+                               ("expected_influence", R.sum(axis=1))):
+                low = rows[f"{key}_ci_low"].to_numpy()
+                high = rows[f"{key}_ci_high"].to_numpy()
+                assert np.all(low <= rows[key].to_numpy()) and np.all(rows[key] <= high)
+                covered += int(np.sum((low <= truth) & (truth <= high)))
+                total += truth.size
+    assert total == 6 * 2 * 2 * 8
+    assert 0.8 <= covered / total <= 0.97
