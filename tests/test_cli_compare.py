@@ -85,6 +85,9 @@ def test_compare_needs_declared_levels_and_refuses_a_small_group(tmp_path, table
                   tmp_path / "o")
     assert result.exit_code == 2 and "--levels is needed" in result.output
     assert not (tmp_path / "o").exists()
+    result = _run("compare", path, "--group", "arm", "--levels", "patients,controls",
+                  "--rho", "1", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "no column named 'arm'" in result.output
     small = tmp_path / "small.csv"
     frame = pd.read_csv(path)
     frame = pd.concat([frame[frame.group == "patients"], frame[frame.group == "controls"][:5]])

@@ -94,6 +94,9 @@ def compare(
     group_sizes: Annotated[str | None, typer.Option(
         help="declared (public) sizes, LEVEL=N,LEVEL=N: a trial with fixed arms (then "
              "moving a record between groups is no neighbour)")] = None,
+    missing: Annotated[str, typer.Option(
+        help="what a missing value becomes: impute (the centre of its column's private "
+             "range) or refuse")] = "impute",
     fdr: Annotated[float, typer.Option(
         help="target false-discovery rate of the edges and the differences")] = 0.1,
     fdr_method: Annotated[str, typer.Option(help="bh or by")] = "bh",
@@ -143,7 +146,7 @@ def compare(
         declared = {"column_ranges": ranges} if ranges else {}
         return PrivateGraphComparison(
             budget=budget, levels=declared_levels, group=group, group_sizes=sizes,
-            neighbors=neighbors, fdr=fdr, fdr_method=fdr_method,
+            neighbors=neighbors, missing=missing, fdr=fdr, fdr_method=fdr_method,
             confidence_level=confidence_level, centrality_support=centrality_support,
             random_state=random_state, **declared)
 

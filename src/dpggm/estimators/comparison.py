@@ -1082,6 +1082,11 @@ def _split_records(X: Any, groups: Any, settings: dict[str, Any], owner: Any) ->
         table = X if isinstance(X, TableFile) else TableFile(X)
         if column is None:
             raise ValueError("for a file, name its grouping column: group='COLUMN'")
+        names = table.resolve().names  # the header only
+        if column not in names:
+            raise ValueError(f"group: {table.where} has no column named {column!r}; its "
+                             f"columns are {', '.join(repr(n) for n in names[:20])}"
+                             + (", ..." if len(names) > 20 else ""))
         variables = replace(table, drop=tuple(table.drop) + (column,))
         blocks = list(iter_chunks(variables, missing=missing))
         values = np.concatenate([b[0] for b in blocks]) if blocks else np.empty((0, 0))
