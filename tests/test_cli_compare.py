@@ -76,6 +76,8 @@ def test_compare_writes_every_file_and_charges_the_ledger(tmp_path, table):
     assert spend.budget == ZCDP(1.0)
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Where the networks differ" in report and "<svg" in report
+    assert record["centrality"]["support"] == "familywise"
+    assert "Holm" in report
     assert "staging" not in report
 
 

@@ -103,7 +103,9 @@ def compare(
     confidence_level: Annotated[float, typer.Option(
         help="level of the intervals, in (0, 1)")] = 0.9,
     centrality_support: Annotated[str, typer.Option(
-        help="selected (a node's centrality over its selected edges) or all")] = "selected",
+        help="which pairs a node's centrality sums over: familywise (those Holm's procedure "
+             "selects at family-wise error 1 - confidence level), selected (the "
+             "false-discovery selection) or all")] = "familywise",
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-compare"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,

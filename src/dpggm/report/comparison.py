@@ -161,7 +161,9 @@ def _summary(record: dict[str, Any], differences: pd.DataFrame | None) -> str:
         lines.append(
             "<p>Global test of “the two networks are equal” ("
             f"{html.escape(str(test.get('statistic', '')))}): statistic "
-            f"{format_number(test.get('value'))}, p = {_p(test.get('p_value'))} "
+            f"{format_number(test.get('value'))}, "
+            + (f"p = {_p(test['p_value'])}" if test["p_value"] >= 0.001 else "p < 0.001")
+            + " "
             f"({html.escape(str(test.get('calibration', '')))}).</p>")
     detectable = (record.get("detectable_difference") or {}).get("difference")
     if isinstance(detectable, (int, float)):
