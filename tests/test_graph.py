@@ -319,7 +319,8 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     pictures = [f"{stem}.{fmt}" for stem in ("graph", "intervals", "precision")
                 for fmt in ("pdf", "png", "svg")]
     assert sorted(p.name for p in out.iterdir()) == sorted([
-        "edges.csv", "precision.npy", "report.html", "result.json", *pictures])
+        "centrality.csv", "edges.csv", "precision.npy", "report.html", "result.json",
+        *pictures])
     record = json.loads((out / "result.json").read_text())
     privacy = record["privacy"]
     assert privacy["budget"] == {"notion": "zcdp", "rho": 1.0}

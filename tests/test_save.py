@@ -154,8 +154,11 @@ def test_private_graph_saves_its_own_edge_list_and_record(tmp_path):
     assert len(graph.edges_) < int((np.triu(graph.precision_, 1) != 0).sum())
     graph.save(tmp_path / "o")
     out = tmp_path / "o"
-    assert {p.name for p in out.iterdir()} == {"result.json", "edges.csv", "precision.npy"}
+    assert {p.name for p in out.iterdir()} == {"result.json", "edges.csv", "precision.npy",
+                                               "centrality.csv"}
     assert (out / "edges.csv").read_text() == edges_csv_text(graph.edges_)
+    centrality = pd.read_csv(out / "centrality.csv", dtype={"node": str})
+    pd.testing.assert_frame_equal(centrality, graph.centrality_, check_exact=False, rtol=1e-9)
     pd.testing.assert_frame_equal(_saved_edges(out), graph.edges_, check_exact=False,
                                   rtol=1e-9)
     record = json.loads((out / "result.json").read_text())

@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from dpggm.cli import audit, budget, estimate, experiment, graph, plan, report, tools
+from dpggm.cli import audit, budget, compare, estimate, experiment, graph, plan, report, tools
 from dpggm.cli._common import console
 
 app = typer.Typer(
@@ -54,6 +54,7 @@ app.command()(tools.recover)
 app.command()(experiment.experiment)
 app.command("example-data")(tools.example_data)
 app.command("graph")(graph.graph)
+app.command("compare")(compare.compare)
 app.command("plan")(plan.plan)
 app.command("report")(report.report)
 app.command("audit")(audit.audit_command)

@@ -233,6 +233,10 @@ def plan(
     max_rounds: Annotated[int | None, typer.Option(help="PACE: the round budget divisor T")] = None,
     allow_invalid: Annotated[bool, typer.Option(
         "--allow-invalid", help="plan a method whose published guarantee is invalid")] = False,
+    groups: Annotated[int | None, typer.Option(
+        "--groups", help="plan dpggm compare: 2 groups of --rows records in all (split "
+                         "equally); with --detect, the difference of partial correlations "
+                         "to detect")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
     """Every step a `dpggm graph` or `dpggm estimate` run would make on ROWS x COLUMNS
@@ -240,6 +244,13 @@ def plan(
     before any data are read. The run records the same figures in result.json."""
     from dpggm.estimators.registry import GRAPH_METHODS, METHODS
 
+    if groups is not None:
+        from dpggm.cli.compare import plan_comparison
+
+        plan_comparison(columns=columns, rows=rows, groups=groups, detect=detect,
+                        epsilon=epsilon, delta=delta, rho=rho, mu=mu, neighbors=neighbors,
+                        fdr=fdr, as_json=as_json)
+        return
     if detect is not None:
         _plan_in_reverse(columns=columns, rows=rows, detect=detect, epsilon=epsilon,
                          delta=delta, rho=rho, mu=mu, method=method, command=command,

@@ -9,6 +9,8 @@ from dpggm._lazy import lazy_exports
 
 # Name -> module; imported on first use (see dpggm._lazy) so that start-up stays fast.
 _EXPORTS = {
+    "GroupNetworks": "dpggm.datasets.groups",
+    "make_group_networks": "dpggm.datasets.groups",
     "QuestionnaireExport": "dpggm.datasets.exports",
     "make_questionnaire_export": "dpggm.datasets.exports",
     "RealData": "dpggm.datasets.real",
@@ -31,6 +33,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpggm.datasets.exports import QuestionnaireExport, make_questionnaire_export
+    from dpggm.datasets.groups import GroupNetworks, make_group_networks
     from dpggm.datasets.real import (
         RealData,
         load_breast_cancer,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 __all__ = [
+    "GroupNetworks",
     "QuestionnaireExport",
     "RealData",
     "SyntheticData",
@@ -58,6 +62,7 @@ __all__ = [
     "load_diabetes",
     "load_wine",
     "make_chain",
+    "make_group_networks",
     "make_questionnaire",
     "make_questionnaire_export",
     "make_raw_chain",

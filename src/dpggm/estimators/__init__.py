@@ -47,6 +47,7 @@ _EXPORTS = {
     "NoisyGraphicalLasso": "dpggm.estimators.noisy_glasso",
     "PACECovariance": "dpggm.estimators.pace",
     "PrivateGraph": "dpggm.estimators.graph",
+    "PrivateGraphComparison": "dpggm.estimators.comparison",
     "GWishartGraph": "dpggm.estimators.gwishart",
     "GraphicalLasso": "dpggm.estimators.precision",
     "OutputPerturbationPrecision": "dpggm.estimators.precision",
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
         SeparateCovariance,
         SSPCovariance,
     )
+    from dpggm.estimators.comparison import PrivateGraphComparison
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
@@ -111,6 +113,7 @@ __all__ = [
     "OutputPerturbationPrecision",
     "PACECovariance",
     "PrivateGraph",
+    "PrivateGraphComparison",
     "PrivateCovariance",
     "PrivateLinearRegression",
     "RidgePrecision",

@@ -29,6 +29,21 @@ Passes
     not selected: their ranges are used as given, and when every range is declared passes
     2-3 do not run. The counts of passes 1-4 are histograms on public grids
     (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
+
+Add/remove neighbours (``neighbors="add-remove"``)
+    The number of records is private. The first step releases a noisy count
+    (:func:`release_count`, ``count_fraction`` of the total, a share fixed by the total
+    alone); the rest of the plan is made from that released count
+    (:func:`plan_from_released_count`: the bound shares, the ranges' epsilons and every
+    public figure) and spends exactly the rest. The rank scores of the private ranges and
+    norm bound keep sensitivity 1 under either relation (adding a record moves every count
+    and the target rank the same way, by at most one); the column sums and the Gram
+    matrix are released unnormalised with their add/remove sensitivities (``B`` and
+    ``B**2``: :func:`~dpggm.mechanisms.release.release_column_sums`,
+    :func:`~dpggm.mechanisms.release.release_gram`) and divided by the released count
+    (post-processing), as are the counts of values present. Used for one group of
+    records whose size is private (:class:`~dpggm.estimators.comparison.
+    PrivateGraphComparison`).
 """
 
 from __future__ import annotations
@@ -50,7 +65,12 @@ from dpggm.estimators._passes import (
     ValueCounts,
 )
 from dpggm.exceptions import BudgetRangeError
-from dpggm.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from dpggm.mechanisms.additive import (
+    MAX_RECORDS,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NoisyCount,
+)
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
@@ -69,6 +89,8 @@ from dpggm.mechanisms.private_bounds import (
     ranges_locate_columns,
 )
 from dpggm.mechanisms.release import (
+    release_column_sums,
+    release_gram,
     release_mean,
     release_observed_counts,
     release_second_moment,
@@ -100,9 +122,12 @@ __all__ = [
     "accounting_budget",
     "check_not_hopeless",
     "check_plan_budget_range",
+    "count_step",
     "graph_plan",
     "pass_threads",
+    "plan_from_released_count",
     "predicted_partial_correlation_noise",
+    "release_count",
     "run_plan",
 ]
 
@@ -144,6 +169,13 @@ class GraphSettings:
     missing: str = "impute"
     #: Declared public ranges ``(column name or position, low, high)`` (``bounds="auto"``).
     column_ranges: tuple[tuple[str | int, float, float], ...] = ()
+    #: Share of the total for the noisy count (``neighbors="add-remove"`` only).
+    count_fraction: Fraction = Fraction(1, 16)
+
+    @property
+    def add_remove(self) -> bool:
+        """Whether the number of records is private (add/remove neighbours)."""
+        return self.neighbors == "add-remove"
 
     @property
     def auto(self) -> bool:
@@ -267,12 +299,19 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
     fixed = settings.declared
     pure = isinstance(settings.accounting, PureDP)
     neighbors = settings.neighbors
+    # Under replace-one the normalised statistics (n public); under add/remove the sums
+    # themselves, divided by the released count afterwards.
+    per = 1 if settings.add_remove else n
     if settings.private_centre:
         budget = shares["centring"]
         if fixed is not None:
             sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(fixed, p=p,
-                                                                        neighbors=neighbors) / n
+                                                                        neighbors=neighbors) / per
             rule = ""
+        elif settings.add_remove:
+            sens = None
+            rule = (f"{'sqrt(p) ' if pure else ''}B (the column sums, divided by the released "
+                    "count), B the released norm bound")
         else:
             sens = None
             rule = ("2 sqrt(p) / n, records in the box [-1, 1]^p" if settings.method == "pace"
@@ -291,8 +330,13 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
     size = p * (p + 1) // 2
     if fixed is not None:
         sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
-            fixed, p=p, neighbors=neighbors) / n
+            fixed, p=p, neighbors=neighbors) / per
         rule = ""
+    elif settings.add_remove:
+        sens = None
+        rule = (("(p + 1) B^2 / 2 (l1)" if pure else "B^2 (l2)")
+                + " of the Gram matrix Z^T Z (divided by the released count), B the released "
+                  "norm bound")
     else:
         sens = None
         rule = ("(p + 1) B^2 / n (l1)" if pure else "sqrt(2) B^2 / n (l2)") + \
@@ -315,6 +359,10 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     steps: list[PlannedMeasurement] = []
     used = Fraction(0)
     notes: dict[str, Any] = {}
+    if settings.add_remove:
+        steps.append(count_step(settings))
+        used += settings.count_fraction
+        notes["count_fraction"] = str(settings.count_fraction)
     private = settings.private_range_columns(p)
     if settings.n_declared_ranges:
         notes["declared_ranges"] = settings.n_declared_ranges
@@ -372,7 +420,9 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     if used >= 1:
         raise ValueError(
             "the bound and centring shares leave nothing for the graph: bound_fraction + "
-            f"center_fraction must be < 1; got {fraction} + {settings.center_fraction}"
+            f"center_fraction{' + count_fraction' if settings.add_remove else ''} must be "
+            f"< 1; got {fraction} + {settings.center_fraction}"
+            + (f" + {settings.count_fraction}" if settings.add_remove else "")
         )
     # The graph gets exactly what remains.
     spent = sum((_notion_cost(s.budget) for s in steps), Fraction(0))
@@ -382,6 +432,47 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     steps.extend(_release_steps(settings, shares, n, p))
     return ReleasePlan("PrivateGraph", n, p, settings.requested, total, tuple(steps),
                        settings.neighbors, notes)
+
+
+#: The fewest records a plan made from a released count is made for (a count released
+#: below it is taken as this many: planning only, the data are unchanged).
+MIN_PLANNING_COUNT = 2
+
+
+def count_step(settings: GraphSettings) -> PlannedMeasurement:
+    """The noisy count of an add/remove plan: ``count_fraction`` of the total, a share
+    fixed by the total alone (so that the count can be released before the rest of the
+    plan is made from it)."""
+    budget = dyadic_share(settings.accounting, settings.count_fraction)
+    measurement = NoisyCount(budget)
+    return measurement.planned(
+        "count", sensitivity_rule="one record added or removed moves the count by 1")
+
+
+def release_count(settings: GraphSettings, n: int, ctx: ReleaseContext,
+                  accountant: PrivacyAccountant) -> tuple[float, dict[str, Any]]:
+    """The noisy count of ``n`` records (add/remove: the first step, checked against
+    ``accountant`` before and booked after), and its breakdown entry."""
+    step = count_step(settings)
+    accountant.check(step.budget)
+    noisy = step.measurement.release(int(n), ctx.source)
+    accountant.spend(step.budget, mechanism=step.mechanism, step="count")
+    return noisy, {"step": "count", "budget": step.budget, "mechanism": step.mechanism,
+                   **step.noise, "released_count": noisy}
+
+
+def planning_count(noisy: float) -> int:
+    """The size a plan is made for from a released count (public)."""
+    return max(int(round(float(noisy))), MIN_PLANNING_COUNT)
+
+
+def plan_from_released_count(settings: GraphSettings, noisy: float, p: int) -> ReleasePlan:
+    """The plan of an add/remove fit, made from its released count (post-processing of a
+    released value): the bound shares, the ranges' epsilons and the public figures follow
+    from it; the count step is the one already run."""
+    plan = graph_plan(settings, planning_count(noisy), p)
+    return replace(plan, notes={**plan.notes, "planned_from": "the released count",
+                                "released_count": float(noisy)})
 
 
 #: Variance of a normal column rescaled by ``median +- RANGE_WIDTH MAD`` onto [-1, 1].
@@ -406,10 +497,14 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
         return None
     n, p = plan.n_samples, plan.n_features
     b2 = p * _RESCALED_VARIANCE
+    # Add/remove releases the Gram with sensitivity B^2 ((p + 1) B^2 / 2 in l1): a factor
+    # 1 / sqrt(2) (1 / 2) below replace-one's.
+    add_remove = plan.neighbors == "add-remove"
     if isinstance(graph.budget, PureDP):
-        entry = math.sqrt(2.0) * (p + 1) * b2 / n * graph.noise["noise_multiplier"]
+        entry = (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * b2 / n * \
+            graph.noise["noise_multiplier"]
     else:
-        entry = math.sqrt(2.0) * b2 / n * graph.noise["noise_multiplier"]
+        entry = (1.0 if add_remove else math.sqrt(2.0)) * b2 / n * graph.noise["noise_multiplier"]
     return entry / (_AFTER_NORM_CLIPPING * _RESCALED_VARIANCE)
 
 
@@ -482,21 +577,30 @@ def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
     bounds = settings.declared if settings.declared is not None else Box(1.0)
     pure = isinstance(plan.accounting, PureDP)
     parts: list[Any] = []
+    # Under add/remove the sums are released unnormalised: their size is bounded through
+    # the most records a release is analysed for (n is private).
+    neighbors = settings.neighbors
+    per, records = (1, float(MAX_RECORDS)) if settings.add_remove else (n, 1.0)
     for step in shares_of.steps:
         share = _notion_cost(step.budget) / total
-        if step.step == "missing counts":
+        if step.step == "count":
+            parts.append(NoisePart(share=share, sensitivity=1.0, size=1,
+                                   value_bound=float(MAX_RECORDS), laplace=pure))
+        elif step.step == "missing counts":
             parts.append(NoisePart(share=share, sensitivity=float(step.sensitivity), size=p,
-                                   value_bound=float(n), laplace=pure))
+                                   value_bound=float(MAX_RECORDS if settings.add_remove else n),
+                                   laplace=pure))
         elif step.step == "centring":
             sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(
-                bounds, p=p, neighbors="replace") / n
+                bounds, p=p, neighbors=neighbors) / per
             parts.append(NoisePart(share=share, sensitivity=sens, size=p,
-                                   value_bound=bounds.row_norm(p), laplace=pure))
+                                   value_bound=bounds.row_norm(p) * records, laplace=pure))
         elif step.step == "graph" and settings.method != "pace":
             sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
-                bounds, p=p, neighbors="replace") / n
+                bounds, p=p, neighbors=neighbors) / per
             parts.append(NoisePart(share=share, sensitivity=sens, size=p * (p + 1) // 2,
-                                   value_bound=bounds.row_norm(p) ** 2, laplace=pure))
+                                   value_bound=bounds.row_norm(p) ** 2 * records,
+                                   laplace=pure))
         elif step.step == "graph":
             from dpggm.estimators.pace import PACECovariance, pace_noise_parts
             from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
@@ -559,6 +663,10 @@ class GraphRelease:
     caveats: list[str] = field(default_factory=list)
     #: The fitted PACE-GGM run of the ``graph`` step (``method="pace"``).
     graph_estimator: Any = None
+    #: The plan that ran (add/remove: made from the released count).
+    plan: ReleasePlan | None = None
+    #: The released count (add/remove), its value as drawn.
+    count: float | None = None
 
 
 class _Runner:
@@ -566,11 +674,18 @@ class _Runner:
     booked (so only what ran is spent)."""
 
     def __init__(self, settings: GraphSettings, plan: ReleasePlan, records: Any,
-                 ctx: ReleaseContext) -> None:
+                 ctx: ReleaseContext, accountant: PrivacyAccountant | None = None) -> None:
         self.settings, self.plan, self.records, self.ctx = settings, plan, records, ctx
-        self.accountant = None if settings.non_private else PrivacyAccountant(plan.accounting)
+        self.accountant = None if settings.non_private else (
+            accountant if accountant is not None else PrivacyAccountant(plan.accounting))
         self.steps = {s.step: s for s in plan.steps}
-        self.out = GraphRelease(n=plan.n_samples)
+        self.out = GraphRelease(n=plan.n_samples, plan=plan)
+
+    @property
+    def divisor(self) -> int:
+        """What the sums are divided by: ``n`` (public under replace-one), or under
+        add/remove the count the plan was made from (released)."""
+        return self.plan.n_samples
 
     def _run(self, task: Any) -> Any:
         shift = self.settings.public_centre
@@ -711,6 +826,9 @@ class _Runner:
         if self.settings.non_private:
             self.out.second_moment = (gram + gram.T) / (2 * n)
             self.out.mean = total / n if self.settings.private_centre else None
+        elif self.settings.add_remove:
+            self._release_sums(gram, total, bounds)
+            n = self.divisor
         else:
             if self.settings.private_centre:
                 # Unprefixed noise keys: the step's record reads as its plan does.
@@ -723,6 +841,24 @@ class _Runner:
         self._centre(gram, total, n)
         if self.settings.method == "pace":
             self._pace(n)
+
+    def _release_sums(self, gram: np.ndarray, total: np.ndarray, bounds: Bounds) -> None:
+        """Add/remove: the column sums and the Gram matrix, unnormalised, each divided by
+        the released count (post-processing)."""
+        divisor = float(self.divisor)
+        if self.settings.private_centre:
+            self.out.mean = self._book("centring", lambda planned: _divided(
+                release_column_sums(total, bounds=bounds, budget=planned.budget,
+                                    ctx=self.ctx), divisor))
+        mechanism = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
+
+        def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
+            noisy, entry_std, record = release_gram(gram, bounds=bounds, budget=planned.budget,
+                                                    mechanism=mechanism, ctx=self.ctx)
+            self.out.entry_noise_std = entry_std / divisor
+            return noisy / divisor, record
+
+        self.out.second_moment = self._book("graph", run)
 
     def _pace(self, n: int) -> None:
         """PACE-GGM on the exact centred second moment of the boxed records, as the planned
@@ -763,6 +899,8 @@ class _Runner:
         if self.settings.non_private:
             self.out.present = np.clip(observed / n, _MIN_PRESENT, 1.0)
             return
+        # Under add/remove the shares are over the released count (n is private).
+        n = self.divisor
         noise: dict[str, Any] = {}
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
@@ -890,7 +1028,22 @@ def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: Rele
              first: Any) -> tuple[GraphRelease, Any]:
     """Run every step of ``plan`` on ``records`` (``first`` is the first pass's result,
     already computed while reading). Returns the release and the accountant."""
-    runner = _Runner(settings, plan, records, ctx)
+    accountant = None
+    count = None
+    steps: list[dict[str, Any]] = []
+    if settings.add_remove and not settings.non_private:
+        # The count first; the rest of the plan is made from it.
+        accountant = PrivacyAccountant(settings.accounting)
+        count, entry = release_count(settings, records.n_samples, ctx, accountant)
+        steps.append(entry)
+        plan = plan_from_released_count(settings, count, plan.n_features)
+        # Refused (before anything but the count is drawn, and nothing is released) only
+        # when the count lands far from the records' number, whose plan passed these.
+        check_plan_budget_range(plan, settings)
+        check_not_hopeless(plan)
+    runner = _Runner(settings, plan, records, ctx, accountant)
+    runner.out.steps.extend(steps)
+    runner.out.count = count
     if settings.auto:
         # The names are checked against the columns before any draw.
         declared = resolve_column_ranges(settings.column_ranges, list(records.columns))
@@ -924,3 +1077,10 @@ def first_pass_task(settings: GraphSettings) -> Any:
     shift = settings.public_centre
     return task if shift is None else Shifted(task, shift)
 
+
+
+def _divided(released: tuple[np.ndarray, dict[str, Any]],
+             divisor: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """Released sums over a released count (post-processing), with their noise record."""
+    values, record = released
+    return values / divisor, record

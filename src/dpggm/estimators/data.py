@@ -78,6 +78,7 @@ __all__ = [
     "is_path",
     "iter_chunks",
     "looks_like_identifier",
+    "read_text_column",
     "refuse_degenerate_columns",
 ]
 
@@ -1493,3 +1494,128 @@ def clipped_second_moment(
         raise ValueError("X needs at least 2 records (rows); got 0")
     return finish_second_moment(gram, total, n, n_clipped, columns)
 
+
+
+# ------------------------------------------------------------------- a column as text
+
+
+def _text_label(value: Any, markers: _Markers) -> str | None:
+    """A cell as a label: its text (spaces trimmed; a whole number without its ``.0``),
+    ``None`` when missing."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return None if float(value) in markers.numbers else str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if float(value) in markers.numbers:
+            return None
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value).strip()
+    return None if markers.is_missing_text(text) else text
+
+
+def read_text_column(source: TableFile, column: str) -> list[str | None]:
+    """The cells of ``column`` of a file, as text, one per record: in the order in which
+    :func:`iter_chunks` yields the records of ``source`` (a row with no value at all in any
+    column is no record, there as here), ``None`` where the cell is missing. For a
+    grouping column left out of the variables (``drop``): ``patients``, ``1``, ``M``.
+
+    Whole numbers read as numbers are written without a decimal part (``1.0`` as ``1``).
+
+    Privacy
+    -------
+    Reads private values (the column's): the result is for the curator's code, which
+    splits the records by it; nothing is released.
+    """
+    kind = source.kind
+    markers = _Markers(source)
+    if kind == "csv":
+        return _csv_text_column(source, column, markers)
+    if kind == "parquet":
+        return _parquet_text_column(source, column, markers)
+    path = _open_checked(source)
+    layout, table = _open_frame_table(source, path)
+    position = _column_position(source, layout, column)
+    out: list[str | None] = []
+    for chunk in table.chunks:
+        frame = chunk.frame
+        # A row with no value in any column is no record (as the records are read).
+        present = np.zeros(frame.shape[0], dtype=bool)
+        for j in range(frame.shape[1]):
+            cells = frame.iloc[:, j].to_numpy(dtype=object)
+            present |= np.array([_text_label(c, markers) is not None for c in cells], dtype=bool)
+        labels = [_text_label(c, markers) for c in frame.iloc[:, position].to_numpy(dtype=object)]
+        out.extend(label for label, kept in zip(labels, present) if kept)
+    return out
+
+
+def _column_position(source: TableFile, layout: _Layout, column: str) -> int:
+    if column not in layout.names:
+        shown = ", ".join(repr(c) for c in layout.names[:10])
+        raise ValueError(f"{source.where} has no column named {column!r}; its columns are "
+                         f"{shown}{', ...' if len(layout.names) > 10 else ''}")
+    return layout.names.index(column)
+
+
+def _csv_text_column(source: TableFile, column: str, markers: _Markers) -> list[str | None]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    layout, skip = _csv_layout_and_skip(source)
+    position = _column_position(source, layout, column)
+    internal = [f"c{j}" for j in range(len(layout.names))]
+    read_options = pacsv.ReadOptions(column_names=internal, encoding=source.encoding,
+                                     block_size=1 << 20)
+    parse_options = pacsv.ParseOptions(delimiter=source.delimiter, ignore_empty_lines=False)
+    convert = pacsv.ConvertOptions(column_types={name: pa.string() for name in internal},
+                                   null_values=[], strings_can_be_null=False,
+                                   quoted_strings_can_be_null=False)
+    text_markers = pa.array(markers.text)
+    out: list[str | None] = []
+    path = Path(source.path)
+    with _formats.open_binary(path, source.compression) as stream:
+        for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
+            table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)),
+                                   read_options=read_options, parse_options=parse_options,
+                                   convert_options=convert)
+            present = np.zeros(table.num_rows, dtype=bool)
+            for k in range(len(internal)):
+                text = pc.utf8_trim_whitespace(table.column(k))
+                missing = pc.fill_null(pc.is_in(text, value_set=text_markers), True)
+                present |= ~missing.to_numpy(zero_copy_only=False)
+            if markers.numbers.size:
+                # A field that is a numeric marker (-99) is missing too.
+                for i in np.flatnonzero(present):
+                    present[i] = any(_text_label(table.column(k)[i].as_py(), markers) is not None
+                                     for k in range(len(internal)))
+            cells = table.column(position).to_pylist()
+            out.extend(_text_label(c, markers) for c, kept in zip(cells, present) if kept)
+    return out
+
+
+def _parquet_text_column(source: TableFile, column: str, markers: _Markers
+                         ) -> list[str | None]:
+    parts = _parquet_parts(source)
+    layout, handles = _parquet_layout(source, parts)
+    position = _column_position(source, layout, column)
+    used = set(layout.use)
+    out: list[str | None] = []
+    for handle in handles:
+        for batch in handle.iter_batches(batch_size=DEFAULT_CHUNK_ROWS):
+            present = np.zeros(batch.num_rows, dtype=bool)
+            for j, name in enumerate(layout.names):
+                values = batch.column(batch.schema.get_field_index(name))
+                if j in used:
+                    # A variable: missing when null, NaN or a numeric marker (as read).
+                    numbers = np.array(values.to_numpy(zero_copy_only=False), dtype=float)
+                    markers.apply(numbers)
+                    present |= ~np.isnan(numbers)
+                else:
+                    present |= values.is_valid().to_numpy(zero_copy_only=False)
+            cells = batch.column(batch.schema.get_field_index(layout.names[position])
+                                 ).to_pylist()
+            out.extend(_text_label(c, markers) for c, kept in zip(cells, present) if kept)
+    return out

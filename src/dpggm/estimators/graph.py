@@ -84,6 +84,7 @@ __all__ = [
     "graph_result_record",
     "inference_record",
     "partial_correlation",
+    "planned_release_noise",
     "stage_graph_release",
 ]
 
@@ -118,10 +119,35 @@ def _planned_sigma(plan: ReleasePlan, bound: float) -> float | None:
         return None
     n, p = plan.n_samples, plan.n_features
     multiplier = graph.noise["noise_multiplier"]
+    # Under add/remove the Gram is released with sensitivity B^2 ((p + 1) B^2 / 2 in l1)
+    # and divided by the count the plan was made from.
+    add_remove = plan.neighbors == "add-remove"
     if isinstance(graph.budget, PureDP):
         # Laplace of scale (p + 1) B^2 / n times the multiplier: variance 2 b^2.
-        return math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
-    return math.sqrt(2.0) * bound**2 / n * multiplier
+        return (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
+    return (1.0 if add_remove else math.sqrt(2.0)) * bound**2 / n * multiplier
+
+
+def planned_release_noise(plan: ReleasePlan, estimator: Any) -> tuple[float, float] | None:
+    """``(sigma, bound)``: the noise standard deviation of one released second-moment
+    entry of the rescaled records, and the row-norm bound the rule is expected to choose
+    (roughly normal columns, the declared missing share), from ``plan`` (a
+    :class:`PrivateGraph` plan, ``bounds="auto"``, ``method="glasso"``); ``None`` where no
+    public prediction exists. A function of the plan and the options only."""
+    from scipy import stats
+
+    from dpggm.solvers.inference import RESCALED_VARIANCE
+
+    steps = {s.step: s for s in plan.steps}
+    if estimator.method != "glasso" or (not plan.non_private and "norm bound" not in steps):
+        return None
+    p = plan.n_features
+    missing = float(estimator.planned_missing_share)
+    present = max(p * (1.0 - missing), 1.0)
+    bound = math.sqrt(RESCALED_VARIANCE * float(stats.chi2.ppf(float(estimator.norm_quantile),
+                                                                present)))
+    sigma = _planned_sigma(plan, bound)
+    return None if sigma is None else (sigma, bound)
 
 
 def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_POWER,
@@ -350,8 +376,17 @@ class PrivateGraph(DPEstimator):
         ``"glasso"``: one release of the second moment and the graphical lasso with
         ``alpha``. ``"pace"``: PACE-GGM (needs a box bound, which ``bounds="auto"``
         provides).
-    neighbors : {"replace"}, default="replace"
-        The private quantiles' scores use the number of records, public under replace-one.
+    neighbors : {"replace", "add-remove"}, default="replace"
+        ``"replace"``: replacing one record (the number of records ``n`` is public).
+        ``"add-remove"``: adding or removing one record (``n`` is private): the first step
+        releases a noisy count from ``count_fraction`` of the budget, the rest of the plan
+        is made from that released count, and the column sums and the Gram matrix are
+        released unnormalised (sensitivities ``B`` and ``B**2``) and divided by it. This is
+        how :class:`~dpggm.estimators.comparison.PrivateGraphComparison` releases a group
+        whose size is private. Not with ``method="pace"``.
+    count_fraction : float in (0, 1), default=0.0625
+        Share of the budget for the noisy count under ``neighbors="add-remove"`` (unused
+        under replace-one).
     bound_fraction : float in (0, 1) or "auto", default="auto"
         Share of the budget for ``bounds="auto"`` (a sixteenth of it for the row-norm
         bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 with which,
@@ -435,6 +470,15 @@ class PrivateGraph(DPEstimator):
     inference_ : DataFrame or None
         Every pair ``j < k``: ``source, target, partial_correlation, ci_low, ci_high,
         p_value, q_value, selected`` (``method="glasso"``; ``None`` for PACE-GGM).
+    centrality_ : DataFrame or None
+        Every node: ``node, strength, strength_ci_low, strength_ci_high,
+        expected_influence, expected_influence_ci_low, expected_influence_ci_high`` --
+        the sum of ``|partial correlation|`` (strength) and of the signed partial
+        correlations (expected influence) over the node's pairs selected by Holm's
+        procedure at family-wise error ``1 - confidence_level``, with intervals at ``confidence_level`` by the delta
+        method (the covariance of the node's pairs' estimates; the edges taken as given;
+        :meth:`centrality` for other options). NaN when the selection is withheld;
+        ``None`` for PACE-GGM. Post-processing of the release.
     detectable_ : float or None
         The smallest ``|partial correlation|`` the plan detects with 80 % power at ``fdr``
         for an edge between variables without other neighbours (roughly normal columns, a
@@ -530,7 +574,8 @@ class PrivateGraph(DPEstimator):
         "column_ranges": COLUMN_RANGES,
         "center": AnyOf(Options("private", "none"), VECTOR),
         "method": Options(*GRAPH_METHODS),
-        "neighbors": Options("replace"),
+        "neighbors": Options("replace", "add-remove"),
+        "count_fraction": fraction(),
         "bound_fraction": AnyOf(Options("auto"), fraction()),
         "center_fraction": fraction(),
         "range_width": Interval(0, None, closed="neither"),
@@ -554,6 +599,7 @@ class PrivateGraph(DPEstimator):
         center: Any = "private",
         method: str = "glasso",
         neighbors: str = "replace",
+        count_fraction: float = 0.0625,
         bound_fraction: Any = "auto",
         center_fraction: float = 0.0625,
         range_width: float = RANGE_WIDTH,
@@ -575,6 +621,7 @@ class PrivateGraph(DPEstimator):
         self.center = center
         self.method = method
         self.neighbors = neighbors
+        self.count_fraction = count_fraction
         self.bound_fraction = bound_fraction
         self.center_fraction = center_fraction
         self.range_width = range_width
@@ -594,20 +641,18 @@ class PrivateGraph(DPEstimator):
 
     def _settings(self) -> GraphSettings:
         """Every parameter checked, before any data are read."""
-        if self.neighbors == "add-remove":
-            raise UnsupportedNeighborsError(
-                "PrivateGraph chooses its bounds from private quantiles whose scores use the "
-                "number of records, which is private under add/remove neighbours; use "
-                "neighbors='replace' (or declare bounds and use GraphicalLasso with "
-                "neighbors='add-remove')"
-            )
         params = self._validate_params()
+        if params["neighbors"] == "add-remove" and self.method == "pace":
+            raise UnsupportedNeighborsError(
+                "method 'pace' divides its measurements by the number of records, which is "
+                "private under add/remove neighbours; use method='glasso' or "
+                "neighbors='replace'")
         if params["missing"] == "drop":
             raise ValueError(
                 "missing='drop' is refused: dropping incomplete rows makes the number of "
-                "records depend on the private data, while replace-one neighbours (the only "
-                "relation PrivateGraph offers) take it as public; use missing='impute' (the "
-                "default) or missing='refuse'"
+                "records depend on the private data, while replace-one neighbours take it "
+                "as public (and the ranges and norm bound of bounds='auto' count every "
+                "record); use missing='impute' (the default) or missing='refuse'"
             )
         budget = params["budget"]
         auto = isinstance(params["bounds"], str)
@@ -634,8 +679,9 @@ class PrivateGraph(DPEstimator):
             else Fraction(bound_fraction),
             center_fraction=Fraction(params["center_fraction"]),
             range_width=float(params["range_width"]),
-            norm_quantile=params["norm_quantile"], neighbors="replace",
+            norm_quantile=params["norm_quantile"], neighbors=params["neighbors"],
             missing=params["missing"], column_ranges=column_ranges,
+            count_fraction=Fraction(params["count_fraction"]),
         )
 
     @staticmethod
@@ -844,6 +890,9 @@ class PrivateGraph(DPEstimator):
     def _finish(self, X: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
                 release: Any, run: Any, ctx: ReleaseContext) -> None:
         release, accountant = release
+        # Under add/remove the plan that ran was made from the released count.
+        plan = release.plan if release.plan is not None else plan
+        self.plan_ = plan
         columns = list(data.records.columns)
         self.bound_fraction_ = (Fraction(plan.notes["bound_fraction"])
                                 if "bound_fraction" in plan.notes else None)
@@ -917,6 +966,45 @@ class PrivateGraph(DPEstimator):
         stage_graph_release(staged, self, record)
 
     # -- inference (post-processing of the release) -----------------------------------
+
+    def centrality(self, *, support: str = "familywise",
+                   confidence_level: float | None = None) -> Any:
+        """Strength and expected influence of every node, with intervals: a
+        :class:`~dpggm.solvers.comparison.CentralityInference` (``to_frame(names)`` for a
+        table; ``centrality_`` holds the default's).
+
+        ``support="familywise"`` (the default) sums over the pairs Holm's procedure
+        selects at family-wise error ``1 - confidence_level``: a node's sum then rarely
+        holds a false edge, whose estimate -- large because it was selected -- no interval
+        allows for (over the false-discovery selection, ``"selected"``, the 90 % intervals
+        covered 0.79-0.86 in the calibration cell of benchmarks/compare_groups.py, over
+        Holm's 0.84-0.89); ``"all"`` over every pair (no selection: unbiased for the
+        expected influence, but a non-edge adds its noise to the strength, whose estimate
+        is then biased upwards). The intervals use the delta method with the covariance
+        of the node's pairs' estimates (:func:`~dpggm.solvers.comparison.pair_covariance`),
+        the edges taken as given.
+
+        Privacy
+        -------
+        Post-processing: reads the release and the public description of its noise
+        (:attr:`release_`), never the data; spends nothing.
+        """
+        from dpggm.solvers.comparison import node_centrality
+
+        release = getattr(self, "release_", None)
+        if release is None:
+            raise ValueError(
+                "centrality needs the edge inference of a release of the second moment "
+                "(method='glasso')")
+        withheld = None
+        if getattr(self, "selection_withheld_", False) and support != "all":
+            withheld = (self.planned_inference_ or {}).get("withheld_by") or (
+                "the selection was withheld")
+        inference = (self._inference if confidence_level is None
+                     else self.infer(confidence_level=confidence_level))
+        return node_centrality(inference, n_samples=release.n_samples,
+                               noise_variance=release.noise_variance, support=support,
+                               withheld=withheld)
 
     def infer(self, *, confidence_level: float | None = None, fdr: float | None = None,
               fdr_method: str | None = None, method: str = "closed-form",
@@ -1038,9 +1126,11 @@ class PrivateGraph(DPEstimator):
         self.n_clipped_rows_ = int(state.changed_rows)
         if inference is None:
             self.inference_ = None
+            self.centrality_ = None
             self.edges_ = edge_table(self.adjacency_, list(columns),
                                      partial=self.partial_correlation_)
         else:
+            self.centrality_ = self.centrality().to_frame(list(columns))
             self.inference_ = inference.to_frame(list(columns))[list(INFERENCE_COLUMNS)]
             # With --select fdr an edge's partial correlation is the de-biased one, which
             # its interval and p-value describe.
@@ -1147,8 +1237,8 @@ def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
     for ``result.json``; ``None`` without edge inference (PACE-GGM).
 
     Every figure is public and a function of the plan alone (``n`` and ``p``, public under
-    replace-one neighbours, the only relation of ``PrivateGraph``; the budget; the bound
-    rule; the declared missing share) and the options: ``detectable`` (isolated edges of a
+    replace-one neighbours; under add/remove the released count the plan was made from;
+    the budget; the bound rule; the declared missing share) and the options: ``detectable`` (isolated edges of a
     sparse graph), ``detectable_predicted`` (an edge whose variables the others predict with
     ``R**2`` 0.5), whether the selection was ``withheld`` and by which figure, and whether
     the settings keep the inference ``calibrated`` -- identical for every release of the
@@ -1226,11 +1316,17 @@ def graph_result_record(estimator: PrivateGraph) -> dict[str, Any]:
 def stage_graph_release(staged: Any, estimator: PrivateGraph, record: dict[str, Any]) -> None:
     """Write the released files of a fitted :class:`PrivateGraph` that need no drawing into
     ``staged`` (:class:`~dpggm.io.StagedOutput`): ``result.json`` (``record``),
-    ``edges.csv`` (exactly ``edges_``) and ``precision.npy`` (when there is one)."""
+    ``edges.csv`` (exactly ``edges_``), ``precision.npy`` (when there is one) and
+    ``centrality.csv`` (exactly ``centrality_``, with edge inference)."""
     staged.json("result.json", record)
     staged.text("edges.csv", edges_csv_text(estimator.edges_))
     if estimator.precision_ is not None:
         staged.npy("precision.npy", estimator.precision_)
+    if getattr(estimator, "centrality_", None) is not None:
+        from dpggm.io import csv_names_frame
+
+        staged.text("centrality.csv", csv_names_frame(estimator.centrality_, ("node",)).to_csv(
+            index=False, float_format="%.10g", lineterminator="\n"))
 
 
 _MISSING_NOTES = {

@@ -105,6 +105,8 @@ __all__ = [
     "EntrywiseGaussian",
     "check_second_moment_mechanism",
     "SecondMomentRelease",
+    "release_column_sums",
+    "release_gram",
     "release_mean",
     "release_observed_counts",
     "release_planned_second_moment",
@@ -204,17 +206,16 @@ class SecondMomentRelease:
 def release_observed_counts(
     observed: np.ndarray, *, budget: Budget, ctx: ReleaseContext, prefix: str = "observed_"
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Noisy per-column counts of the values present (not missing), for replace-one
-    neighbours: discrete Gaussian (discrete Laplace for ``PureDP``), exact.
+    """Noisy per-column counts of the values present (not missing): discrete Gaussian
+    (discrete Laplace for ``PureDP``), exact.
 
     Privacy
     -------
     One record's indicator of present values lies in ``{0, 1}^p``; replacing it moves the
-    count vector by at most ``sqrt(p)`` in l2 and ``p`` in l1 (also the add/remove bound).
-    The counts are integers: the release is exact on the integer grid's refinement.
+    count vector by at most ``sqrt(p)`` in l2 and ``p`` in l1, and adding or removing it
+    by as much: the same calibration holds under either relation. The counts are
+    integers: the release is exact on the integer grid's refinement.
     """
-    if ctx.neighbors != "replace":
-        raise UnsupportedNeighborsError("observed counts are released under replace-one only")
     observed = np.asarray(observed, dtype=float)
     p = observed.shape[0]
     mechanism = _gaussian_or_laplace(budget, l2=indicator_l2_sensitivity(p), l1=float(p),
@@ -720,3 +721,59 @@ def release_mean(
                                     neighbors="replace", noise=ctx.noise,
                                     calibration=calibration)
     return measurement.release(total / n, ctx.source), measurement.record(prefix)
+
+
+def release_column_sums(
+    total: np.ndarray, *, bounds: Bounds, budget: Budget, ctx: ReleaseContext,
+    prefix: str = "",
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The column sums ``X^T 1`` of records clipped to ``bounds``, under add/remove
+    neighbours (the count is private: the caller divides by a released count), with the
+    Gaussian mechanism (Laplace for ``PureDP``), exact. Returns the noisy sums and their
+    public noise record (keys with ``prefix``).
+
+    Privacy
+    -------
+    Adding or removing one record moves the sums by the record itself: l2 sensitivity
+    ``B`` (``||b||_2`` for a box), l1 ``sqrt(p) B`` (``||b||_1``)
+    (:func:`~dpggm.mechanisms.sensitivity.sum_l2_sensitivity`); no figure involves ``n``.
+    """
+    if ctx.neighbors != "add-remove":
+        raise UnsupportedNeighborsError(
+            "the unnormalised column sums are the add/remove release; under replace-one "
+            "release the mean (release_mean)")
+    total = np.asarray(total, dtype=float)
+    measurement = _sums_measurement(p=total.shape[0], n=1, bounds=bounds, budget=budget,
+                                    neighbors="add-remove", noise=ctx.noise,
+                                    calibration="analytic")
+    return measurement.release(total, ctx.source), measurement.record(prefix)
+
+
+def release_gram(
+    gram: np.ndarray, *, bounds: Bounds, budget: Budget, mechanism: str, ctx: ReleaseContext,
+) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """The Gram matrix ``X^T X`` of records clipped to ``bounds``, under add/remove
+    neighbours (the caller divides by a released count), with symmetric Gaussian
+    (``mechanism="gaussian"``) or Laplace (``"laplace"``, ``PureDP``) noise on the upper
+    triangle, exact. Returns the noisy Gram, the noise standard deviation of one entry and
+    the public noise record.
+
+    Privacy
+    -------
+    Adding or removing one record moves the Gram by ``x x^T``: l2 sensitivity ``B**2`` of
+    the upper triangle, l1 ``(p + 1) B**2 / 2`` (row norm) or ``(||b||_1**2 +
+    ||b||_2**2) / 2`` (box) (:func:`~dpggm.mechanisms.sensitivity.gram_l2_sensitivity`).
+    """
+    if ctx.neighbors != "add-remove":
+        raise UnsupportedNeighborsError(
+            "the unnormalised Gram matrix is the add/remove release; under replace-one "
+            "release the second moment (release_second_moment)")
+    if mechanism not in ("gaussian", "laplace"):
+        raise ValueError(f"mechanism must be 'gaussian' or 'laplace'; got {mechanism!r}")
+    _check_budget(mechanism, budget)
+    gram = np.asarray(gram, dtype=float)
+    measurement = _matrix_measurement(
+        mechanism=mechanism, p=gram.shape[0], n=1, bounds=bounds, budget=budget,
+        neighbors="add-remove", noise=ctx.noise, calibration="analytic")
+    noisy, entry_std = _release_matrix(measurement, (gram + gram.T) / 2, ctx.source)
+    return noisy, float(entry_std), measurement.record()

@@ -34,9 +34,9 @@ import pandas as pd
 
 from dpggm.report.layout import graph_layout, node_groups
 
-__all__ = ["EVIDENCE_STYLES", "FORMATS", "GRAPH_EDGE_LIMIT", "GRAPH_NODE_LIMIT",
-           "HEATMAP_CELLS", "draw_graph", "edge_evidence", "forest_plot", "inline_svg",
-           "precision_heatmap", "shown_graph"]
+__all__ = ["CENTRALITY_LIMIT", "EVIDENCE_STYLES", "FORMATS", "GRAPH_EDGE_LIMIT",
+           "GRAPH_NODE_LIMIT", "HEATMAP_CELLS", "centrality_plot", "draw_graph",
+           "edge_evidence", "forest_plot", "inline_svg", "precision_heatmap", "shown_graph"]
 
 _POSITIVE = "#1f6fb4"  # blue: positive partial correlation
 _NEGATIVE = "#d62728"  # red: negative partial correlation
@@ -361,7 +361,8 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
                fdr: float = 0.1, layout: str = "spring",
                groups: Mapping[str, Any] | Sequence[Any] | None = None,
                max_edges: int = GRAPH_EDGE_LIMIT, max_nodes: int = GRAPH_NODE_LIMIT,
-               fmt: str | Sequence[str] = "png") -> Any:
+               fmt: str | Sequence[str] = "png", layout_edges: pd.DataFrame | None = None,
+               measure: str = "partial correlation") -> Any:
     """A drawing of the graph: one node per variable, straight edges, width by
     \\|partial correlation\\|, colour by sign (blue positive, red negative), line style
     by evidence (with q-values), labels beside the nodes.
@@ -392,6 +393,13 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     fmt : {"png", "svg", "pdf"} or tuple of them
         PNG bytes (300 dpi), an SVG document (text kept as text) or PDF bytes; a dict of
         them for a tuple (one drawing).
+    layout_edges : DataFrame, optional
+        The edges the variables' positions are computed from (default: those drawn), so
+        that several graphs of the same variables -- two groups' networks and their
+        difference -- can share one layout. Used when the whole graph is drawn.
+    measure : str, default="partial correlation"
+        What an edge's ``partial_correlation`` column holds, for the heading (a
+        comparison draws the difference of two groups' partial correlations).
 
     Returns
     -------
@@ -408,7 +416,8 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     shown, drawn_names = shown_graph(edges, names, max_edges=max_edges, max_nodes=max_nodes)
     where = {name: j for j, name in enumerate(names)}
     group_of = None if declared is None else [declared[where[n]] for n in drawn_names]
-    positions = graph_layout(shown, drawn_names, layout=layout, groups=group_of)
+    placed = shown if layout_edges is None or len(drawn_names) < len(names) else layout_edges
+    positions = graph_layout(placed, drawn_names, layout=layout, groups=group_of)
     m = max(len(drawn_names), 1)
     crowded = m > 40 and layout != "circle"
     labels, families = _labels(drawn_names, fmt, limit=CROWDED_LABEL if crowded else MAX_LABEL,
@@ -422,14 +431,16 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
     with rc_context(_rc(families, "dpggm-graph")):
         canvas = _GraphCanvas(positions, layout, labels, [where[n] for n in drawn_names])
         canvas.measure_labels()
-        if layout == "spring":
+        if layout == "spring" and placed is shown:
+            # A shared layout keeps every variable where the other drawings have it.
             canvas.space_isolated(drawn)
         canvas.draw_edges(drawn)
         fills, group_colours = _group_colours(group_of)
         canvas.draw_nodes(drawn, fills)
         canvas.draw_labels(drawn)
         lines = [title] if title else []
-        lines += _graph_heading(len(drawn), len(_known_edges(edges, names)), m, len(names))
+        lines += _graph_heading(len(drawn), len(_known_edges(edges, names)), m, len(names),
+                                measure)
         if any(label.startswith("#") for label in labels):
             lines.append("#k: the k-th column, whose name needs a font this machine lacks")
         kinds = {item[4] for item in drawn if item[4] is not None}
@@ -445,9 +456,10 @@ def _known_edges(edges: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return edges[(source.isin(known) & target.isin(known) & (source != target)).to_numpy()]
 
 
-def _graph_heading(n_drawn: int, n_edges: int, m: int, p: int) -> list[str]:
+def _graph_heading(n_drawn: int, n_edges: int, m: int, p: int,
+                   measure: str = "partial correlation") -> list[str]:
     """The heading lines that say what the drawing shows."""
-    style = "width |partial correlation|, blue +, red −"
+    style = f"width |{measure}|, blue +, red −"
     if n_drawn == n_edges and m == p:
         return [f"{n_edges} edge{'s' if n_edges != 1 else ''} among {p} variables; {style}"]
     joined = f"among the {m} variables they join (of {p})" if m < p else f"among {p} variables"
@@ -861,7 +873,9 @@ def _q_text(q_value: float) -> str:
 @_quietly
 def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: float = 0.9,
                 fdr: float = 0.1, detectable: float | None = None,
-                limit: int = FOREST_LIMIT, fmt: str | Sequence[str] = "png") -> Any:
+                limit: int = FOREST_LIMIT, fmt: str | Sequence[str] = "png",
+                measure: str = "partial correlation", span: float = 1.0,
+                what: str = "edges") -> Any:
     """The edges' intervals, one row per edge (a forest plot).
 
     Each row is an edge's ``[ci_low, ci_high]`` with a dot at its ``partial_correlation``,
@@ -888,6 +902,12 @@ def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: 
         Rows drawn at most.
     fmt : {"png", "svg", "pdf"} or tuple of them
         As in :func:`draw_graph`.
+    measure : str, default="partial correlation"
+        What ``partial_correlation`` holds, for the axis (a comparison's difference).
+    span : float, default=1.0
+        The axis ends at most at ``+-span`` (2 for a difference of partial correlations).
+    what : str, default="edges"
+        What a row is, for the title ("differences", say).
 
     Returns
     -------
@@ -947,8 +967,8 @@ def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: 
         reach = [0.0, *low, *high] + ([-detectable, detectable] if band else [])
         left, right = min(reach), max(reach)
         pad = 0.05 * max(right - left, 0.1)
-        ax.set_xlim(max(-1.0, left - pad), min(1.0, right + pad))
-        ax.set_xlabel(f"partial correlation, with its {level} interval", fontsize=10)
+        ax.set_xlim(max(-span, left - pad), min(span, right + pad))
+        ax.set_xlabel(f"{measure}, with its {level} interval", fontsize=10)
         ax.tick_params(axis="x", labelsize=9)
         ax.grid(axis="x", color="#f0f0f0", linewidth=0.6, zorder=0)
         for side in ("top", "right"):
@@ -956,12 +976,112 @@ def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: 
         if any(np.isfinite(q_values)):
             ax.text(1.015, 1.0, "q-value", transform=ax.transAxes, va="bottom", ha="left",
                     fontsize=9, color="#333333", fontweight="bold")
-        shown = (f"the {m} edges" if m == total else
-                 f"{m} of the {total} edges\n(those with the strongest evidence; the edge "
+        shown = (f"the {m} {what}" if m == total else
+                 f"{m} of the {total} {what}\n(those with the strongest evidence; the "
                  "list has all)")
         ax.set_title(f"{level} intervals of {shown}", fontsize=11, parse_math=False,
                      loc="left", pad=16)
         if handles:
             figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
                           ncol=2, frameon=False, fontsize=9, handlelength=3.0)
+        return _output(figure, fmt)
+
+
+#: Nodes a centrality plot shows at most (the largest first); the table has every one.
+CENTRALITY_LIMIT = 60
+#: The groups' colours in a centrality plot (Okabe-Ito, colour-blind safe).
+_SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+_MEASURE_WORDS = {"strength": "strength (sum of |partial correlation| over the node's edges)",
+                  "expected_influence": "expected influence (sum of the node's signed partial "
+                                        "correlations)"}
+
+
+@_quietly
+def centrality_plot(centrality: pd.DataFrame, *, confidence_level: float = 0.9,
+                    limit: int = CENTRALITY_LIMIT, fmt: str | Sequence[str] = "png") -> Any:
+    """Every node's strength and expected influence with their intervals, side by side;
+    one colour per group when ``centrality`` has a ``group`` column (a comparison).
+
+    Parameters
+    ----------
+    centrality : DataFrame
+        ``node, strength, strength_ci_low, strength_ci_high, expected_influence,
+        expected_influence_ci_low, expected_influence_ci_high`` and optionally ``group``
+        (``PrivateGraph.centrality_``, a comparison's ``centrality.csv``).
+    confidence_level : float
+        The intervals' level (for the axis).
+    limit : int
+        Nodes drawn at most (the largest strength first; the title says so).
+    fmt : {"png", "svg", "pdf"} or tuple of them
+        As in :func:`draw_graph`.
+
+    Returns
+    -------
+    bytes, str or dict
+
+    Privacy
+    -------
+    Post-processing of released estimates: deterministic.
+    """
+    from matplotlib import rc_context
+    from matplotlib.lines import Line2D
+
+    frame = centrality.copy()
+    if "group" not in frame:
+        frame["group"] = ""
+    frame["node"] = frame["node"].astype(str)
+    frame["group"] = frame["group"].astype(str)
+    series = list(dict.fromkeys(frame["group"]))
+    nodes = list(dict.fromkeys(frame["node"]))
+    strongest = frame.groupby("node", sort=False)["strength"].max()
+    order = [n for n in strongest.sort_values(ascending=False, kind="stable").index][:limit]
+    order = order[::-1]  # the largest at the top
+    labels, families = _labels(order, fmt)
+    label_of = {name: label if label.startswith("#") and label != _short(name)
+                else _short_middle(name) for name, label in zip(order, labels)}
+    m = len(order)
+    level = f"{100 * confidence_level:.3g} %"
+    with rc_context(_rc(families, "dpggm-centrality")):
+        height = 0.3 * max(m, 1) * max(1.0, 0.6 * len(series)) + 1.6
+        figure = _figure((9.0, height))
+        bottom = 0.9 / height
+        for k, measure in enumerate(("strength", "expected_influence")):
+            ax = figure.add_axes((0.2 + 0.41 * k, bottom, 0.36, 1 - bottom - 0.55 / height))
+            for s_index, group in enumerate(series):
+                rows = frame[frame["group"] == group].set_index("node")
+                offset = (s_index - (len(series) - 1) / 2) * (0.6 / max(len(series), 1))
+                colour = _SERIES_COLOURS[s_index % len(_SERIES_COLOURS)]
+                for y, node in enumerate(order):
+                    if node not in rows.index:
+                        continue
+                    row = rows.loc[node]
+                    value = float(row[measure])
+                    if not math.isfinite(value):
+                        continue
+                    low = float(row.get(f"{measure}_ci_low", value))
+                    high = float(row.get(f"{measure}_ci_high", value))
+                    ax.plot([low, high], [y + offset] * 2, color=colour, linewidth=2.0,
+                            solid_capstyle="butt", zorder=2)
+                    ax.plot([value], [y + offset], marker="o", markersize=4.5, color=colour,
+                            zorder=3)
+            ax.axvline(0.0, color="#888888", linewidth=0.8, zorder=1)
+            ax.set_yticks(range(m), [label_of[n] for n in order] if k == 0 else [""] * m,
+                          fontsize=9, parse_math=False)
+            ax.set_ylim(-0.7, m - 0.3)
+            ax.set_xlabel(_MEASURE_WORDS[measure].split(" (")[0] + f", {level} interval",
+                          fontsize=10)
+            ax.tick_params(axis="x", labelsize=9)
+            ax.grid(axis="x", color="#f0f0f0", linewidth=0.6, zorder=0)
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+        shown = (f"all {len(nodes)} nodes" if m == len(nodes)
+                 else f"the {m} nodes of largest strength (of {len(nodes)})")
+        figure.text(0.5, 1 - 0.12 / height, f"Centrality of {shown}", ha="center", va="top",
+                    fontsize=12, parse_math=False, color="#222222")
+        if len(series) > 1 or series[0]:
+            handles = [Line2D([0], [0], color=_SERIES_COLOURS[i % len(_SERIES_COLOURS)],
+                              marker="o", linewidth=2.0, label=str(group))
+                       for i, group in enumerate(series)]
+            figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                          ncol=min(len(series), 4), frameon=False, fontsize=9)
         return _output(figure, fmt)

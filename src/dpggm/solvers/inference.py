@@ -88,6 +88,8 @@ __all__ = [
     "EdgeInference",
     "TAIL_ALLOWANCE",
     "clipped_excess_kurtosis",
+    "delta_method_terms",
+    "detectable_difference",
     "detectable_partial_correlation",
     "edge_inference",
     "expected_row_norm_bound",
@@ -1785,6 +1787,145 @@ def detectable_partial_correlation(
 
     # The null standard error does not depend on t, and the estimate's shrinks as t grows:
     # the gap rises with t; the smallest root is bracketed on a grid first all the same.
+    grid = np.geomspace(1e-4, 0.99, 32)
+    values = np.array([gap(float(t)) for t in grid])
+    positive = np.flatnonzero(values >= 0)
+    if positive.size == 0:
+        return math.inf
+    first = int(positive[0])
+    if first == 0:
+        return float(grid[0])
+    from scipy.optimize import brentq
+
+    return float(brentq(gap, float(grid[first - 1]), float(grid[first]), xtol=1e-10))
+
+
+def delta_method_terms(result: EdgeInference) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                       np.ndarray]:
+    """``(theta, c, a, b)`` of the linearisation :func:`edge_inference` used for
+    ``result``: a perturbation ``dS`` of the (clipping-corrected) release moves the
+    de-biased partial correlation of the pair ``(j, k)`` by
+    ``c_jk W_jk + a_jk W_jj + b_jk W_kk`` with ``W = theta dS theta`` (``theta`` the
+    refitted pilot; ``p x p`` arrays, read at ``[j, k]``). The standardisation is the
+    estimate's (the de-biased diagonal, or the pilot's where that is not clearly
+    positive), so that the fluctuations this describes are those ``std_error`` measures.
+
+    Privacy: post-processing of a release's inference; nothing is read from data.
+    """
+    theta = np.asarray(result.pilot_precision, dtype=float)
+    T = np.asarray(result.debiased_precision, dtype=float)
+    pilot_diagonal = np.diag(theta)
+    diagonal = np.diag(T).copy()
+    diagonal = np.where(diagonal > 0.25 * pilot_diagonal, diagonal, pilot_diagonal)
+    scale = np.sqrt(diagonal)
+    r = -T / np.outer(scale, scale)
+    np.fill_diagonal(r, 1.0)
+    c, a, b = _coefficients(r, diagonal, null=False)
+    return theta, c, a, b
+
+
+#: The number of pairs whose partial correlation differs between the groups that
+#: :func:`detectable_difference` assumes by default, as a share of the variables.
+DIFFERENCES_PER_VARIABLE = 0.2
+
+
+def _difference_errors(t: float, sizes: tuple[int, int], sigmas: tuple[float, float],
+                       variances: tuple[float, float], present: float) -> float:
+    """The standard error of the difference of two groups' estimates of one pair, an edge
+    of strength ``t`` in the first group and none in the second (each by
+    :func:`_edge_standard_errors`, the estimate's standard error: the test is Wald's)."""
+    first = _edge_standard_errors(t, sizes[0], sigmas[0], variances[0], NOISE_AMPLIFICATION,
+                                  present=present)[1]
+    second = _edge_standard_errors(0.0, sizes[1], sigmas[1], variances[1], NOISE_AMPLIFICATION,
+                                   present=present)[1]
+    return math.hypot(first, second)
+
+
+def detectable_difference(
+    n_samples: tuple[int, int],
+    n_features: int,
+    noise_sigma: tuple[float, float],
+    *,
+    row_norm_bound: tuple[float, float] | None = None,
+    norm_quantile: float = 0.5,
+    record_variance: float = RESCALED_VARIANCE,
+    fdr: float = 0.1,
+    power: float = 0.8,
+    fdr_method: str = "bh",
+    expected_differences: float | None = None,
+    missing_share: float = 0.0,
+) -> float:
+    """The smallest difference of a pair's partial correlation between two groups that a
+    comparison of their releases finds with probability ``power`` at false-discovery rate
+    ``fdr``, from public parameters only: an edge of that strength in one group, none in
+    the other (both isolated edges of sparse graphs).
+
+    Each group's release is modelled as :func:`detectable_partial_correlation` models one
+    (``n_samples[g]`` records, entry noise ``noise_sigma[g]``, the row-norm bound the rule
+    is expected to choose); the difference of the two estimates has the standard error of
+    both added in quadrature (the releases are independent given the data, and so are the
+    groups' records), and it is tested by Wald's z with Benjamini-Hochberg (or -Yekutieli)
+    over the ``p (p - 1) / 2`` pairs: the cut-off from the expected number of selections,
+    ``expected_differences`` differences (default ``p / 5``) of strengths log-uniform over
+    :data:`EDGE_STRENGTHS`.
+
+    Returns
+    -------
+    float
+        The threshold ``t`` solving ``t = (c + z_power) se_d(t)``; ``inf`` when no
+        difference up to 0.99 is found with that power.
+
+    Privacy: public parameters only; nothing is read from data.
+    """
+    sizes = tuple(_positive_int(n, "n_samples", minimum=2) for n in n_samples)
+    sigmas = tuple(_nonnegative(x, "noise_sigma") for x in noise_sigma)
+    if len(sizes) != 2 or len(sigmas) != 2:
+        raise ValueError("n_samples and noise_sigma must each hold two groups' figures")
+    p = _positive_int(n_features, "n_features", minimum=2)
+    v = _real(record_variance, "record_variance")
+    fdr = _open_unit(fdr, "fdr")
+    power = _open_unit(power, "power")
+    fdr_method = _choice(fdr_method, "fdr_method", FDR_METHODS)
+    missing = _real(missing_share, "missing_share")
+    if not (0.0 <= missing < 1.0):
+        raise ValueError(f"missing_share must be in [0, 1); got {missing!r}")
+    present = 1.0 - missing
+    span = max(p * present, 1.0)
+    if row_norm_bound is None:
+        bound = math.sqrt(v * float(stats.chi2.ppf(_open_unit(norm_quantile, "norm_quantile"),
+                                                   span)))
+        bounds = (bound, bound)
+    else:
+        bounds = tuple(_real(b, "row_norm_bound") for b in row_norm_bound)
+    variances = tuple(v * float(_radial_gains(np.full(max(int(round(span)), 1), v), b * b)[0])
+                      for b in bounds)
+    corrected = tuple(x / present**2 for x in sigmas)
+    m = p * (p - 1) / 2
+    expected = (max(1.0, DIFFERENCES_PER_VARIABLE * p) if expected_differences is None
+                else _nonnegative(expected_differences, "expected_differences"))
+    level = fdr / (float(np.sum(1.0 / np.arange(1, int(m) + 1))) if fdr_method == "by" else 1.0)
+    z_power = float(stats.norm.ppf(power))
+
+    def error(t: float) -> float:
+        return _difference_errors(t, sizes, corrected, variances, present)
+
+    low, high = EDGE_STRENGTHS
+    nodes, weights = np.polynomial.legendre.leggauss(16)
+    strengths = np.exp(math.log(low) + (nodes + 1) / 2 * math.log(high / low))
+    weights = weights / 2
+    standard = np.array([error(float(t)) for t in strengths])
+    cutoff = float(stats.norm.isf(level / (2 * m)))
+    for _ in range(100):
+        detection = stats.norm.cdf(strengths / standard - cutoff)
+        selections = min(max(expected * float(weights @ detection) / (1.0 - fdr), 1.0), m)
+        updated = float(stats.norm.isf(level * selections / (2 * m)))
+        if abs(updated - cutoff) < 1e-10:
+            break
+        cutoff = updated
+
+    def gap(t: float) -> float:
+        return t - (cutoff + z_power) * error(t)
+
     grid = np.geomspace(1e-4, 0.99, 32)
     values = np.array([gap(float(t)) for t in grid])
     positive = np.flatnonzero(values >= 0)
