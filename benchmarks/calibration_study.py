@@ -284,6 +284,19 @@ def _fit(frame: pd.DataFrame, budget: object, rng: np.random.Generator, **option
                             **options).fit(frame)
 
 
+def _held_correction_intervals(graph: PrivateGraph):
+    """The fit's inference with the clipping correction held fixed in the standard errors
+    (``correction_variance=False``, earlier versions), otherwise as ``graph.infer()``."""
+    released = graph.release_
+    return edge_inference(
+        released.covariance, n_samples=released.n_samples,
+        noise_variance=released.noise_variance, precision=released.precision,
+        alpha=released.alpha, clipping=released.clipping, present=released.present,
+        noise_distribution=released.noise_distribution,
+        confidence_level=graph.confidence_level, fdr=graph.fdr, fdr_method=graph.fdr_method,
+        correction_variance=False)
+
+
 # over 120 lines: one loop over the fits that records every measure of the study, three
 # tests on the same releases, then the summary of the cell.
 def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str, fits: int,
@@ -307,6 +320,7 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
     measures = {test: {"fdp": [], "power": [], "detected": []} for test in TESTS}
     reported = {"fdp": [], "power": [], "detected": []}
     cover, null_z, strengths, withheld, detectable_after, calibrated = [], [], [], [], [], []
+    cover_held = []
     sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
     for _ in range(fits):
         # Fresh edge strengths in every fit: the power curve is read over a continuum.
@@ -347,6 +361,10 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
         reported["power"].append(float((chosen & edge).sum() / edge.sum()))
         reported["detected"].append(chosen[edge])
         result = results["null-pilot"]
+        if release.clipping is not None and clipping_correction == "intervals":
+            # The intervals with the clipping correction held fixed (earlier versions).
+            held = _held_correction_intervals(graph)
+            cover_held.append((held.ci_low <= truth) & (truth <= held.ci_high))
         withheld.append(bool(graph.selection_withheld_))
         detectable_after.append(graph.detectable_)
         calibrated.append(bool(getattr(graph, "inference_calibrated_", True)))
@@ -372,6 +390,10 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
         "coverage": float(cover.mean()), "coverage_edges": float(cover[:, edge].mean()),
         "coverage_non_edges": float(cover[:, ~edge].mean()) if (~edge).any() else float("nan"),
         "null_z_sd": float(z.std()),
+        "coverage_held_correction": (float(np.mean(cover_held)) if cover_held
+                                     else float("nan")),
+        "coverage_edges_held_correction": (float(np.array(cover_held)[:, edge].mean())
+                                           if cover_held else float("nan")),
         "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
         "release_rho": release_rho,
         "clipped_share": float(np.mean(clipped_share)),

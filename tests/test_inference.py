@@ -386,15 +386,42 @@ def test_detectable_without_noise_solves_the_power_equation():
     # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
     # error of the test, from the pilot without the pair (the independence model), is
     # 1 / sqrt(n) whatever the edge's strength; the estimate's is (1 - t^2) / sqrt(n).
+    # (A bound far above the rows' norms: no clipping.) The default assumes no other edge.
     n, p = 2000, 10
-    t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
+    t = detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3)
+    assert t == detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3, expected_edges=0)
     cutoff = stats.norm.isf(0.1 / (2 * 45))
     reference = 0.1
     for _ in range(200):
         reference = (cutoff + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
     assert t == pytest.approx(reference, rel=1e-7)
     # More edges expected: more selections, a lower cut-off, a lower threshold.
-    assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t
+    assert detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3,
+                                          expected_edges=20) < t
+
+
+def test_detectable_is_on_the_population_scale_of_a_clipped_release():
+    # The test of "no edge" reads the release as clipped, which shrinks an edge: the figure
+    # is the population strength whose clipped strength solves the power equation. The
+    # shrinkage against 400 000 simulated rows (an isolated pair among p = 10 independent
+    # rescaled columns, rows shrunk onto the ball at their median norm).
+    rng = np.random.default_rng(12)
+    p, t, v = 10, 0.3, inference.RESCALED_VARIANCE
+    covariance = v * np.eye(p)
+    covariance[0, 1] = covariance[1, 0] = t * v
+    X = rng.standard_normal((400_000, p)) @ np.linalg.cholesky(covariance).T
+    bound = expected_row_norm_bound(p)
+    Z = ClippingModel(row_norm_bound=bound, box=None, recentre=False).clip(X)
+    simulated = np.corrcoef(Z[:, :2].T)[0, 1]
+    assert simulated < 0.95 * t  # clipping shrinks it by about 7 % at p = 10
+    assert inference._clipped_partial(t, 0.0, v, p, bound**2) == pytest.approx(simulated,
+                                                                              abs=0.003)
+    n = 2000
+    population = detectable_partial_correlation(n, p, 0.0)
+    unclipped = detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3)
+    assert population > 1.05 * unclipped
+    assert inference._clipped_partial(population, 0.0, v, p, bound**2) == pytest.approx(
+        unclipped, rel=1e-6)
 
 
 def test_detectable_grows_with_noise_and_shrinks_with_samples():
