@@ -168,7 +168,7 @@ def test_a_release_that_can_detect_nothing_reports_no_edge_and_says_why(tmp_path
     data, _ = make_raw_chain(n_samples=2000, n_features=30, random_state=4)
     path = tmp_path / "starved.csv"
     data.to_csv(path, index=False)
-    result = runner.invoke(app, ["graph", str(path), "--rho", "0.003", "--seed", "1",
+    result = runner.invoke(app, ["graph", str(path), "--rho", "0.03", "--seed", "1",
                                  "--out", str(tmp_path / "o"), "--quiet"])
     assert result.exit_code == 0, result.output
     record = json.loads((tmp_path / "o" / "result.json").read_text(encoding="utf-8"))

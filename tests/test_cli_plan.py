@@ -92,11 +92,11 @@ def test_plan_states_the_detectable_partial_correlation():
     # A stricter FDR needs stronger edges; a smaller budget too, down to none at all.
     strict = json.loads(planned("--rho", "1", "--fdr", "0.01", "--json"))["detectable"]
     assert strict["partial_correlation"] > value
-    starved = json.loads(planned("--rho", "0.002", "--json"))["detectable"]
+    starved = json.loads(planned("--rho", "0.006", "--json"))["detectable"]
     assert starved["partial_correlation"] is None and starved["nothing_detectable"]
     assert starved["withheld"]  # the plan's noise on a partial correlation is above 0.1
-    assert "would be withheld" in " ".join(planned("--rho", "0.002").split())
-    assert "none -- even 0.99" in " ".join(planned("--rho", "0.002").split())
+    assert "would be withheld" in " ".join(planned("--rho", "0.006").split())
+    assert "none -- even 0.99" in " ".join(planned("--rho", "0.006").split())
     assert "not predicted (PACE-GGM" in " ".join(planned("--rho", "1", "--method",
                                                          "pace").split())
     bad = runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30", "--rho", "1",

@@ -309,10 +309,12 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     result = runner.invoke(app, ["graph", str(data), "--rho", "1", "--bound", "auto",
                                  "--out", str(out), "--seed", "5"])
     assert result.exit_code == 0, result.output
-    # intervals.png: the edges' intervals, drawn whenever the edges come with them.
-    assert sorted(p.name for p in out.iterdir()) == [
-        "edges.csv", "graph.png", "intervals.png", "precision.npy", "precision.png",
-        "report.html", "result.json"]
+    # The pictures, each as PNG, SVG and PDF; intervals: the edges' intervals, drawn
+    # whenever the edges come with them.
+    pictures = [f"{stem}.{fmt}" for stem in ("graph", "intervals", "precision")
+                for fmt in ("pdf", "png", "svg")]
+    assert sorted(p.name for p in out.iterdir()) == sorted([
+        "edges.csv", "precision.npy", "report.html", "result.json", *pictures])
     record = json.loads((out / "result.json").read_text())
     privacy = record["privacy"]
     assert privacy["budget"] == {"notion": "zcdp", "rho": 1.0}
@@ -322,6 +324,8 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     edges = pd.read_csv(out / "edges.csv")
     assert list(edges.columns) == ["source", "target", "weight", "partial_correlation",
                                    "ci_low", "ci_high", "p_value", "q_value"]
+    # No column contradicts the partial correlation's sign: weight is the same number.
+    assert (edges["weight"] == edges["partial_correlation"]).all()
     assert support_f1(_edges_adjacency(edges, list(frame.columns)), truth) >= 0.8
     assert (out / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "report.html").read_text()
@@ -330,7 +334,7 @@ def test_cli_graph_on_raw_csv(tmp_path, raw_chain):
     assert "https://" not in html and "<img" not in html
     # Curator diagnostics go to stderr only, never into the released files.
     for path in out.iterdir():
-        if path.suffix in (".json", ".csv", ".html"):
+        if path.suffix in (".json", ".csv", ".html", ".svg"):
             assert "clipping" not in path.read_text()
     assert not list(tmp_path.glob(".g.*"))
     again = runner.invoke(app, ["graph", str(data), "--rho", "1", "--out", str(out)])

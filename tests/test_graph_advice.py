@@ -50,7 +50,7 @@ def test_advice_is_capped_at_a_summary():
 
 def test_an_empty_graph_is_explained_by_a_number():
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(300, 12))
+    X = rng.normal(size=(1000, 12))
     graph = PrivateGraph(budget=ZCDP(0.05), random_state=3).fit(X)
     assert graph.edges_.shape[0] == 0  # independent columns, small budget (seeded)
     text = " ".join(" ".join(curator_diagnostics(graph)).split())

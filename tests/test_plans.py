@@ -251,6 +251,8 @@ def _bad_values(constraint: Constraint) -> list:
         "_Estimator": [None, 3],
         "_Release": [{"noise": {}}, 1],
         "_Grid": [[], [-1.0], "x"],
+        "_ColumnRanges": [{"no such column": (0, 1)}, {0: (1, 0)}, {0: (0, float("inf"))},
+                          {-1: (0, 1)}, [(0, 1)]],
     }[name]
 
 

@@ -58,7 +58,7 @@ def _releases(X, random_state):
                        **common).fit(X[:, 1:], y),
         lambda: PrivateGraph(budget=ZCDP(1.0), **common).fit(X),
         lambda: PrivateGraph(budget=ZCDP(1.0), method="pace", **common).fit(X),
-        lambda: PrivateGraph(budget=ApproxDP(1.0, 1e-6), **common).fit(X),
+        lambda: PrivateGraph(budget=ApproxDP(4.0, 1e-6), **common).fit(X),
         lambda: publish(X, bounds=RowNorm(1), sigma=0.5, **common),
         lambda: publish((X * 10).astype(np.int64), bounds=RowNorm(30), sigma=2.0, discrete=True,
                         **common),

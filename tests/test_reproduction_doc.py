@@ -1,6 +1,9 @@
-"""docs/reproduction.md (issue 14): its commands are valid ``dpggm experiment`` calls, it
-has a section per paper, and its tables are what build_tables.py makes of the CSV files
-beside it (nothing typed by hand drifted from the runs)."""
+"""docs/reproduction.md: its commands are valid, it has a section per paper, its tables
+and every number in its text are what build_tables.py makes of the CSV files beside it
+(from the template reproduction.md.in), and its labels say what was compared.
+
+That the CSV files are what the code produces now is checked by
+tests/test_reproduction_check.py (a reduced re-run, ``pytest -m reproduction``)."""
 
 from __future__ import annotations
 
@@ -15,28 +18,40 @@ import typer
 
 from dpggm.cli.experiment import EXPERIMENTS
 from dpggm.cli.main import app
+from dpggm.experiments.reproduction import RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reproduction.md"
+TEMPLATE = ROOT / "docs" / "reproduction" / "reproduction.md.in"
+
+
+def _text() -> str:
+    return PAGE.read_text(encoding="utf-8")
 
 
 def _commands() -> list[str]:
     """Every ``dpggm experiment`` command the page shows (inline code or code blocks)."""
-    text = PAGE.read_text(encoding="utf-8")
-    found = re.findall(r"(?:python3? -m dpggm|dpggm) (experiment [^`\n|]*)", text)
+    found = re.findall(r"(?:python3? -m dpggm|dpggm) (experiment [^`\n|]*)", _text())
     return [command.strip() for command in found]
 
 
 def test_every_paper_has_its_section_in_order():
-    headings = re.findall(r"^## (Seed 00\d) — (.+)$", PAGE.read_text(encoding="utf-8"), re.M)
+    headings = re.findall(r"^## (Seed 00\d) — (.+)$", _text(), re.M)
     assert [number for number, _ in headings] == [f"Seed 00{k}" for k in range(5)]
     assert all(title.strip() for _, title in headings)
 
 
-def test_the_commands_on_the_page_are_valid_cli_invocations():
+def test_every_run_is_on_the_page_with_its_regeneration_command():
+    named = set(re.findall(r"python3 -m dpggm\.experiments\.reproduction run ([\w.]+)`", _text()))
+    assert named == set(RUNS)
+    # Every run directory beside the page is a run of the registry (no orphaned results).
+    directories = {p.name for p in (ROOT / "docs" / "reproduction").iterdir() if p.is_dir()}
+    assert directories == set(RUNS)
+
+
+def test_the_dpggm_experiment_commands_on_the_page_are_valid_cli_invocations():
     commands = _commands()
-    # At least the command of every run (its environment table) is on the page.
-    assert {shlex.split(c)[1] for c in commands} >= set(EXPERIMENTS)
+    assert commands
     group = typer.main.get_command(app)
     for command in commands:
         arguments = shlex.split(command)
@@ -58,35 +73,78 @@ def test_an_invalid_command_would_be_caught():
             sub.make_context(name, rest, parent=parent)
 
 
-def test_the_tables_are_built_from_the_csv_files_beside_the_page(tmp_path):
-    # Rebuild the page in a copy of docs/ and compare: a table edited by hand, or a CSV
-    # replaced without rebuilding, shows up as a difference.
+def _build(tmp_path):
     docs = tmp_path / "docs"
     shutil.copytree(ROOT / "docs" / "reproduction", docs / "reproduction")
-    shutil.copy(PAGE, docs / "reproduction.md")
     spec = importlib.util.spec_from_file_location(
         "build_tables", docs / "reproduction" / "build_tables.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return docs, module
+
+
+def test_the_page_is_built_from_the_template_and_the_csv_files_beside_it(tmp_path):
+    # Rebuild the page in a copy of docs/ and compare: a table or a number edited by hand,
+    # or a CSV replaced without rebuilding, shows up as a difference.
+    docs, module = _build(tmp_path)
     assert module.main() == 0
-    assert (docs / "reproduction.md").read_text(encoding="utf-8") == PAGE.read_text(
-        encoding="utf-8"
-    )
-    # Every marker was filled from a run, none left "not run".
-    assert "*(not run)*" not in PAGE.read_text(encoding="utf-8")
+    assert (docs / "reproduction.md").read_text(encoding="utf-8") == _text()
+    assert "*(not run)*" not in _text()
+    assert "{{" not in _text()
 
 
-def test_the_summary_reports_like_for_like_for_seeds_000_002_003():
-    # Issue 24: the papers whose own setting can be run report its share within the
-    # tolerance beside the honest one; only seed 001 (no setting to copy) says "not run".
-    text = PAGE.read_text(encoding="utf-8")
-    block = text.split("<!-- BEGIN table:summary -->")[1].split("<!-- END table:summary -->")[0]
-    rows = [line.split("|")[1:-1] for line in block.strip().splitlines()[2:]]
-    like = {(paper.strip(), table.strip()): cells[-1].strip() for paper, table, *cells in rows}
-    for (paper, table), share in like.items():
-        if paper == "Seed 001":
-            assert share == "not run", table
-        else:
-            assert re.fullmatch(r"\d+/\d+ \(\d+ %\)", share), (paper, table, share)
-    assert sum(paper == "Seed 000" for paper, _ in like) == 2
+def test_a_changed_csv_changes_the_page(tmp_path):
+    docs, module = _build(tmp_path)
+    measured = docs / "reproduction" / "seed003" / "seed003_measured.csv"
+    text = measured.read_text(encoding="utf-8").replace("breast_cancer,31,1.0,",
+                                                        "breast_cancer,31,1.0,99")
+    measured.write_text(text, encoding="utf-8")
+    assert module.main() == 0
+    assert (docs / "reproduction.md").read_text(encoding="utf-8") != _text()
+
+
+def test_an_unknown_value_in_the_template_is_an_error(tmp_path):
+    docs, module = _build(tmp_path)
+    template = docs / "reproduction" / "reproduction.md.in"
+    template.write_text(template.read_text(encoding="utf-8") + "\n{{no.such.value}}\n",
+                        encoding="utf-8")
+    assert module.main() == 1
+
+
+def test_no_figure_in_the_text_is_typed_by_hand():
+    # Outside code (settings, formulas and commands are written as code) the template has
+    # no decimal number, percentage, fraction or power of ten: every figure is a {{value}}
+    # computed from the CSV files, or a table.
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for pattern in (r"<!--.*?-->", r"```.*?```", r"`[^`\n]*`", r"{{[^}]*}}", r"!\[[^\]]*\]\([^)]*\)"):
+        text = re.sub(pattern, "", text, flags=re.S)
+    typed = re.findall(r"\d+\.\d+|\d+\s?%|\d+/\d+|\d+e-?\d+", text)
+    assert typed == []
+
+
+def _summary_rows() -> list[dict]:
+    block = _text().split("<!-- BEGIN table:summary -->")[1].split("<!-- END table:summary -->")[0]
+    lines = block.strip().splitlines()
+    header = [c.strip() for c in lines[0].split("|")[1:-1]]
+    return [dict(zip(header, (c.strip() for c in line.split("|")[1:-1]))) for line in lines[2:]]
+
+
+def test_the_summary_says_what_was_compared_and_where_it_agrees():
+    rows = _summary_rows()
+    assert "like for like" not in _text().lower()
+    papers = [row["paper"] for row in rows]
+    assert set(papers) == {"Seed 000", "Seed 001", "Seed 002", "Seed 003"}
+    for row in rows:
+        assert re.fullmatch(r"\d+/\d+ \(\d+ %\)|–", row["within 2 SE of the difference"]), row
+        assert row["where (2 SE; stated tolerance in brackets)"], row
+    # Seed 000 Table 2 in the paper's setting does not run the paper's algorithm, and says so.
+    agl = [r for r in rows if r["paper"] == "Seed 000" and r["table"].startswith("Table 2")]
+    assert len(agl) == 2 and "not its algorithm" in agl[1]["compared"]
+    # Seed 002 Table 1(b)'s second row was chosen after seeing the variants, and says so.
+    post_hoc = [r for r in rows if r["table"] == "Table 1(b), AUC"][1]
+    assert "after seeing the variants" in post_hoc["compared"]
+    # Seed 000 Table 1's agreement is split by column and regime.
+    where = [r for r in rows if r["table"].startswith("Table 1 (DP-RP)")][1]
+    where = where["where (2 SE; stated tolerance in brackets)"]
+    assert "ε ≥ 1.2" in where and "ε ≤ 0.8" in where and "ℓ2" in where

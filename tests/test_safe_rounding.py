@@ -103,8 +103,11 @@ def test_exact_gaussian_under_gdp_never_delivers_more_than_mu_squared_over_two(m
 def test_private_range_stages_never_cost_more_than_their_share(rho, p):
     X = np.random.default_rng(0).normal(size=(20, p))
     ranges = private_bounds.private_ranges(X, budget=ZCDP(rho), rng=0)
-    for stage, share in private_bounds.RANGE_SHARES.items():
-        exact_share = Fraction(rho) / p * Fraction(share)
+    per_column = Fraction(rho) / p
+    shares = private_bounds.range_shares(n=20, per_column=float(per_column), columns=p)
+    assert sum(shares.values()) == 1 and all(v > 0 for v in shares.values())
+    for stage, share in shares.items():
+        exact_share = per_column * share
         assert Fraction(ranges.epsilons[stage]) ** 2 / 8 <= exact_share
 
 

@@ -8,10 +8,12 @@ __all__ = [
     "BudgetExceededError",
     "BudgetRangeError",
     "ConvergenceWarning",  # noqa: F822 (lazy: see __getattr__)
+    "CuratorWarning",
     "IncompatibleBudgetError",
     "InvalidGuaranteeError",
     "NoSolutionError",
     "NumericalError",
+    "ReleaseFailedError",
     "UnsupportedNeighborsError",
 ]
 
@@ -54,6 +56,12 @@ class InvalidGuaranteeError(RuntimeError, ValueError):
     that asked for it (``allow_invalid``, a mechanism) is at fault."""
 
 
+class CuratorWarning(UserWarning):
+    """A warning computed from the private data, for the curator who runs the estimate
+    only (for example a variable that looks like a record identifier): never publish it.
+    It never changes what a release holds."""
+
+
 class NumericalError(ArithmeticError):
     """A numerical computation broke down (for example a matrix that must be positive
     definite is not)."""
@@ -63,6 +71,23 @@ class NoSolutionError(NumericalError, ValueError):
     """The optimisation problem has no solution for this input (for example a graphical
     lasso on an indefinite matrix with too small a penalty). It is a ``ValueError`` too:
     the input, not the arithmetic, is at fault."""
+
+
+class ReleaseFailedError(RuntimeError):
+    """A release failed after its first random draw (a solver that broke down on the noisy
+    statistic, a full disk while writing it, ...).
+
+    Whether a run fails, and how, may depend on the noise drawn, so the message is
+    generic: the reason is withheld (a seeded run -- an experiment, never a release --
+    shows it), and the failure itself counts as a release of what ran. ``guarantee`` is
+    what to charge for it (a :class:`~dpggm.privacy.guarantee.PrivacyGuarantee` of the
+    whole plan: the steps that ran and the one that failed); the command line and the
+    functions that take a ledger charge it before they report the failure.
+    """
+
+    def __init__(self, message: str, *, guarantee: Any = None) -> None:
+        super().__init__(message)
+        self.guarantee = guarantee
 
 
 class UnsupportedNeighborsError(ValueError):

@@ -227,8 +227,8 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
                    float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
-                   full: int = 5000, summary: str = "", factory: Callable[..., Any] | None = None,
-                   **options: Any) -> Target:
+                   full: int = 5000, pilot: int = 200, summary: str = "",
+                   factory: Callable[..., Any] | None = None, **options: Any) -> Target:
     """The estimator registered as ``name`` (or built by ``factory``), audited as ``name``."""
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
     make = factory or (lambda **params: make_estimator(name, **params))
@@ -253,14 +253,27 @@ def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
         expected=expected,
         quick_samples=quick,
         full_samples=full,
+        quick_pilot=pilot,
     )
 
 
+# Runs of --quick (the CI step). A fit costs 1-5 ms (18 ms for threshold, whose fit also
+# computes the edge inference); the two-stage quick audit (a pilot of `pilot` runs per data
+# set chooses one pair per relation) puts the runs where they separate most. Measured
+# lower bounds at these numbers (seed 0; the claims are about 1):
+# * informative: ssp 0.22 / 0.23 (4000), laplace 0.25 / 0.27, publish 0.16,
+#   publish-discrete 0.17 (8000), and the primitives below (0.24-0.76);
+# * not cheaply informative, left at 1000 runs: sulq, private-mean and adassp split the
+#   budget over several outputs (each separates by a fraction of the claim); wishart's
+#   claim (Sheffet's analysis) is loose; the zCDP targets at rho = 0.02 (sigma = 5
+#   Delta) need about 50 000 runs per data set for a bound of 0.25 (about 15 CPU-minutes
+#   each); threshold and pace cost 18 and 45 ms a fit. Their full audits use more runs.
 _APPROX = ApproxDP(1.0, 1e-3)
 _RHO = ZCDP(0.02)  # about (1, 1e-6)
 
-register_target(_method_target("ssp", _APPROX, float_noise=("gaussian", "sigma")))
-register_target(_method_target("laplace", PureDP(1.0), float_noise=("laplace", "laplace_scale")))
+register_target(_method_target("ssp", _APPROX, float_noise=("gaussian", "sigma"), quick=4000))
+register_target(_method_target("laplace", PureDP(1.0), float_noise=("laplace", "laplace_scale"),
+                               quick=2000))
 register_target(_method_target("sulq", _APPROX))
 register_target(_method_target("wishart", ApproxDP(0.9, 1e-3)))
 register_target(_method_target(
@@ -275,7 +288,8 @@ register_target(_method_target(
     outputs=lambda est: (np.append(_upper(est.noisy_covariance_), est.noisy_trace_),
                          est.noisy_covariance_),
 ))
-register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma")))
+register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma"),
+                               quick=300, pilot=60))
 
 # The float path (noise="float"): NumPy's samplers leak through floating-point gaps
 # (Mironov 2012). Such releases are reported "invalid"; the floating-point support event
@@ -305,7 +319,7 @@ def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 register_target(_method_target(
-    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=300,
+    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=300, pilot=0,
     summary=f"`dpggm estimate --method pace` ({_RHO}); slow fit: fewer runs",
 ))
 
@@ -341,6 +355,7 @@ register_target(Target(
     datasets=_ROW_NORM.datasets,
     pairs=_ROW_NORM.pairs,
     release=_run_estimator(_private_mean_build, _private_mean_outputs),
+    quick_pilot=200,
 ))
 
 # AdaSSP: rows (x1, x2, y) with |x| <= 1 and |y| <= 1.
@@ -370,6 +385,7 @@ register_target(Target(
         lambda est: (np.concatenate([est.coef_, [est.ridge_, est.noisy_min_eigenvalue_]]), None),
         fit_args=lambda data: (data[:, :2], data[:, 2]),
     ),
+    quick_pilot=200,
 ))
 
 
@@ -416,6 +432,8 @@ register_target(Target(
     pairs=_ROW_NORM.pairs,
     release=_publish_release(False),
     exact_values=lambda data, relation: np.concatenate([[len(data)], data[0], data[-1]]),
+    quick_samples=8000,
+    quick_pilot=200,
 ))
 register_target(Target(
     name="publish-discrete",
@@ -424,6 +442,8 @@ register_target(Target(
     datasets=_INTEGER_ROWS.datasets,
     pairs=_INTEGER_ROWS.pairs,
     release=_publish_release(True),
+    quick_samples=8000,
+    quick_pilot=200,
 ))
 
 
@@ -454,7 +474,7 @@ register_target(Target(
     datasets=_exponential_datasets,
     pairs=lambda relation: [("u=0", "u=(+1,-1,...)"), ("u=0", "u=(-1,+1,...)")],
     release=_exponential_release,
-    quick_samples=4000,
+    quick_samples=40000,
     full_samples=100000,
 ))
 
@@ -475,7 +495,7 @@ register_target(Target(
     datasets=lambda relation: {"count=0": 0, "count=1": 1},
     pairs=lambda relation: [("count=0", "count=1")],
     release=_discrete_gaussian_release,
-    quick_samples=4000,
+    quick_samples=100000,
     full_samples=100000,
 ))
 
@@ -518,7 +538,7 @@ register_target(Target(
     datasets=_quantile_datasets,
     pairs=_quantile_pairs,
     release=_median_cell_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 
@@ -552,15 +572,74 @@ register_target(Target(
     datasets=_norm_datasets,
     pairs=_quantile_pairs,
     release=_norm_bound_release,
+    quick_samples=20000,
+    full_samples=100000,
+))
+
+
+# The centre's stages of bounds='auto' (median cell, refinement) score a cell by its rank
+# distance plus its count (weight 1): sensitivity 2. Five of ten values sit at 0, three at
+# 2 and two at 3; the changed record moves from below every cell into the cell [3, 4)
+# above the median (or is added there): that cell's rank distance and its count both move
+# by one, the worst case of the two terms together, while the cells around the median,
+# which carry most of the probability, move the other way. (Found by a search over small
+# data sets: the largest exact loss on an event of probability >= 0.1, 0.59 at the stated
+# sensitivity, and 1.27 if it were stated as 1.)
+_CENTRE_BASE = np.array([0.0] * 5 + [2.0] * 3 + [3.0] * 2)
+_CENTRE_GRID = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0])
+
+
+def _centre_datasets(relation: str) -> dict[str, np.ndarray]:
+    rows = {"below": np.append(_CENTRE_BASE, -100.0), "inside": np.append(_CENTRE_BASE, 3.0)}
+    if relation != "replace":
+        rows["base"] = _CENTRE_BASE
+    return rows
+
+
+def _centre_pairs(relation: str) -> list[tuple[str, str]]:
+    if relation == "replace":
+        return [("below", "inside")]
+    return [("base", "below"), ("base", "inside")]
+
+
+def centre_cell_release(values: np.ndarray, relation: str, rng: np.random.Generator,
+                        runs: int, *, sensitivity: float | None = None) -> Release:
+    """The median stage of ``bounds="auto"`` on ``values`` (``sensitivity`` overrides the
+    stated one, for the test that an understated sensitivity is caught)."""
+    from dpggm.mechanisms.private_bounds import (
+        STAGE_COUNT_WEIGHTS,
+        cell_scores,
+        score_sensitivity,
+        target_rank,
+    )
+
+    weight = STAGE_COUNT_WEIGHTS["median"]
+    below = np.searchsorted(np.sort(values), _CENTRE_GRID, side="left")
+    scores = cell_scores(below, target_rank(values.size, 0.5), weight)
+    stated = score_sensitivity(weight) if sensitivity is None else sensitivity
+    picks = [exponential_mechanism(scores, sensitivity=stated, epsilon=1.0, rng=rng)
+             for _ in range(runs)]
+    return Release(np.asarray(picks, dtype=float)[:, None], (1.0, 0.0))
+
+
+register_target(Target(
+    name="private-centre-cell",
+    summary="the median and refinement stages of bounds='auto': rank distance plus count "
+            "(sensitivity 2), 11 values, 6 cells, epsilon=1",
+    relations=("replace", "add-remove"),
+    datasets=_centre_datasets,
+    pairs=_centre_pairs,
+    release=centre_cell_release,
     quick_samples=4000,
     full_samples=100000,
 ))
 
 
-# The spread stage targets the rank max(n/2, ties) of the deviations. Six of twelve values
-# are tied with the centre; the changed record moves from a tie (deviation 0) to the middle
-# of the grid (2.5), or is added or removed as either: the number of ties, hence the
-# target, moves by one while only the counts below 2.5 follow it.
+# The spread stage targets the rank ties + round((m - ties) / 2) of the deviations (the
+# median of the untied ones). Six of twelve values are tied with the centre; the changed
+# record moves from a tie (deviation 0) to the middle of the grid (2.5), or is added or
+# removed as either: the number of ties, hence the target, moves by one while only the
+# counts below 2.5 follow it.
 _SPREAD_BASE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.5, 0.7, 1.1, 1.3, 1.7])
 _SPREAD_GRID = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 _SPREAD_TIE = 0.1
@@ -593,13 +672,13 @@ def _spread_cell_release(deviations: np.ndarray, relation: str, rng: np.random.G
 
 register_target(Target(
     name="private-spread-cell",
-    summary="the spread stage of bounds='auto': the cell of rank max(n/2, ties) of the "
+    summary="the spread stage of bounds='auto': the cell of the median of the untied "
             "deviations, 13 values (6 or 7 tied), 7 cells, epsilon=1",
     relations=("replace", "add-remove"),
     datasets=_spread_datasets,
     pairs=_spread_pairs,
     release=_spread_cell_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 
@@ -642,7 +721,7 @@ register_target(Target(
     datasets=_missing_datasets,
     pairs=_missing_pairs,
     release=_median_cell_missing_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 

@@ -29,6 +29,7 @@ from dpggm.exceptions import (
     IncompatibleBudgetError,
     InvalidGuaranteeError,
     NumericalError,
+    ReleaseFailedError,
 )
 
 __all__ = [
@@ -58,8 +59,12 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
     IncompatibleBudgetError,
     InvalidGuaranteeError,
     NumericalError,
+    ReleaseFailedError,
     sqlite3.Error,
     TimeoutError,
+    # A missing optional dependency (a reader of a file format): its message names the
+    # extra to install.
+    ImportError,
 )
 
 
@@ -89,8 +94,12 @@ def parse_center(value: str) -> Any:
 
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` on one line and exit with status 2."""
+    from rich.markup import escape
+
     text = " ".join(str(message).split()) or "unknown error"
-    err_console.print(f"[bold red]error:[/] {text}", markup=True, highlight=False, soft_wrap=True)
+    # The message is text, not markup: "dpggm[formats]" must print as written.
+    err_console.print(f"[bold red]error:[/] {escape(text)}", markup=True, highlight=False,
+                      soft_wrap=True)
     raise typer.Exit(code=2)
 
 
@@ -195,6 +204,11 @@ def summarised_warnings() -> Iterator[list[str]]:
     for item in caught:
         text = " ".join(str(item.message).split())
         by_category.setdefault(item.category.__name__, []).append(text)
+    for message in dict.fromkeys(by_category.pop("CuratorWarning", [])):
+        # Each of the curator's warnings is its own finding, printed whole (its text
+        # starts with "curator only").
+        lines.append(message)
+        err_console.print(message, markup=False, highlight=False, soft_wrap=True)
     for category, messages in by_category.items():
         # One line per kind: the first message, shortened, stands for all of them (raw
         # warnings would print a file path and source line each).

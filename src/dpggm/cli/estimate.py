@@ -61,7 +61,9 @@ def _parse_alpha(alpha: str | None) -> Any:
 # in the helpers (_precheck_ledger, _stage_outputs, StagedOutput).
 def estimate(
     data: Annotated[Path, typer.Argument(
-        help="CSV or Parquet file, one record per row (with --engine dask: a glob or URL)")],
+        help="the table, one record per row: CSV (also compressed), Parquet (a file or a "
+             "folder), .xlsx/.xls/.ods, .sav, .dta or .sas7bdat (with --engine dask: a glob "
+             "or URL of CSV or Parquet files)")],
     method: Annotated[str, typer.Option(help=f"one of: {', '.join(METHODS)}")] = "ssp",
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -109,18 +111,32 @@ def estimate(
     scheduler: dopt.SchedulerOpt = None,
     blocksize: dopt.BlocksizeOpt = None,
     columns: dopt.ColumnsOpt = None,
+    drop: dopt.DropOpt = None,
+    id_col: dopt.IdColOpt = None,
+    schema: dopt.SchemaOpt = None,
     delimiter: dopt.DelimiterOpt = ",",
     decimal: dopt.DecimalOpt = ".",
+    thousands: dopt.ThousandsOpt = None,
+    na_values: dopt.NaValuesOpt = None,
+    header: dopt.HeaderOpt = False,
     no_header: dopt.NoHeaderOpt = False,
     index_col: dopt.IndexColOpt = None,
     encoding: dopt.EncodingOpt = "utf-8",
+    sheet: dopt.SheetOpt = None,
+    file_format: dopt.FormatOpt = None,
 ) -> None:
     """Estimate a private covariance or precision matrix from DATA."""
     reading = dopt.data_options(engine, scheduler, blocksize, columns, delimiter, decimal,
-                                no_header, index_col, encoding)
+                                no_header, index_col, encoding, drop=drop, id_col=id_col,
+                                schema=schema, na_values=na_values, thousands=thousands,
+                                sheet=sheet, format=file_format, header=header)
+    if dopt.declares_ranges(reading):
+        # A schema shared with dpggm graph may declare ranges: said, not silently ignored.
+        err_console.print(f"note: the ranges --schema {schema} declares are for dpggm graph; "
+                          "dpggm estimate clips to --bound", markup=False, highlight=False)
     from dpggm.estimators._base import stage_estimate
     from dpggm.estimators.registry import make_estimator
-    from dpggm.io import StagedOutput, recover_pending
+    from dpggm.io import StagedOutput, failed_release, recover_pending
 
     budget = budget_from_options(epsilon, delta, rho, mu, non_private)
     bounds = load_bounds(bound, bound_file)
@@ -132,10 +148,12 @@ def estimate(
         raise UserError(f"--missing must be refuse or drop; got {missing!r}")
     random_state = parse_seed(seed)
     if engine == "memory":
-        if data.is_dir():
-            raise UserError(f"{data} is a directory; give the CSV or Parquet file of records")
         if not data.exists():
             raise UserError(f"no such file: {data}")
+        if data.is_dir():
+            from dpggm.estimators._formats import parquet_parts
+
+            parquet_parts(data)  # a folder of Parquet files is one table
     # Options are passed exactly as typed: 0 is a value, not "unset" (None is unset).
     given = {
         "alpha": _parse_alpha(alpha), "ridge": ridge, "gamma": gamma, "solver": solver,
@@ -167,9 +185,13 @@ def estimate(
                 estimator.fit(records)
         record = result_record(method, estimator)
         stage_estimate(staged, estimator, record)
-    except BaseException:
+    except BaseException as exc:
         staged.discard()
-        raise
+        # After the first draw a failure is charged (with a ledger) and reported without
+        # anything that may depend on the noise (dpggm.io.failed_release).
+        raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
+                             dataset=dataset, mechanism=f"dpggm estimate --method {method}",
+                             details={"data": str(data), "out": str(out)}) from None
     try:
         charged = staged.deliver(
             ledger=book, dataset=dataset, guarantee=estimator.privacy_,
@@ -209,7 +231,8 @@ def result_record(method: str, estimator: Any) -> dict[str, Any]:
 
 def edge_list_csv(precision: Any, names: list[str], *, tol: float = 0.0) -> str:
     """Edges ``(i, j)`` with a non-zero partial correlation, strongest first, in the one
-    edge format ``source,target,weight,partial_correlation``."""
+    edge format ``source,target,weight,partial_correlation`` (``weight`` is the partial
+    correlation again: :data:`dpggm.estimators.edges.EDGE_COLUMNS`)."""
     import numpy as np
 
     from dpggm.estimators.graph import edges_csv_text, edges_from_precision

@@ -1,8 +1,10 @@
 """``dpggm graph``: the private graph of a CSV, with pictures and a report, in one command.
 
 Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no seed),
-``edges.csv``, ``precision.npy``, ``graph.png``, ``precision.png``, ``intervals.png`` (the
-edges' intervals, when the edges come with them) and ``report.html``.
+``edges.csv``, ``precision.npy``, the pictures ``graph``, ``precision`` and ``intervals``
+(the edges' intervals, when the edges come with them) each as ``.png`` (300 dpi), ``.svg``
+and ``.pdf``, and ``report.html``. ``--layout`` and ``--groups``/``--group-pattern``
+choose where the graph's variables are drawn (:mod:`dpggm.cli.picture_options`).
 They are written into a staging directory beside ``--out`` and renamed into place once
 (see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
 
@@ -24,6 +26,7 @@ import typer
 
 from dpggm import _progress
 from dpggm.cli import data_options as dopt
+from dpggm.cli import picture_options as popt
 from dpggm.cli._common import (
     DeltaOpt,
     EpsilonOpt,
@@ -72,26 +75,25 @@ def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
             **library_record(estimator)}
 
 
-def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str) -> None:
+def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str,
+                        layout: str = "spring", groups: dict[str, str] | None = None) -> None:
     """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
-    ``PrivateGraph.save`` writes (the same function), then the pictures and the report."""
+    ``PrivateGraph.save`` writes (the same function), then the pictures (each in PNG, SVG
+    and PDF) and the report, drawn from those files. ``layout`` and the declared
+    ``groups`` (``name -> group``) are kept in ``result.json`` under ``picture``, so that
+    ``dpggm report`` redraws the same pictures."""
     from dpggm.estimators.graph import stage_graph_release
-    from dpggm.report import build_report, draw_graph, forest_plot, precision_heatmap
+    from dpggm.report import build_report
+    from dpggm.report.html import picture_files
 
     record = graph_result_record(estimator, data_name=data_name)
-    names = _names(estimator)
-    edges = estimator.edges_
+    record["picture"] = {"layout": layout, "groups": groups}
     stage_graph_release(staged, estimator, record)
-    if estimator.precision_ is not None:
-        staged.bytes("precision.png", precision_heatmap(estimator.precision_, names))
-    fdr = float(estimator.fdr)
-    staged.bytes("graph.png", draw_graph(edges, names, title=record["title"], fdr=fdr))
-    inference = record.get("inference")
-    if inference is not None and len(edges) and "ci_low" in edges:
-        detectable = (inference.get("detectable") or {}).get("partial_correlation")
-        staged.bytes("intervals.png", forest_plot(
-            edges, names, confidence_level=float(estimator.confidence_level), fdr=fdr,
-            detectable=detectable))
+    for file_name, content in picture_files(staged.staging).items():
+        if isinstance(content, str):
+            staged.text(file_name, content)
+        else:
+            staged.bytes(file_name, content)
     staged.text("report.html", build_report(staged.staging, name=name))
 
 
@@ -217,13 +219,14 @@ def _detectable_words(estimator: Any) -> str:
                                predicted=getattr(estimator, "detectable_predicted_", None))
 
 
-# over 120 lines: 47 of them are the signature that declares the command's options.
+# over 120 lines: 50 of them are the signature that declares the command's options.
 @guard
 def graph(
     data: Annotated[Path, typer.Argument(
-        help="CSV or Parquet file, one record per row (see --delimiter, --decimal, "
-             "--no-header, --index-col, --encoding, --columns; with --engine dask: a glob "
-             "or URL)")],
+        help="the table, one record per row: CSV (also .gz, .bz2, .xz, .zip, .zst), "
+             "Parquet (a file or a folder), .xlsx/.xls/.ods, SPSS .sav, Stata .dta or SAS "
+             ".sas7bdat (see --drop, --id-col, --scale, --schema, --delimiter, --decimal; "
+             "with --engine dask: a glob or URL of CSV or Parquet files)")],
     rho: RhoOpt = None,
     epsilon: EpsilonOpt = None,
     delta: DeltaOpt = None,
@@ -255,6 +258,9 @@ def graph(
         help="bh (Benjamini-Hochberg) or by (Benjamini-Yekutieli, any dependence)")] = "bh",
     confidence_level: Annotated[float, typer.Option(
         help="level of the edges' intervals, in (0, 1)")] = 0.9,
+    layout: popt.LayoutOpt = None,
+    groups: popt.GroupsOpt = None,
+    group_pattern: popt.GroupPatternOpt = None,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("dpggm-graph"),
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out")] = False,
@@ -265,11 +271,20 @@ def graph(
     as_json: Annotated[bool, typer.Option("--json", help="print result.json")] = False,
     quiet: QuietOpt = False,
     columns: dopt.ColumnsOpt = None,
+    drop: dopt.DropOpt = None,
+    id_col: dopt.IdColOpt = None,
+    scale: dopt.ScaleOpt = None,
+    schema: dopt.SchemaOpt = None,
     delimiter: dopt.DelimiterOpt = ",",
     decimal: dopt.DecimalOpt = ".",
+    thousands: dopt.ThousandsOpt = None,
+    na_values: dopt.NaValuesOpt = None,
+    header: dopt.HeaderOpt = False,
     no_header: dopt.NoHeaderOpt = False,
     index_col: dopt.IndexColOpt = None,
     encoding: dopt.EncodingOpt = "utf-8",
+    sheet: dopt.SheetOpt = None,
+    file_format: dopt.FormatOpt = None,
     engine: dopt.EngineOpt = "memory",
     scheduler: dopt.SchedulerOpt = None,
     scratch: Annotated[Path | None, typer.Option(
@@ -282,7 +297,10 @@ def graph(
     # plotting modules are imported: a mistyped path or option is answered at once.
     reading = dopt.data_options(engine=engine, scheduler=scheduler, columns=columns,
                                 delimiter=delimiter, decimal=decimal, no_header=no_header,
-                                index_col=index_col, encoding=encoding)
+                                index_col=index_col, encoding=encoding, drop=drop,
+                                id_col=id_col, scale=scale, schema=schema,
+                                na_values=na_values, thousands=thousands, sheet=sheet,
+                                format=file_format, header=header)
     _check_input(data, engine)
     if scratch is not None:
         if engine != "memory":
@@ -305,18 +323,20 @@ def graph(
             "--missing drop is refused: dropping incomplete rows makes the number of records "
             "depend on the private data, which replace-one neighbours (the relation of dpggm "
             "graph) take as public; use --missing impute (the default) or refuse")
+    pictures = popt.picture_options(layout, groups, group_pattern)
     random_state = parse_seed(seed)
     center_value = parse_center(center)
     fraction = _parse_fraction(bound_fraction, "--bound-fraction")
 
-    def make_estimator() -> Any:
+    def make_estimator(ranges: dict[str, Any] | None = None) -> Any:
         from dpggm.estimators.graph import PrivateGraph
 
+        declared = {"column_ranges": ranges} if ranges else {}
         return PrivateGraph(
             budget=budget, bounds=bound, center=center_value, method=method,
             bound_fraction=fraction, center_fraction=center_fraction, missing=missing,
             select=select, fdr=fdr, fdr_method=fdr_method, confidence_level=confidence_level,
-            random_state=random_state,
+            random_state=random_state, **declared,
         )
 
     # The ledger is asked before the data file is even opened (the estimator's own check:
@@ -325,13 +345,19 @@ def graph(
     if ledger is not None:
         book = open_ledger(ledger, dataset)
         make_estimator().check_ledger(book, dataset)
+    # Declared ranges (--scale, --schema) by column: from the header only (public).
+    ranges = dopt.declared_ranges(data, reading)
+    if ranges and bound != "auto":
+        raise UserError("--scale and the bounds of --schema declare columns' ranges for "
+                        f"--bound auto; with --bound {bound} the bound is declared already "
+                        "(drop one of them)")
     with progress_display(quiet=quiet), _reading_ahead(data, reading, scratch,
                                                        missing) as source:
         # The file is being parsed (in the background) while the estimator, the solvers
         # and the plotting modules are imported.
-        from dpggm.io import StagedOutput, recover_pending
+        from dpggm.io import StagedOutput, failed_release, recover_pending
 
-        estimator = make_estimator()
+        estimator = make_estimator(ranges)
         recover_pending(Path(out).parent if str(out.parent) else Path("."),
                         report=lambda line: err_console.print(line, markup=False,
                                                               highlight=False))
@@ -348,10 +374,21 @@ def graph(
                     dopt.fit_records(estimator, data, reading, progress=not (as_json or quiet))
                 _progress.report(fitting, 1, 1)
                 _progress.report("pictures and report", 0, None)
-                stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name)
-        except BaseException:
+                declared = popt.groups_for(
+                    pictures, _names(estimator),
+                    note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
+                drawn_as = pictures.layout or "spring"
+                if drawn_as == "groups" and declared is None:
+                    drawn_as = "spring"
+                stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name,
+                                    layout=drawn_as, groups=declared)
+        except BaseException as exc:
             staged.discard()
-            raise
+            # After the first draw a failure is charged (with a ledger) and reported without
+            # anything that may depend on the noise (dpggm.io.failed_release).
+            raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
+                                 dataset=dataset, mechanism="dpggm graph",
+                                 details={"data": str(data), "out": str(out)}) from None
         try:
             staged.deliver(ledger=book, dataset=dataset, guarantee=estimator.privacy_,
                            mechanism="dpggm graph",
@@ -418,11 +455,12 @@ def _check_input(data: Path, engine: str) -> None:
             if not glob.glob(text):
                 raise UserError(f"no file matches {text!r}")
             return
-    if data.is_dir():
-        raise UserError(f"{data} is a directory; give the CSV or Parquet file of records, or "
-                        f"with --engine dask a glob of its parts such as '{data}/*.parquet'")
     if not data.exists():
         raise UserError(f"no such file: {data}")
+    if data.is_dir():
+        from dpggm.estimators._formats import parquet_parts
+
+        parquet_parts(data)  # a folder of Parquet files is one table; any other is refused
 
 
 def _check_selection(select: str, fdr: float, fdr_method: str,

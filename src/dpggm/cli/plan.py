@@ -141,7 +141,8 @@ def detectable_line(detectable: dict[str, Any], *, fdr: float) -> str:
 
 def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
                      bound_fraction: str, center_fraction: float, missing: str,
-                     fdr: float, missing_share: float = 0.0) -> Any:
+                     fdr: float, missing_share: float = 0.0,
+                     declared_ranges: int = 0) -> Any:
     if center not in ("private", "none"):
         raise UserError(f"--center must be private or none; got {center!r}")
     if not (math.isfinite(fdr) and 0 < fdr < 1):
@@ -158,9 +159,18 @@ def _graph_estimator(budget: Any, *, bound: str, center: str, method: str,
             ) from None
     from dpggm.estimators.graph import PrivateGraph
 
+    if declared_ranges < 0:
+        raise UserError(f"--declared-ranges must be an integer >= 0; got {declared_ranges}")
+    if declared_ranges and bound != "auto":
+        raise UserError("--declared-ranges goes with --bound auto (a declared bound already "
+                        f"bounds every column); got --bound {bound}")
+    # The plan depends on how many ranges are declared, not on which or what they are:
+    # placeholders at the first positions stand for them.
+    column_ranges = {j: (0.0, 1.0) for j in range(declared_ranges)} or None
     return PrivateGraph(budget=budget, bounds=bound, center=center, method=method,
                         bound_fraction=fraction, center_fraction=center_fraction,
-                        missing=missing, fdr=fdr, planned_missing_share=missing_share)
+                        missing=missing, fdr=fdr, planned_missing_share=missing_share,
+                        column_ranges=column_ranges)
 
 
 def _estimate_estimator(budget: Any, *, method: str, bound: str, neighbors: str,
@@ -197,6 +207,10 @@ def plan(
         help="private or none (default: private for graph, none for estimate)")] = None,
     bound_fraction: Annotated[str, typer.Option(
         help="share of the budget for --bound auto, or auto")] = "auto",
+    declared_ranges: Annotated[int, typer.Option(
+        "--declared-ranges",
+        help="with --bound auto: how many columns have a declared range (dpggm graph "
+             "--scale/--schema); they get no private range and cost nothing")] = 0,
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private (dpggm graph)")] = 0.0625,
     missing: Annotated[str, typer.Option(help="impute or refuse (dpggm graph)")] = "impute",
@@ -248,22 +262,14 @@ def plan(
     if command == "estimate" and missing_share:
         raise UserError("--missing-share plans dpggm graph's imputation (the methods of "
                         "dpggm estimate refuse or drop missing values)")
-    if command == "graph":
-        estimator = _graph_estimator(budget, bound=bound, center=center or "private",
-                                     method=method, bound_fraction=bound_fraction,
-                                     center_fraction=center_fraction, missing=missing,
-                                     fdr=fdr, missing_share=missing_share)
-    else:
-        options = {"center": center, "diag_fraction": diag_fraction,
-                   "select_fraction": select_fraction, "max_rounds": max_rounds,
-                   "allow_invalid": True if allow_invalid else None}
-        accepted = METHODS[method][2]
-        given = {k for k, v in options.items() if v is not None}
-        if given - accepted:
-            raise UserError(f"--method {method} does not take "
-                            f"{', '.join('--' + k.replace('_', '-') for k in sorted(given - accepted))}")
-        estimator = _estimate_estimator(budget, method=method, bound=bound, neighbors=neighbors,
-                                        options=options)
+    estimator = _planned_estimator(
+        budget, command=command, columns=columns, method=method, bound=bound,
+        neighbors=neighbors, center=center, bound_fraction=bound_fraction,
+        declared_ranges=declared_ranges, center_fraction=center_fraction, missing=missing,
+        fdr=fdr, missing_share=missing_share,
+        options={"center": center, "diag_fraction": diag_fraction,
+                 "select_fraction": select_fraction, "max_rounds": max_rounds,
+                 "allow_invalid": True if allow_invalid else None})
     release_plan = estimator.plan(n_samples=rows, n_features=columns)
     record = release_plan.to_dict(estimator.get_params()["report_delta"])
     record["command"] = command
@@ -277,6 +283,39 @@ def plan(
     if as_json:
         console.print_json(json.dumps(record))
         return
+    _print_plan(record, release_plan, noise=noise, fdr=fdr)
+
+
+def _planned_estimator(budget: Any, *, command: str, columns: int, method: str, bound: str,
+                       neighbors: str, center: str | None, bound_fraction: str,
+                       declared_ranges: int, center_fraction: float, missing: str,
+                       fdr: float, missing_share: float, options: dict[str, Any]) -> Any:
+    """The estimator whose run ``dpggm plan`` describes, from its options."""
+    from dpggm.estimators.registry import METHODS
+
+    if command == "graph":
+        if declared_ranges > columns:
+            raise UserError(f"--declared-ranges {declared_ranges} is more than the {columns} "
+                            "columns")
+        return _graph_estimator(budget, bound=bound, center=center or "private",
+                                method=method, bound_fraction=bound_fraction,
+                                center_fraction=center_fraction, missing=missing,
+                                fdr=fdr, missing_share=missing_share,
+                                declared_ranges=declared_ranges)
+    if declared_ranges:
+        raise UserError("--declared-ranges is for dpggm graph's --bound auto")
+    accepted = METHODS[method][2]
+    given = {k for k, v in options.items() if v is not None}
+    if given - accepted:
+        raise UserError(f"--method {method} does not take "
+                        f"{', '.join('--' + k.replace('_', '-') for k in sorted(given - accepted))}")
+    return _estimate_estimator(budget, method=method, bound=bound, neighbors=neighbors,
+                               options=options)
+
+
+def _print_plan(record: dict[str, Any], release_plan: Any, *, noise: float | None,
+                fdr: float) -> None:
+    """The plan as a table and the sentences under it."""
     console.print(plan_table(record))
     if not release_plan.steps:
         console.print(f"no measurement: {release_plan.notes.get('reason', 'nothing spent')}",
@@ -285,6 +324,11 @@ def plan(
     forms = ", ".join(_budget_text(b) for b in record["forms"].values())
     console.print(f"total: {forms}; the steps add up to it exactly: "
                   f"{'yes' if record['spends_exactly_total'] else 'no'}", markup=False)
+    kept = release_plan.notes.get("tied_columns_keep_levels_from_untied_share")
+    if kept is not None:
+        console.print(f"private ranges: a column keeps its levels apart when at least "
+                      f"{100 * kept:.0f} % of its values lie off its most common one "
+                      "(declared ranges keep them all)", markup=False)
     if noise is not None:
         console.print(f"predicted privacy noise on one partial correlation (normal columns): "
                       f"standard deviation {noise:.3g}", markup=False)

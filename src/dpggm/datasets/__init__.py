@@ -1,4 +1,5 @@
-"""Synthetic generators of the source papers' models and loaders of bundled real data."""
+"""Synthetic generators of the source papers' models, generated exports of real-looking
+tables (:func:`make_questionnaire_export`) and loaders of bundled real data."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dpggm._lazy import lazy_exports
 
 # Name -> module; imported on first use (see dpggm._lazy) so that start-up stays fast.
 _EXPORTS = {
+    "QuestionnaireExport": "dpggm.datasets.exports",
+    "make_questionnaire_export": "dpggm.datasets.exports",
     "RealData": "dpggm.datasets.real",
     "load_breast_cancer": "dpggm.datasets.real",
     "load_diabetes": "dpggm.datasets.real",
@@ -27,6 +30,7 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.datasets.exports import QuestionnaireExport, make_questionnaire_export
     from dpggm.datasets.real import (
         RealData,
         load_breast_cancer,
@@ -47,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 __all__ = [
+    "QuestionnaireExport",
     "RealData",
     "SyntheticData",
     "load_breast_cancer",
@@ -54,6 +59,7 @@ __all__ = [
     "load_wine",
     "make_chain",
     "make_questionnaire",
+    "make_questionnaire_export",
     "make_raw_chain",
     "make_seed000_model",
     "make_seed001_uut",

@@ -55,6 +55,8 @@ _EXPORTS = {
     "make_estimator": "dpggm.estimators.registry",
     "AdaSSP": "dpggm.estimators.regression",
     "PrivateLinearRegression": "dpggm.estimators.regression",
+    "TableFile": "dpggm.estimators.data",
+    "TableSchema": "dpggm.estimators.schema",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -69,6 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
+    from dpggm.estimators.data import TableFile
     from dpggm.estimators.graph import PrivateGraph
     from dpggm.estimators.graph_baselines import (
         SCIO,
@@ -94,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover
         AdaSSP,
         PrivateLinearRegression,
     )
+    from dpggm.estimators.schema import TableSchema
 
 __all__ = [
     "SCIO",
@@ -112,6 +116,8 @@ __all__ = [
     "RidgePrecision",
     "SSPCovariance",
     "SeparateCovariance",
+    "TableFile",
+    "TableSchema",
     "ThresholdedCovariance",
     "make_estimator",
 ]

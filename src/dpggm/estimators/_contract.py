@@ -42,6 +42,7 @@ from dpggm.privacy.budgets import NEIGHBOR_RELATIONS, Budget
 __all__ = [
     "BOUNDS",
     "BUDGET",
+    "COLUMN_RANGES",
     "FLAG",
     "NEIGHBORS",
     "NOISE",
@@ -406,6 +407,57 @@ class _Estimator(Constraint):
         return hasattr(value, "fit") and hasattr(value, "get_params")
 
 
+class _ColumnRanges(Constraint):
+    """Declared public ranges of some columns: ``None`` or a mapping from a column name
+    (``str``) or a 0-based position (``int``) to ``(low, high)``, finite with
+    ``low < high``. Converts to a tuple of ``(key, low, high)``; whether the names exist
+    is checked against the data."""
+
+    def describe(self) -> str:
+        return ("None or a mapping from column names (str) or 0-based positions (int) to "
+                "(low, high) pairs of finite numbers with low < high")
+
+    def accepts_type(self, value: Any) -> bool:
+        return value is None or isinstance(value, Mapping)
+
+    @staticmethod
+    def _problem(key: Any, pair: Any) -> str | None:
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (str, numbers.Integral)):
+            return f"the key {key!r} must be a column name (str) or a 0-based position (int)"
+        if isinstance(key, numbers.Integral) and key < 0:
+            return f"the position {key!r} must be >= 0"
+        if isinstance(key, str) and not key:
+            return "a column name must not be empty"
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, (tuple, list, np.ndarray)) \
+                or len(pair) != 2:
+            return f"the range of {key!r} must be a pair (low, high); got {pair!r}"
+        low, high = pair
+        if not (_is_real(low) and _is_real(high)):
+            return f"the range of {key!r} must be two numbers; got {pair!r}"
+        if not (math.isfinite(float(low)) and math.isfinite(float(high))):
+            return f"the range of {key!r} must be finite; got {pair!r}"
+        if not float(low) < float(high):
+            return f"the range of {key!r} must have low < high; got {pair!r}"
+        return None
+
+    def accepts(self, value: Any) -> bool:
+        return value is None or all(self._problem(k, v) is None for k, v in value.items())
+
+    def message(self, name: str, value: Any) -> str:
+        if isinstance(value, Mapping):
+            for key, pair in value.items():
+                problem = self._problem(key, pair)
+                if problem is not None:
+                    return f"{name}: {problem}"
+        return f"{name} must be {self.describe()}; got {value!r}"
+
+    def convert(self, value: Any) -> tuple[tuple[str | int, float, float], ...]:
+        if value is None:
+            return ()
+        return tuple((k if isinstance(k, str) else int(k), float(v[0]), float(v[1]))
+                     for k, v in value.items())
+
+
 #: The shared declarations.
 BUDGET = _Budget()
 BOUNDS = _Bounds()
@@ -416,6 +468,7 @@ FLAG = _Flag()
 NONE = _NoneC()
 CALLABLE = _Callable()
 VECTOR = _Vector()
+COLUMN_RANGES = _ColumnRanges()
 ESTIMATOR = _Estimator()
 REPORT_DELTA = Interval(0, 1)
 CALIBRATION = Options("analytic", "classical")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,12 +46,16 @@ import pandas as pd
 from scipy.linalg.blas import dsyrk
 
 from dpggm.estimators.data import (
+    DEFAULT_NA_VALUES,
+    ColumnProfile,
     SecondMoment,
     TableFile,
     check_center,
     finish_second_moment,
     read_layout,
+    refuse_degenerate_columns,
 )
+from dpggm.estimators.schema import ResolvedColumns
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
@@ -61,6 +66,7 @@ __all__ = [
     "read_dask",
     "reduce_partitions",
     "regression_statistics",
+    "resolve_columns",
     "show_progress",
 ]
 
@@ -92,6 +98,8 @@ class PartitionStats:
     n_clipped: int
     counts: dict[int, int]  # records per partition index (to place the first bad value)
     bad: tuple[int, int, int] | None  # (partition, row in partition, column) of a NaN/inf
+    low: np.ndarray | None = None  # each column's smallest and largest value (to refuse
+    high: np.ndarray | None = None  # an empty or constant column before any draw)
 
 
 class _Accumulator:
@@ -113,6 +121,8 @@ class _Accumulator:
         self.n = 0
         self.n_clipped = 0
         self.bad: tuple[int, int] | None = None
+        self.low = np.full(p, np.nan)
+        self.high = np.full(p, np.nan)
 
     def add(self, rows: int, fill: Callable[[int, int, np.ndarray], None]) -> bool:
         """Add ``rows`` records; ``fill(start, stop, out)`` copies records ``start:stop``
@@ -131,6 +141,7 @@ class _Accumulator:
                     row, col = np.argwhere(~finite)[0]
                     self.bad = (self.n + start + int(row), int(col))
                     return False
+            _extend_range(self.low, self.high, values)
             if self.center is not None:
                 values -= self.center
             _, changed = self.bounds.clip(values, in_place=True)
@@ -156,7 +167,22 @@ class _Accumulator:
         if self.bad is not None:
             return PartitionStats(None, 0, 0, {index: self.n}, (index, *self.bad))
         return PartitionStats(self.gram if self.n else None, self.n, self.n_clipped,
-                              {index: self.n}, None)
+                              {index: self.n}, None, self.low, self.high)
+
+
+def _extend_range(low: np.ndarray, high: np.ndarray, values: np.ndarray) -> None:
+    """Widen each column's range ``[low, high]`` (NaN: no value yet) to hold ``values``."""
+    np.fmin(low, np.fmin.reduce(values, axis=0), out=low)
+    np.fmax(high, np.fmax.reduce(values, axis=0), out=high)
+
+
+def _merge_range(low: np.ndarray | None, high: np.ndarray | None, other_low: np.ndarray | None,
+                 other_high: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if other_low is None or other_high is None:
+        return low, high
+    if low is None or high is None:
+        return other_low.copy(), other_high.copy()
+    return np.fmin(low, other_low), np.fmax(high, other_high)
 
 
 def _partition_stats(
@@ -198,6 +224,7 @@ def _combine(*parts: PartitionStats) -> PartitionStats:
     n = n_clipped = 0
     counts: dict[int, int] = {}
     bad = None
+    low = high = None
     for part in parts:
         if part.gram is not None:
             gram = part.gram.copy() if gram is None else gram + part.gram
@@ -206,7 +233,8 @@ def _combine(*parts: PartitionStats) -> PartitionStats:
         counts.update(part.counts)
         if part.bad is not None and (bad is None or part.bad < bad):
             bad = part.bad
-    return PartitionStats(gram, n, n_clipped, counts, bad)
+        low, high = _merge_range(low, high, part.low, part.high)
+    return PartitionStats(gram, n, n_clipped, counts, bad, low, high)
 
 
 def reduce_partitions(
@@ -394,6 +422,9 @@ def clipped_second_moment(
         )
     if stats.gram is None:
         raise ValueError(f"{name} needs at least 2 records (rows); got 0")
+    if stats.low is not None and stats.high is not None:
+        refuse_degenerate_columns(stats.low, stats.high, columns, where=name,
+                                  drop="leave it out of the DataFrame")
     # dsyrk filled the upper triangle; the lower one is its mirror.
     upper = np.triu(stats.gram[:p, :p])
     gram = upper + np.triu(upper, 1).T
@@ -413,6 +444,8 @@ class PassResult:
     rows: int
     counts: dict[int, int]
     bad: tuple[int, int, int] | None  # (partition, row in partition, column)
+    low: np.ndarray | None = None  # each column's smallest and largest value
+    high: np.ndarray | None = None
 
 
 def _pass_rows(p: int) -> int:
@@ -428,6 +461,7 @@ def _run_columns(task: Any, index: int, p: int,
     state = task.new(p)
     rows = 0
     buffer: np.ndarray | None = None
+    low, high = np.full(p, np.nan), np.full(p, np.nan)
     for columns in column_batches:
         length = len(columns[0]) if columns else 0
         step = _pass_rows(p)
@@ -447,9 +481,10 @@ def _run_columns(task: Any, index: int, p: int,
                     row, col = np.argwhere(~finite)[0]
                     return PassResult(None, 0, {index: 0},
                                       (index, rows + start + int(row), int(col)))
+            _extend_range(low, high, block)
             task.add(state, block)
         rows += length
-    return PassResult(state, rows, {index: rows}, None)
+    return PassResult(state, rows, {index: rows}, None, low, high)
 
 
 def _partition_pass(block: Any, index: int, task: Any, p: int,
@@ -497,6 +532,7 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
     rows = 0
     counts: dict[int, int] = {}
     bad = None
+    low = high = None
     for part in parts:
         if part.state is not None:
             state = part.state if state is None else task.merge(state, part.state)
@@ -504,7 +540,8 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
         counts.update(part.counts)
         if part.bad is not None and (bad is None or part.bad < bad):
             bad = part.bad
-    return PassResult(state, rows, counts, bad)
+        low, high = _merge_range(low, high, part.low, part.high)
+    return PassResult(state, rows, counts, bad, low, high)
 
 
 class DaskRecords:
@@ -534,6 +571,7 @@ class DaskRecords:
         self.n_samples = 0
         self._pieces = parquet_pieces(X)
         self._names = [str(c) for c in X.columns] if self._pieces is not None else []
+        self._checked = False
 
     def run(self, task: Any) -> Any:
         import dask
@@ -562,6 +600,11 @@ class DaskRecords:
                    "missing='refuse': use missing='impute' or remove them before estimating")
             )
         self.n_samples = result.rows
+        if not self._checked and result.low is not None and result.high is not None:
+            # Before any draw (this is the first pass): see refuse_degenerate_columns.
+            refuse_degenerate_columns(result.low, result.high, self.columns, where=self.name,
+                                      drop="leave it out of the DataFrame")
+            self._checked = True
         state = result.state if result.state is not None else task.new(p)
         return task.finish(state)
 
@@ -695,38 +738,81 @@ def regression_statistics(
     return (gram + gram.T) / 2, stats["moment"], n, columns
 
 
+def _first_header(source: TableFile) -> tuple[Any, bytes, list[Any]]:
+    """The files of a CSV glob (fsspec, decompressed by their suffix) and the first
+    megabyte of the first one."""
+    import fsspec
+
+    files = fsspec.open_files(str(source.path), mode="rb", compression="infer")
+    if len(files) == 0:
+        raise FileNotFoundError(f"no file matches {str(source.path)!r}")
+    with files[0] as handle:
+        raw = handle.read(1 << 20)
+    return files[0], raw, list(files)
+
+
+def resolve_columns(source: TableFile | str) -> ResolvedColumns:
+    """The columns of a CSV or Parquet glob (or URL) as its schema makes them, from the
+    first file's header or the files' metadata (public; no value is read)."""
+    if not isinstance(source, TableFile):
+        source = TableFile(source)
+    if source.kind == "parquet":
+        import dask.dataframe as dd
+
+        names = [str(c) for c in dd.read_parquet(str(source.path)).columns]
+        index = source.index_col
+        if isinstance(index, str):
+            index = names.index(index) if index in names else None
+        return source.table_schema.resolve(
+            names, where=_where(source), identifiers_at=() if index is None else (int(index),))
+    first, raw, _ = _first_header(source)
+    return read_layout(TableFile(first.path, **_options(source)), raw=raw).resolved
+
+
+def _where(source: TableFile) -> str:
+    return source.where.replace(" file ", " files ")
+
+
 def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) -> Any:
     """Open a CSV or Parquet glob (local path or any fsspec URL) as a Dask DataFrame.
 
     The same options and checks as :class:`~dpggm.estimators.data.TableFile` in memory: a
     CSV header is checked on the first matching file (no header row, duplicated or unnamed
-    columns, another delimiter, another encoding) before anything is read in parallel;
-    every column is read as float64, so a non-numeric value is reported with its column.
+    columns, another delimiter, another encoding) and the table's schema applied to it
+    before anything is read in parallel; every used column is read as float64, so a
+    non-numeric value is reported with its column. A row with no value at all (a blank
+    line, a row of bare delimiters, a row whose every field is missing) is not a record,
+    as in memory; a compressed CSV file (``.gz``, ``.bz2``, ``.xz``, ``.zst``) is read
+    whole by one worker (it cannot be split).
     """
     import dask.dataframe as dd
-    import fsspec
 
     if not isinstance(source, TableFile):
         source = TableFile(source)
-    where = source.where.replace(" file ", " files ")
-    files = fsspec.open_files(str(source.path), mode="rb")
-    if len(files) == 0:
-        raise FileNotFoundError(f"no file matches {str(source.path)!r}")
+    if source.kind not in ("csv", "parquet"):
+        raise ValueError(f"{_where(source)}: the Dask engine reads CSV and Parquet files; read "
+                         "this file in memory (--engine memory, the default)")
+    where = _where(source)
     if source.kind == "parquet":
-        frame = dd.read_parquet(str(source.path), columns=list(source.columns)
-                                if source.columns is not None else None,
+        import fsspec
+
+        if len(fsspec.open_files(str(source.path), mode="rb")) == 0 and not (
+                os.path.isdir(source.path)):
+            raise FileNotFoundError(f"no file matches {str(source.path)!r}")
+        resolved = resolve_columns(source)
+        frame = dd.read_parquet(str(source.path),
                                 blocksize=blocksize if blocksize is not None else "default")
-        names = [str(c) for c in frame.columns]
-        if source.index_col is not None:
-            index = source.index_col if isinstance(source.index_col, str) else (
-                names[int(source.index_col)])
-            frame = frame.drop(columns=[index])
-        return frame
-    with files[0] as handle:
-        raw = handle.read(1 << 20)
-    layout = read_layout(TableFile(files[0].path, **_options(source)), raw=raw)
+        # A row with no value in any column of the file is not a record; the files'
+        # statistics tell when no such row can exist (the filter is then left out, and
+        # the workers keep their fast path).
+        if _may_hold_empty_rows(frame):
+            frame = frame.dropna(how="all")
+        _warn_identifier_names(resolved.variables, source.terms)
+        return frame[resolved.variables]
+    first, raw, files = _first_header(source)
+    layout = read_layout(TableFile(first.path, **_options(source)), raw=raw)
     names = layout.names
-    if source.header:
+    if source.header is not False:
         # Every file is read with the first file's names: a file with other columns (or
         # another order) would be silently misaligned, so all headers must agree.
         first_line = raw.split(b"\n", 1)[0].rstrip(b"\r")
@@ -736,31 +822,74 @@ def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) ->
             if line != first_line:
                 raise ValueError(
                     f"{where}: the header of {other.path!r} ({line[:80]!r}) differs from "
-                    f"that of {files[0].path!r} ({first_line[:80]!r}); all files must have "
+                    f"that of {first.path!r} ({first_line[:80]!r}); all files must have "
                     "the same columns in the same order"
                 )
     use = [names[j] for j in layout.use]
+    compressed = source.compression is not None
+    markers = list(DEFAULT_NA_VALUES) + [m.strip() for m in source.na_values]
     try:
         frame = dd.read_csv(
             str(source.path),
             sep=source.delimiter,
             decimal=source.decimal,
-            header=0 if source.header else None,
+            thousands=source.thousands,
+            header=0 if source.header is not False else None,
             names=names,
-            usecols=use,
-            dtype=dict.fromkeys(use, "float64"),
+            dtype={name: ("float64" if name in use else "object") for name in names},
+            na_values=markers,
+            keep_default_na=False,
+            skipinitialspace=True,
             encoding=source.encoding,
-            blocksize=blocksize if blocksize is not None else "default",
-            skip_blank_lines=False,
+            compression="infer",
+            blocksize=None if compressed else (
+                blocksize if blocksize is not None else "default"),
+            skip_blank_lines=True,
         )
     except ValueError as exc:
         raise ValueError(f"{where} could not be read: {exc}") from None
-    return frame[use]
+    _warn_identifier_names(use, source.terms)
+    # Rows of bare delimiters (or of markers only) are not records either.
+    return frame.dropna(how="all")[use]
+
+
+def _warn_identifier_names(columns: list[str], terms: str) -> None:
+    """The curator's warning about variables named like identifiers (from the names only:
+    the cluster's values are not looked at in file order)."""
+    profile = ColumnProfile(len(columns))
+    profile.counting[:] = False
+    profile.warn_identifiers(columns, terms=terms)
+
+
+def _may_hold_empty_rows(frame: Any) -> bool:
+    """Whether a Dask DataFrame read from Parquet may hold a row with no value, from the
+    files' statistics (every row group needs a column without nulls); True when they do
+    not say. Filtering costs the workers' fast Parquet path (:func:`parquet_pieces`)."""
+    pieces = parquet_pieces(frame)
+    if pieces is None:
+        return True
+    import pyarrow.parquet as pq
+
+    files, filesystem = pieces
+    names = [str(c) for c in frame.columns]
+    for path, groups in files:
+        with filesystem.open(path, "rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            schema = metadata.schema.to_arrow_schema()
+            positions = [schema.get_field_index(n) for n in names]
+            for g in (groups if groups is not None else range(metadata.num_row_groups)):
+                group = metadata.row_group(g)
+                if not any((st := group.column(j).statistics) is not None
+                           and st.has_null_count and st.null_count == 0 for j in positions):
+                    return True
+    return False
 
 
 def _options(source: TableFile) -> dict[str, Any]:
+    # The schema holds columns, drop, id_columns and scales already.
     return {
-        "columns": source.columns, "delimiter": source.delimiter, "decimal": source.decimal,
-        "header": source.header, "index_col": source.index_col, "encoding": source.encoding,
-        "format": source.format,
+        "delimiter": source.delimiter, "decimal": source.decimal, "header": source.header,
+        "index_col": source.index_col, "encoding": source.encoding, "format": "csv",
+        "schema": source.table_schema, "na_values": source.na_values,
+        "thousands": source.thousands, "terms": source.terms,
     }

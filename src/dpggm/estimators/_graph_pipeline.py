@@ -19,12 +19,15 @@ Budget forms
     exactly.
 
 Passes
-    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the
-    deviations' median (or nearest untied level) (each needs the previous stage's released cells), (4) the rescaled
-    rows' norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``,
-    ``Z^T 1`` and ``n``, from which the private mean and the second moment are both released
-    (the centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared
-    bound needs pass 5 only. The counts of passes 1-4 are histograms on public grids
+    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the median of the
+    deviations not tied with the centre (each needs the previous stage's released cells;
+    every stage selects the cells of all columns in one batch), (4) the rescaled rows'
+    norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``, ``Z^T 1``
+    and ``n``, from which the private mean and the second moment are both released (the
+    centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared bound
+    needs pass 5 only. Columns with a declared range (``column_ranges``) are counted but
+    not selected: their ranges are used as given, and when every range is declared passes
+    2-3 do not run. The counts of passes 1-4 are histograms on public grids
     (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
 """
 
@@ -52,18 +55,18 @@ from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
 from dpggm.mechanisms.private_bounds import (
-    RANGE_SHARES,
+    RANGE_STAGES,
     PrivateNormBound,
     PrivateRanges,
     RangeStages,
-    cell_scores,
     choose_norm_bound,
     exponential_epsilon,
+    kept_untied_share,
     norm_budget_needed,
     norm_edges,
     range_budget_needed,
     range_epsilons,
-    spread_target,
+    ranges_locate_columns,
 )
 from dpggm.mechanisms.release import (
     release_mean,
@@ -102,8 +105,11 @@ __all__ = [
     "run_plan",
 ]
 
-#: Share of the bound step that chooses the row-norm bound (the rest chooses ranges).
-NORM_SHARE = Fraction(1, 4)
+#: Share of the bound step that chooses the row-norm bound (the rest chooses ranges). One
+#: selection near the median of n norms needs far less than the ranges' 3 selections per
+#: column (``norm_budget_needed``): at n = 442 and rho = 1 a quarter of a half would give it
+#: 150 times its need, taken from the ranges.
+NORM_SHARE = Fraction(1, 16)
 
 #: Share of the total for the per-column counts of present values (``missing="impute"``).
 MISSING_FRACTION = Fraction(1, 64)
@@ -114,6 +120,10 @@ _MIN_PRESENT = 0.02
 #: The range of an automatic bound fraction: a power of two (so the parts of a float budget
 #: stay exact), at least the first and at most the second.
 AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
+
+#: The largest automatic bound fraction spent to keep heavily tied columns' levels apart
+#: beyond locating every column (:func:`bound_fraction_for`).
+TIED_LEVELS_FRACTION = Fraction(1, 4)
 
 
 @dataclass(frozen=True)
@@ -131,10 +141,20 @@ class GraphSettings:
     norm_quantile: float | None
     neighbors: str = "replace"
     missing: str = "impute"
+    #: Declared public ranges ``(column name or position, low, high)`` (``bounds="auto"``).
+    column_ranges: tuple[tuple[str | int, float, float], ...] = ()
 
     @property
     def auto(self) -> bool:
         return self.declared is None
+
+    @property
+    def n_declared_ranges(self) -> int:
+        return len(self.column_ranges)
+
+    def private_range_columns(self, p: int) -> int:
+        """How many columns get a private range: those not declared (a public fact)."""
+        return p - self.n_declared_ranges if self.auto and not self.non_private else 0
 
     @property
     def private_centre(self) -> bool:
@@ -170,26 +190,47 @@ def _notion_cost(budget: Budget) -> Fraction:
 
 def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | None:
     """The share of the accounting total for the bound step: ``bound_fraction``, or for
-    ``"auto"`` the smallest power of two (within :data:`AUTO_BOUND_FRACTIONS`) that lets
-    every private median and spread land inside its column, and the norm bound near its
-    quantile, with probability about ``1 - e**-3`` -- from ``n`` and ``p`` only."""
+    ``"auto"`` a power of two within :data:`AUTO_BOUND_FRACTIONS`, from ``n`` and ``p``
+    only: the smallest that lets every private centre land inside its column and every
+    spread inside its column's deviations (and the norm bound near its quantile), with
+    probability about ``1 - e**-3``; then doubled, while the share stays at most
+    :data:`TIED_LEVELS_FRACTION`, until the spreads also keep the levels of heavily tied
+    columns (Likert items, 0/1 flags) apart. The budget a plan keeps for tied columns is
+    capped because on continuous columns it buys nothing: the plan states which tied
+    columns it keeps apart (``kept_untied_share``), and declared ranges cost nothing."""
     if not settings.auto or settings.non_private:
+        return None
+    private = settings.private_range_columns(p)
+    if private == 0 and not settings.with_norm:
+        # Every range declared and no norm bound: no bound step at all.
         return None
     if not isinstance(settings.bound_fraction, str):
         return Fraction(settings.bound_fraction)
-    notion = type(settings.accounting)
     available = _notion_cost(settings.accounting)
-    need = Fraction(exact_cost(range_budget_needed(n=n, p=p, notion=notion), notion)[0])
+    low, high = AUTO_BOUND_FRACTIONS
+    fraction = low
+    located = _bound_need(settings, n, private, keep_ties=False)
+    while fraction < high and fraction * available < located:
+        fraction *= 2
+    tied = _bound_need(settings, n, private, keep_ties=True)
+    while fraction < TIED_LEVELS_FRACTION and fraction * available < tied:
+        fraction *= 2
+    return fraction
+
+
+def _bound_need(settings: GraphSettings, n: int, private: int, *, keep_ties: bool) -> Fraction:
+    """The bound step's need (in the accounting notion's parameter) for ``private``
+    columns' ranges and, with a norm bound, its quantile."""
+    notion = type(settings.accounting)
+    need = (Fraction(exact_cost(range_budget_needed(n=n, p=private, notion=notion,
+                                                    keep_ties=keep_ties), notion)[0])
+            if private else Fraction(0))
     if settings.with_norm:
         need /= (1 - NORM_SHARE)
         norm_need = exact_cost(norm_budget_needed(
             n=n, quantile=float(settings.norm_quantile), notion=notion), notion)[0]
         need = max(need, Fraction(norm_need) / NORM_SHARE)
-    low, high = AUTO_BOUND_FRACTIONS
-    fraction = low
-    while fraction < high and fraction * available < need:
-        fraction *= 2
-    return fraction
+    return need
 
 
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
@@ -273,32 +314,47 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
     steps: list[PlannedMeasurement] = []
     used = Fraction(0)
     notes: dict[str, Any] = {}
-    if fraction is not None:
+    private = settings.private_range_columns(p)
+    if settings.n_declared_ranges:
+        notes["declared_ranges"] = settings.n_declared_ranges
+    if fraction is not None and private:
         range_share = fraction * ((1 - NORM_SHARE) if settings.with_norm else 1)
         ranges_budget = dyadic_share(total, range_share)
         try:
-            eps = range_epsilons(ranges_budget, p)
+            eps = range_epsilons(ranges_budget, private, n=n)
         except ValueError:
             # A budget too small for any selection: the plan says so with epsilon 0, and
             # check_plan_budget_range refuses it with the range that works.
-            eps = dict.fromkeys(RANGE_SHARES, 0.0)
+            eps = dict.fromkeys(RANGE_STAGES, 0.0)
         steps.append(PlannedMeasurement(
-            "bounds", "exponential", ranges_budget, repetitions=3 * p, sensitivity=1.0,
-            sensitivity_rule="rank scores of cells of public grids",
+            "bounds", "exponential", ranges_budget, repetitions=3 * private,
+            sensitivity=1.0,
+            sensitivity_rule="rank scores of cells of public grids"
+            + (f" (the {private} columns without a declared range)"
+               if settings.n_declared_ranges else ""),
             noise={f"epsilon_{k}": v for k, v in eps.items()}))
         used += range_share
-        notes["bound_fraction"] = str(fraction)
+        # Public: how far off its centre a tied column's values must lie, in share of the
+        # rows, for the plan to keep its levels apart (with probability ~ 1 - e^-3).
+        notes["tied_columns_keep_levels_from_untied_share"] = min(
+            1.0, kept_untied_share(n=n, epsilon_spread=eps["spread"]))
+    if fraction is not None and settings.with_norm:
+        norm_budget = dyadic_share(total, fraction * NORM_SHARE)
+        steps.append(PlannedMeasurement(
+            "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
+            sensitivity_rule="rank score of the rescaled rows' norms",
+            noise={"epsilon": exponential_epsilon(norm_budget)}))
+        used += fraction * NORM_SHARE
+    if fraction is not None:
+        # The share the bound steps spend (with every range declared, the norm bound's
+        # part alone: the ranges' part goes to the release).
+        notes["bound_fraction"] = str(used)
         if not isinstance(settings.bound_fraction, str):
             # What "auto" would choose, for the record's calibration check.
-            notes["auto_bound_fraction"] = str(bound_fraction_for(
-                replace(settings, bound_fraction="auto"), n, p))
-        if settings.with_norm:
-            norm_budget = dyadic_share(total, fraction * NORM_SHARE)
-            steps.append(PlannedMeasurement(
-                "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
-                sensitivity_rule="rank score of the rescaled rows' norms",
-                noise={"epsilon": exponential_epsilon(norm_budget)}))
-            used += fraction * NORM_SHARE
+            auto = bound_fraction_for(replace(settings, bound_fraction="auto"), n, p)
+            if auto is not None:
+                notes["auto_bound_fraction"] = str(auto)
+                notes["requested_bound_fraction"] = str(fraction)
     if settings.missing == "impute" and settings.method != "pace":
         budget = dyadic_share(total, MISSING_FRACTION)
         pure = isinstance(total, PureDP)
@@ -358,7 +414,9 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
 
 def check_not_hopeless(plan: ReleasePlan) -> None:
     """Refuse, before any data are read or noise drawn, a release that would be pure noise:
-    predicted noise of one partial correlation above 1 (no partial correlation exceeds 1)."""
+    private ranges that cannot even locate their columns (:func:`check_ranges_locate`), or
+    a predicted noise of one partial correlation above 1 (no partial correlation exceeds
+    1)."""
     noise = predicted_partial_correlation_noise(plan)
     if noise is not None and noise > 1.0:
         raise ValueError(
@@ -368,6 +426,34 @@ def check_not_hopeless(plan: ReleasePlan) -> None:
             "correlation is at most 1). Use more records, fewer columns or a larger budget: "
             "the noise falls like p / (n sqrt(rho))"
         )
+    check_ranges_locate(plan)
+
+
+def check_ranges_locate(plan: ReleasePlan) -> None:
+    """Refuse, before any draw, private ranges whose medians would land anywhere on a grid
+    that spans every magnitude (:func:`~dpggm.mechanisms.private_bounds.
+    ranges_locate_columns`), naming what they need and the way out: declared ranges."""
+    steps = {s.step: s for s in plan.steps}
+    bounds = steps.get("bounds")
+    if bounds is None:
+        return
+    epsilons = {k[len("epsilon_"):]: v for k, v in bounds.noise.items()}
+    n = plan.n_samples
+    if ranges_locate_columns(epsilons, n=n):
+        return
+    private = bounds.repetitions // 3
+    notion = type(bounds.budget)
+    need = range_budget_needed(n=n, p=private, notion=notion, locate=True)
+    name, have = parameter_of(bounds.budget)
+    raise ValueError(
+        f"bounds='auto' cannot locate the columns: with {n} records and {private} columns "
+        f"without a declared range, the private ranges need {name} >= "
+        f"{parameter_of(need)[1]:.3g} to find each column's centre and scale, and "
+        f"{plan.requested} leaves them {name} = {have:.3g} (the share "
+        f"{plan.notes.get('bound_fraction')} of the total for the bounds). Declare the "
+        "public scales of the columns instead (column_ranges={'item_1': (1, 6), ...}; "
+        "dpggm graph --scale or --schema), or use a larger budget, more records or fewer "
+        "columns")
 
 
 def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
@@ -503,42 +589,82 @@ class _Runner:
                                "mechanism": planned.mechanism, **noise})
         return result
 
-    def ranges(self, first: Any) -> None:
+    def ranges(self, first: Any, declared: DeclaredRanges) -> None:
+        """The per-column ranges: declared ones as given (nothing spent), the others chosen
+        privately from the counts (the ``bounds`` step, booked; absent when every range is
+        declared)."""
         rng = self.ctx.source
+        p = self.plan.n_features
         epsilons = ({k[len("epsilon_"):]: v for k, v in self.steps["bounds"].noise.items()}
                     if "bounds" in self.steps else {})
         stages = RangeStages(epsilons=epsilons, width=self.settings.range_width)
         exact = self.settings.non_private
+        shift = self.settings.public_centre
+        mask = declared.mask(p)
+        private = np.flatnonzero(~mask)
+        lower = np.empty(p)
+        upper = np.empty(p)
+        # A declared range is in raw units; the records are seen minus a public centre.
+        lower[mask] = declared.lower - (0.0 if shift is None else shift[declared.index])
+        upper[mask] = declared.upper - (0.0 if shift is None else shift[declared.index])
 
         def run(planned: Any) -> tuple[PrivateRanges, dict[str, Any]]:
-            lower, upper = _choose_median(stages, first, rng, exact)
-            edges = stages.refine_edges(lower, upper)
-            refine = self._run(ValueCounts(edges, kernels.LINEAR))
-            lower, upper = _choose(stages, "refine", refine, rng, exact, edges=edges)
-            centre = (lower + upper) / 2
-            radius = stages.tie_radius(lower, upper)
-            spread_counts = self._run(ValueCounts(
-                stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
-            # Curator-only: values the median grid cannot place, and the ties.
-            self.out.beyond_grid = first.counts[:, 0] + first.counts[:, -1]
-            self.out.tied = spread_counts.tied / np.maximum(spread_counts.counted, 1)
-            spread = _choose_spread(stages, spread_counts, rng, exact)
+            chosen = self._private_ranges(stages, first, private, lower[mask], upper[mask],
+                                          mask, rng, exact)
+            lower[private], upper[private] = chosen.lower, chosen.upper
             budget = planned.budget if not exact else NonPrivate()
-            ranges = stages.ranges(centre, spread, budget)
-            return ranges, {"mechanism": "exponential-mechanism median and spread",
-                            "epsilons": dict(epsilons)}
+            return (PrivateRanges(lower=lower, upper=upper, budget=budget,
+                                  epsilons=dict(epsilons), width=chosen.width,
+                                  declared=mask),
+                    {"mechanism": "exponential-mechanism median and spread",
+                     "epsilons": dict(epsilons)})
 
-        if exact:
+        if private.size == 0:
+            # Every range declared: nothing to choose, nothing spent.
+            budget = NonPrivate() if exact else dyadic_share(self.plan.accounting, 0)
+            self.out.ranges = PrivateRanges(lower=lower, upper=upper, budget=budget,
+                                            epsilons={}, width=stages.width, declared=mask)
+            self.out.beyond_grid = np.zeros(p, dtype=np.int64)
+            self.out.tied = np.zeros(p)
+        elif exact:
             self.out.ranges, _ = run(None)
         else:
             self.out.ranges = self._book("bounds", run)
-        if self.settings.public_centre is not None:
+        if shift is not None:
             # A public centre: keep it, with a symmetric range about it.
             r = self.out.ranges
             half = np.maximum(np.abs(r.lower), np.abs(r.upper))
-            self.out.ranges = PrivateRanges(lower=-half, upper=half, budget=r.budget,
-                                            epsilons=r.epsilons, width=r.width)
+            self.out.ranges = replace(r, lower=-half, upper=half)
         self.out.inner_bounds = Box(1.0)
+
+    def _private_ranges(self, stages: RangeStages, first: Any, private: np.ndarray,
+                        declared_lower: np.ndarray, declared_upper: np.ndarray,
+                        mask: np.ndarray, rng: Any, exact: bool) -> PrivateRanges:
+        """The three stages on the columns ``private`` (each pass counts every column, the
+        declared ones on grids spanning their ranges, and keeps the private ones)."""
+        p = mask.size
+        lower, upper = _choose_median(stages, _rows_of(first, private), rng, exact)
+        full_lower, full_upper = np.empty(p), np.empty(p)
+        full_lower[mask], full_upper[mask] = declared_lower, declared_upper
+        full_lower[private], full_upper[private] = lower, upper
+        edges = stages.refine_edges(full_lower, full_upper)
+        refine = _rows_of(self._run(ValueCounts(edges, kernels.LINEAR)), private)
+        lower, upper = _choose(stages, "refine", refine, rng, exact, edges=edges[private])
+        centre = np.zeros(p)
+        radius = np.zeros(p)
+        centre[private] = (lower + upper) / 2
+        radius[private] = stages.tie_radius(lower, upper)
+        spread_counts = self._run(ValueCounts(
+            stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+        spread_counts = _rows_of(spread_counts, private)
+        # Curator-only: values the median grid cannot place, and the ties.
+        self.out.beyond_grid = np.zeros(p, dtype=np.int64)
+        self.out.beyond_grid[private] = (first.counts[private, 0]
+                                         + first.counts[private, -1])
+        self.out.tied = np.zeros(p)
+        self.out.tied[private] = spread_counts.tied / np.maximum(spread_counts.counted, 1)
+        spread = _choose_spread(stages, spread_counts, rng, exact)
+        return stages.ranges(centre[private], spread, NonPrivate())
 
     def norm_bound(self) -> None:
         p, n = self.plan.n_features, self.plan.n_samples
@@ -691,40 +817,71 @@ class _Runner:
         self.out.covariance = covariance
 
 
+def _rows_of(counts: Any, rows: np.ndarray) -> Any:
+    """The counts of the columns ``rows`` only."""
+    return replace(counts, counts=counts.counts[rows], missing=counts.missing[rows],
+                   tied=counts.tied[rows])
+
+
+@dataclass(frozen=True)
+class DeclaredRanges:
+    """Declared public ranges resolved against the columns: positions (ascending), names
+    and ``(lower, upper)`` in raw units."""
+
+    index: np.ndarray
+    names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def mask(self, p: int) -> np.ndarray:
+        mask = np.zeros(p, dtype=bool)
+        mask[self.index] = True
+        return mask
+
+
+def resolve_column_ranges(column_ranges: Any, columns: list[str]) -> DeclaredRanges:
+    """The declared ranges of ``column_ranges`` (``(key, low, high)``: a name, or a 0-based
+    position) on ``columns``; a ``ValueError`` naming ``column_ranges`` for a name not among
+    the columns, a position beyond them, or two keys for one column."""
+    p = len(columns)
+    where: dict[int, tuple[Any, float, float]] = {}
+    for key, low, high in column_ranges:
+        if isinstance(key, str):
+            if key not in columns:
+                shown = ", ".join(repr(c) for c in columns[:10]) + (
+                    f", ... ({p} in all)" if p > 10 else "")
+                raise ValueError(f"column_ranges: no column named {key!r}; the columns are "
+                                 f"{shown}")
+            j = columns.index(key)
+        else:
+            if not 0 <= key < p:
+                raise ValueError(f"column_ranges: position {key} is beyond the {p} columns "
+                                 f"(positions 0 to {p - 1})")
+            j = int(key)
+        if j in where:
+            raise ValueError(f"column_ranges: {where[j][0]!r} and {key!r} both declare the "
+                             f"range of column {columns[j]!r}")
+        where[j] = (key, low, high)
+    index = np.array(sorted(where), dtype=np.int64)
+    return DeclaredRanges(
+        index=index, names=tuple(columns[j] for j in index),
+        lower=np.array([where[j][1] for j in index], dtype=float),
+        upper=np.array([where[j][2] for j in index], dtype=float))
+
+
 def _choose_median(stages: RangeStages, counts: Any, rng: Any,
                    exact: bool) -> tuple[np.ndarray, np.ndarray]:
-    if not exact:
-        return stages.choose_median(counts.below(), counts.counted, rng)
-    index = _best_cells(counts.below(), counts.counted)
-    return stages.median_edges[index], stages.median_edges[index + 1]
+    return stages.choose_median(counts.below(), counts.counted, None if exact else rng)
 
 
 def _choose(stages: RangeStages, stage: str, counts: Any, rng: Any, exact: bool, *,
             edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if not exact:
-        return stages.choose_refined(edges, counts.below(), counts.counted, rng)
-    index = _best_cells(counts.below(), counts.counted)
-    rows = np.arange(edges.shape[0])
-    return edges[rows, index], edges[rows, index + 1]
+    return stages.choose_refined(edges, counts.below(), counts.counted, None if exact else rng)
 
 
 def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> np.ndarray:
-    if not exact:
-        return stages.choose_spread(counts.below(), counts.tied, counts.counted, rng)
-    targets = spread_target(counts.counted, counts.tied)
-    below = counts.below()
-    index = np.array([int(np.argmax(cell_scores(below[j], int(targets[j]))))
-                      for j in range(below.shape[0])])
-    edges = stages.spread_edges
-    return np.sqrt(edges[index] * edges[index + 1])
-
-
-def _best_cells(below: np.ndarray, counted: np.ndarray) -> np.ndarray:
-    """The non-private choice: per column, the highest-scoring cell (the first of ties)."""
-    from dpggm.mechanisms.private_bounds import cell_scores, target_rank
-
-    return np.array([int(np.argmax(cell_scores(below[j], target_rank(int(counted[j]), 0.5))))
-                     for j in range(below.shape[0])])
+    return stages.choose_spread(counts.below(), counts.tied, counts.counted,
+                                None if exact else rng)
 
 
 def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: ReleaseContext,
@@ -733,7 +890,9 @@ def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: Rele
     already computed while reading). Returns the release and the accountant."""
     runner = _Runner(settings, plan, records, ctx)
     if settings.auto:
-        runner.ranges(first)
+        # The names are checked against the columns before any draw.
+        declared = resolve_column_ranges(settings.column_ranges, list(records.columns))
+        runner.ranges(first, declared)
         if settings.with_norm:
             runner.norm_bound()
         state = runner.moments()

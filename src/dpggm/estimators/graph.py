@@ -33,7 +33,15 @@ from typing import Any
 import numpy as np
 
 from dpggm.estimators._base import DPEstimator, make_context
-from dpggm.estimators._contract import BOUNDS, VECTOR, AnyOf, Interval, Options, fraction
+from dpggm.estimators._contract import (
+    BOUNDS,
+    COLUMN_RANGES,
+    VECTOR,
+    AnyOf,
+    Interval,
+    Options,
+    fraction,
+)
 from dpggm.estimators._graph_pipeline import (
     GraphRelease,
     GraphSettings,
@@ -269,7 +277,9 @@ _CALIBRATED_BOUND_SHARE = Fraction(1, 2)
 
 def _calibration(plan: ReleasePlan) -> dict[str, Any]:
     """Whether the plan's settings keep the inference calibrated (a function of the plan)."""
-    chosen = plan.notes.get("bound_fraction")
+    # The share asked for, against what "auto" would choose (the share the bound steps
+    # spent differs when ranges are declared).
+    chosen = plan.notes.get("requested_bound_fraction")
     auto = plan.notes.get("auto_bound_fraction")
     if chosen is None or auto is None or Fraction(chosen) >= _CALIBRATED_BOUND_SHARE * Fraction(auto):
         return {"calibrated": True, "calibration_note": None}
@@ -279,6 +289,27 @@ def _calibration(plan: ReleasePlan) -> dict[str, Any]:
                 "this size: the private ranges and norm bound are then too noisy for the "
                 "clipping model, and the intervals and false-discovery control are not "
                 "calibrated (measured FDR 0.64-0.82 at a target of 0.1)")}
+
+
+def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
+    """A table whose schema declares ranges (``TableFile(scales=...)``, a schema file) is
+    fitted with those ranges in ``column_ranges`` (``table.declared_ranges()``): the plan
+    and the ledger's check are made from the estimator's parameters, so a declaration the
+    parameters do not hold is refused rather than silently ignored or silently used."""
+    from dpggm.estimators.data import TableFile
+
+    if not isinstance(X, TableFile) or not X.table_schema.declares_ranges:
+        return
+    declared = X.declared_ranges()
+    given = {key: (low, high) for key, low, high in settings.column_ranges}
+    differ = [name for name, span in declared.items() if given.get(name) != span]
+    if differ:
+        name = differ[0]
+        raise ValueError(
+            f"column_ranges: the table's schema declares {name!r} in "
+            f"[{declared[name][0]:g}, {declared[name][1]:g}], but column_ranges "
+            + (f"gives {given[name]}" if name in given else "does not hold it")
+            + "; fit with PrivateGraph(column_ranges=table.declared_ranges(), ...)")
 
 
 @dataclass(frozen=True)
@@ -332,11 +363,22 @@ class PrivateGraph(DPEstimator):
         ``method="pace"`` runs in the ``epsilon**2 / 2``-zCDP it implies.
     bounds : "auto", RowNorm, Box or str, default="auto"
         ``"auto"`` chooses, from ``bound_fraction`` of the budget, per-column ranges
-        (private median +- ``range_width`` private spreads) that map every column onto
-        ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
+        (private median +- ``range_width`` private spreads, the spread being the median
+        of the deviations not tied with the centre, so that discrete columns keep their
+        levels) that map every column onto ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
         ``norm_quantile`` of the rescaled rows' norms. A declared bound (``"l2:B"``,
         ``"box:B"``, ``RowNorm``, ``Box``) is used as given, on the raw (or publicly
         centred) records.
+    column_ranges : mapping or None, default=None
+        Public ranges of some columns under ``bounds="auto"``: ``{name: (low, high)}``
+        (a ``str`` key is a column name -- ``x0, x1, ...`` for an array -- an ``int`` key a
+        0-based position), e.g. a questionnaire's answer scale ``(1, 6)`` or a lab
+        protocol's measuring range. A declared column is clipped to its range and mapped
+        onto ``[-1, 1]`` by it, like a private range, and costs nothing: the private
+        ranges' budget is spread over the other columns only, and when every range is
+        declared the range step is left out of the plan and its share goes to the
+        release. The ranges must be finite with ``low < high`` and must not be read off the
+        private data. Recorded in ``privacy_.bounds["declared_ranges"]``.
     center : {"private", "none"} or array of shape (p,), default="private"
         ``"private"`` spends ``center_fraction`` of the budget on a private mean;
         ``"none"`` keeps the raw second moment (right only for data centred by
@@ -349,11 +391,16 @@ class PrivateGraph(DPEstimator):
     neighbors : {"replace"}, default="replace"
         The private quantiles' scores use the number of records, public under replace-one.
     bound_fraction : float in (0, 1) or "auto", default="auto"
-        Share of the budget for ``bounds="auto"`` (a quarter of it for the row-norm
-        bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 that lets
-        every private median and spread land inside its column with probability about
-        ``1 - e**-3`` (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`): it
-        depends on ``n`` and ``p`` only, public under replace-one.
+        Share of the budget for ``bounds="auto"`` (a sixteenth of it for the row-norm
+        bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 with which,
+        with probability about ``1 - e**-3`` a column, every private median lands inside
+        its column and every spread keeps the levels of a column with at least a quarter
+        of its values off its most common one
+        (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`): it depends on
+        ``n``, the number of columns without a declared range and the budget only, public
+        under replace-one. The plan states the untied share it resolves
+        (``plan_.notes["tied_columns_keep_levels_from_untied_share"]``); a budget whose
+        ranges cannot even locate their columns is refused before any draw.
     center_fraction : float in (0, 1), default=0.0625
         Share of the budget for ``center="private"``. The shares are dyadic, so the
         parts of a float budget are exact floats and add up to exactly the total.
@@ -420,7 +467,8 @@ class PrivateGraph(DPEstimator):
     edges_ : DataFrame
         The selected pairs: ``source, target, weight, partial_correlation`` and, for
         ``method="glasso"``, ``ci_low, ci_high, p_value, q_value``; ``weight`` is the
-        precision entry in raw units (the de-biased one with inference); strongest
+        partial correlation again, named for network software (its sign is the partial
+        correlation's; see :data:`dpggm.estimators.edges.EDGE_COLUMNS`); strongest
         evidence first.
     inference_ : DataFrame or None
         Every pair ``j < k``: ``source, target, partial_correlation, ci_low, ci_high,
@@ -492,12 +540,17 @@ class PrivateGraph(DPEstimator):
 
     Privacy
     -------
-    Sequential composition of (1) ``3p`` exponential-mechanism quantiles (each
-    ``epsilon``-DP and ``epsilon**2/8``-zCDP, score sensitivity 1), (2) one more for the
-    row-norm bound, (3) a Gaussian (or, under pure DP, Laplace) mean of the bounded
-    records and (4) the release of their second moment (or PACE-GGM's measurements under
-    a zCDP filter). Every step is planned from public facts, checked against one
-    accountant before it runs and booked after; the parts add up to exactly the total.
+    Sequential composition of (1) ``3 p'`` exponential-mechanism selections, ``p'`` the
+    number of columns without a declared range (each ``epsilon``-DP and
+    ``epsilon**2/8``-zCDP: cells scored by rank distance, sensitivity 1, plus the cell's
+    count for the two centre stages, sensitivity 2; none when every range is declared),
+    (2) one more for the row-norm bound, (3) a Gaussian (or, under pure DP, Laplace) mean
+    of the bounded records and (4) the release of their second moment (or PACE-GGM's
+    measurements under a zCDP filter). Every step is planned from public facts (``n``,
+    ``p``, the budget and how many ranges are declared), checked against one accountant
+    before it runs and booked after; the parts add up to exactly the total. A declared
+    range is a public input, like a declared bound: it spends nothing, and the guarantee
+    holds only if it was not read off the private data.
     The graph solver, the rescaling to raw units and the edge list are post-processing.
 
     Examples
@@ -512,6 +565,7 @@ class PrivateGraph(DPEstimator):
 
     _constraints = {
         "bounds": AnyOf(Options("auto"), BOUNDS),
+        "column_ranges": COLUMN_RANGES,
         "center": AnyOf(Options("private", "none"), VECTOR),
         "method": Options(*GRAPH_METHODS),
         "neighbors": Options("replace"),
@@ -534,6 +588,7 @@ class PrivateGraph(DPEstimator):
         *,
         budget: Any = None,
         bounds: Any = "auto",
+        column_ranges: Any = None,
         center: Any = "private",
         method: str = "glasso",
         neighbors: str = "replace",
@@ -554,6 +609,7 @@ class PrivateGraph(DPEstimator):
     ) -> None:
         self.budget = budget
         self.bounds = bounds
+        self.column_ranges = column_ranges
         self.center = center
         self.method = method
         self.neighbors = neighbors
@@ -598,6 +654,12 @@ class PrivateGraph(DPEstimator):
             raise ValueError(
                 "bounds: method 'pace' needs a box bound (bounds='auto' or 'box:B'); got "
                 f"the row-norm bound 'l2:{declared.bound!r}'")
+        column_ranges = params["column_ranges"]
+        if column_ranges and declared is not None:
+            raise ValueError(
+                "column_ranges: declared column ranges go with bounds='auto' (the other "
+                "columns get private ranges); a declared bound already bounds every column; "
+                f"got bounds={self.bounds!r} and column_ranges={self.column_ranges!r}")
         center = params["center"]
         if not isinstance(center, str):
             center = np.asarray(center, dtype=float)
@@ -611,7 +673,7 @@ class PrivateGraph(DPEstimator):
             center_fraction=Fraction(params["center_fraction"]),
             range_width=float(params["range_width"]),
             norm_quantile=params["norm_quantile"], neighbors="replace",
-            missing=params["missing"],
+            missing=params["missing"], column_ranges=column_ranges,
         )
 
     @staticmethod
@@ -628,6 +690,13 @@ class PrivateGraph(DPEstimator):
             )
         if settings.declared is not None:
             settings.declared.check_dimension(p)
+        beyond = [k for k, _, _ in settings.column_ranges if isinstance(k, int) and k >= p]
+        if beyond:
+            raise ValueError(f"column_ranges: position {beyond[0]} is beyond the {p} columns "
+                             f"(positions 0 to {p - 1})")
+        if settings.n_declared_ranges > p:
+            raise ValueError(f"column_ranges: {settings.n_declared_ranges} ranges declared for "
+                             f"{p} columns")
 
     @staticmethod
     def _check_plan(settings: GraphSettings, plan: ReleasePlan) -> None:
@@ -785,6 +854,7 @@ class PrivateGraph(DPEstimator):
     def _records(self, X: Any, y: Any, settings: GraphSettings) -> Iterator[Any]:
         """The records, opened for passes; the first pass (which needs no released value)
         runs here, while a file is parsed."""
+        _check_table_ranges(X, settings)
         with open_records(X, missing=settings.missing) as records:
             if isinstance(records, ArrayRecords):
                 # The sizes are known: refuse before even the first pass.
@@ -865,9 +935,11 @@ class PrivateGraph(DPEstimator):
         without the seed, public diagnostics, how the edges were chosen and what the
         release can detect), ``edges.csv`` (exactly :attr:`edges_`: the
         selected edges with their intervals and q-values, or the threshold's) and
-        ``precision.npy`` (when there is a precision matrix). The pictures
-        (``graph.png``, ``precision.png``) and ``report.html`` are drawn by the command
-        line only (:mod:`dpggm.report` sits above the estimators).
+        ``precision.npy`` (when there is a precision matrix). The pictures (``graph``,
+        ``intervals``, ``precision`` as PNG, SVG and PDF) and ``report.html`` are drawn
+        by the command line, or by :func:`dpggm.report.build_report` and
+        :func:`dpggm.report.html.picture_files` from the saved files
+        (:mod:`dpggm.report` sits above the estimators).
         """
         return super().save(out, **options)
 
@@ -942,9 +1014,8 @@ class PrivateGraph(DPEstimator):
         precision_z = self._precision_z
         self.covariance_ = self._covariance_z * np.outer(scale, scale)
         inference = self.infer() if self.release_ is not None else None
-        weight = None if precision_z is None else precision_z / np.outer(scale, scale)
         if precision_z is not None:
-            self.precision_ = weight
+            self.precision_ = precision_z / np.outer(scale, scale)
             self.partial_correlation_ = partial_correlation(precision_z)
             off = (np.abs(precision_z) > 0) & (
                 np.abs(self.partial_correlation_) >= self.min_partial_correlation_)
@@ -975,9 +1046,6 @@ class PrivateGraph(DPEstimator):
             inference = replace(inference, selected=np.zeros_like(inference.selected))
         if inference is not None and self.select == "fdr":
             off = inference.matrix("selected")
-            # An edge's weight and partial correlation are the de-biased ones, which its
-            # interval and p-value describe.
-            weight = inference.debiased_precision / np.outer(scale, scale)
         np.fill_diagonal(off, False)
         self._inference = inference
         self.mean_ = None if release.mean is None else shift + scale * release.mean
@@ -1003,14 +1071,16 @@ class PrivateGraph(DPEstimator):
         self.n_clipped_rows_ = int(state.changed_rows)
         if inference is None:
             self.inference_ = None
-            self.edges_ = edge_table(self.adjacency_, list(columns), weight=self.precision_,
+            self.edges_ = edge_table(self.adjacency_, list(columns),
                                      partial=self.partial_correlation_)
         else:
             self.inference_ = inference.to_frame(list(columns))[list(INFERENCE_COLUMNS)]
+            # With --select fdr an edge's partial correlation is the de-biased one, which
+            # its interval and p-value describe.
             partial = (inference.matrix("partial_correlation") if self.select == "fdr"
                        else self.partial_correlation_)
-            self.edges_ = edge_table(self.adjacency_, list(columns), weight=weight,
-                                     partial=partial, inference=inference)
+            self.edges_ = edge_table(self.adjacency_, list(columns), partial=partial,
+                                     inference=inference)
 
     def _selection_note(self, settings: GraphSettings) -> str:
         if settings.method == "pace":
@@ -1033,16 +1103,26 @@ class PrivateGraph(DPEstimator):
 
     def _guarantee(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
                    accountant: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
+        from dpggm.estimators._contract import feature_names
+
         declared = settings.declared
         if declared is not None:
             bounds_record = declared.to_dict()
         else:
-            bounds_record = {"kind": "auto", "ranges": release.ranges.to_dict(),
+            bounds_record = {"kind": "auto",
+                             "ranges": release.ranges.to_dict(feature_names(self)),
                              "rescaled_bound": release.inner_bounds.to_dict()}
+            if settings.column_ranges:
+                # As the caller declared them (raw units): public, nothing spent on them.
+                bounds_record["declared_ranges"] = {
+                    str(k): [low, high] for k, low, high in settings.column_ranges}
             if release.norm_bound is not None:
                 bounds_record["norm_bound"] = release.norm_bound.to_dict()
         ctx = make_context(self, bounds_record)
-        parts = (["private ranges"] if declared is None else []) + (
+        n_private = settings.private_range_columns(len(release.ranges.lower)) if (
+            declared is None) else 0
+        parts = (["private ranges"] if n_private else []) + (
+            ["declared ranges"] if declared is None and settings.column_ranges else []) + (
             ["private norm bound"] if release.norm_bound is not None else []) + (
             ["private mean"] if settings.private_centre else []) + [
             "PACE-GGM" if settings.method == "pace"

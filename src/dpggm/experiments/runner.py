@@ -130,8 +130,36 @@ def environment_table(
         "wall_seconds": round(float(seconds), 3),
         "command": _command_line(),
         **environment(),
+        # How busy the machine was (other jobs share it): load averages over 1, 5 and 15
+        # minutes when the table was made, i.e. at the end of the run.
+        "load_average_at_end": _load_average(),
+        "source": _source_revision(),
     }
     return pd.DataFrame({"key": list(rows), "value": [str(v) for v in rows.values()]})
+
+
+def _source_revision() -> str:
+    """The git commit of the source tree the package was imported from, with "+ changes"
+    when its ``src/`` differs from that commit; "unknown" outside a git checkout."""
+    import subprocess
+
+    package = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10, check=True)
+        changed = subprocess.run(["git", "-C", str(package), "status", "--porcelain", "--",
+                                  str(package)], capture_output=True, text=True, timeout=10,
+                                 check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit.stdout.strip() + (" + changes" if changed.stdout.strip() else "")
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except (AttributeError, OSError):  # not every platform can tell
+        return "unknown"
 
 
 def attempt(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

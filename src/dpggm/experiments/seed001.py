@@ -197,8 +197,9 @@ def _method_records(
     ]
 
 
-def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: float):
-    """One sample at ratio ``r``: every mechanism at every epsilon."""
+def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: float,
+                  methods: tuple[str, ...]):
+    """One sample at ratio ``r``: every mechanism of ``methods`` at every epsilon."""
     ratio, repetition = cell.params["r"], cell.repetition
     n = int(round(ratio * p))
     X = cell.context.resample(
@@ -211,7 +212,7 @@ def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: flo
         )
     records = []
     for epsilon in epsilons:
-        for method in _METHODS:
+        for method in (m for m in _METHODS if m[0] in methods):
             label, family, mechanism, _, validity = method
             common = _common_fields(label=label, family=family, validity=validity,
                                     epsilon=epsilon, ratio=ratio, n=n, p=p, repetition=repetition)
@@ -343,7 +344,7 @@ def _figure(errors: pd.DataFrame) -> Any:
 
 def _spec(
     *, p: int, ratios: tuple[float, ...], epsilons: tuple[float, ...], alpha: float,
-    repetitions: int, random_state: int,
+    repetitions: int, random_state: int, methods: tuple[str, ...],
 ) -> ExperimentSpec:
     def model(params: Any) -> Any:
         return make_seed001_uut(
@@ -360,7 +361,8 @@ def _spec(
         axes={"r": ratios},
         repetitions=repetitions,
         context=model,
-        cell=lambda cell: _cell_records(cell, p=p, epsilons=epsilons, alpha=alpha),
+        cell=lambda cell: _cell_records(cell, p=p, epsilons=epsilons, alpha=alpha,
+                                        methods=methods),
         on_failure=lambda cell, error: _no_reference(cell, error, p=p, epsilons=epsilons),
         aggregation=Aggregation(
             by=["postprocessing", "family", "method", "validity", "epsilon", "r", "n", "p"],
@@ -390,6 +392,7 @@ def run_seed001(
     ratios: Any = None,
     epsilons: Any = None,
     alpha: float = PAPER_ALPHA,
+    methods: Any = None,
 ) -> dict[str, pd.DataFrame]:
     """Seed 001's Tables 1-2: relative Frobenius error of private graphical lassos.
 
@@ -416,6 +419,10 @@ def run_seed001(
         Default ``(0.5, 1, 1.5)``; ``delta = 1e-4`` for the approximate-DP methods.
     alpha : float, default=0.001
         Graphical-lasso penalty (off-diagonal only), the paper's value.
+    methods : sequence of str, optional
+        Labels of the mechanisms to run (default all six); Gaussian and Laplace always
+        (the ordering table compares them). The other cells' random streams do not
+        depend on which mechanisms run.
 
     Returns
     -------
@@ -445,6 +452,12 @@ def run_seed001(
     )
     if p < 3:
         raise ValueError(f"n_features must be an integer >= 3; got {p}")
+    labels = tuple(method[0] for method in _METHODS)
+    methods = labels if methods is None else tuple(methods)
+    if not methods or any(m not in labels for m in methods) or not {
+            "Gaussian", "Laplace"} <= set(methods):
+        raise ValueError(f"methods must be among {labels} and include 'Gaussian' and "
+                         f"'Laplace' (the ordering table compares them); got {methods!r}")
     ratios = check_positive_numbers(preset["ratios"] if ratios is None else ratios, name="ratios")
     if min(round(r * p) for r in ratios) < 2:
         raise ValueError(
@@ -459,5 +472,6 @@ def run_seed001(
         alpha=check_positive_number(alpha, name="alpha"),
         repetitions=repetitions,
         random_state=random_state,
+        methods=methods,
     )
     return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables

@@ -18,13 +18,22 @@ Per column ``j`` (:class:`RangeStages`):
 
 1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
 2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
-   first cell and one cell's width either side; its midpoint is the centre ``m_j``;
-3. the cell of the positive geometric grid that holds the median absolute deviation
-   ``|x - m_j|``, unless more than half of the values are tied with the centre (within
-   ``tau_j``, half the refinement's cell width, a released quantity): then the first untied
-   deviation (:func:`spread_target`). That keeps the levels of an ordinal, binary or
-   heavily tied column distinct: when more than half of a Likert item answers "6", the
-   plain MAD is 0 and every other answer would be clipped onto one value.
+   first cell and one cell's width either side; its midpoint is the centre ``m_j``. Both
+   centre stages add a cell's count to its rank score (:data:`STAGE_COUNT_WEIGHTS`), so
+   that a column split about 50/50 between two values is centred on one of them rather
+   than in the empty cells between (most of them near 0 on a grid of every magnitude);
+3. the cell of a positive geometric grid (:data:`SPREAD_PER_OCTAVE` per octave) that holds
+   the median of the deviations ``|x - m_j|`` not tied with the centre (within ``tau_j``,
+   half the refinement's cell width, a released quantity; :func:`spread_target`): the
+   median absolute deviation of a continuous column, the distance to the nearest levels
+   of an ordinal, binary or heavily tied one -- when most of a Likert item answers "6",
+   the plain MAD is 0 and every other answer would be clipped onto one value.
+
+How each column's share is split among the stages, and how much the stages need, are
+public functions of ``n`` and the budget (:func:`range_shares`,
+:func:`stage_epsilons_needed`); the plan states which tied columns keep their levels
+(:func:`kept_untied_share`) and refuses ranges that cannot locate their columns
+(:func:`ranges_locate_columns`).
 
 The range is ``m_j +- width * s_j``; a record is mapped to ``z_j = (clip(x_j) - m_j) / (width
 s_j)`` in ``[-1, 1]``: a function of released values only (post-processing), and a diagonal
@@ -36,13 +45,17 @@ cell edge nearest the ``quantile`` of the rescaled rows' norms on a public grid 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.noise import exponential_mechanism, selection_epsilon
+from dpggm.mechanisms.noise import (
+    exponential_mechanism,
+    exponential_mechanisms,
+    selection_epsilon,
+)
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost, float_at_most
 from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zcdp
@@ -50,8 +63,11 @@ from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zc
 __all__ = [
     "NORM_GRID_OCTAVES",
     "QUANTILE_SCORE_SENSITIVITY",
-    "RANGE_SHARES",
+    "RANGE_STAGES",
     "RANGE_WIDTH",
+    "STAGE_COUNT_WEIGHTS",
+    "SPREAD_PER_OCTAVE",
+    "UNTIED_SHARE",
     "PrivateNormBound",
     "PrivateRanges",
     "RangeStages",
@@ -68,8 +84,14 @@ __all__ = [
     "private_ranges",
     "quantile_cell_scores",
     "quantile_scores",
+    "kept_untied_share",
     "range_budget_needed",
+    "range_epsilons",
+    "range_shares",
+    "ranges_locate_columns",
+    "score_sensitivity",
     "spread_target",
+    "stage_epsilons_needed",
     "target_rank",
 ]
 
@@ -110,10 +132,12 @@ def target_rank(n: int, q: float) -> int:
     return int(round(q * n))
 
 
-def cell_scores(below: np.ndarray, target: int) -> np.ndarray:
+def cell_scores(below: np.ndarray, target: Any, count_weight: float = 0.0) -> np.ndarray:
     """Scores of the cells ``[e_k, e_{k+1})`` of a grid from the counts
-    ``below[k] = #{values < e_k}``: 0 when the target rank lies between the counts at the
-    cell's two ends, otherwise minus the distance from the target to the nearer count.
+    ``below[k] = #{values < e_k}`` (a matrix: one row of counts and one target per column
+    of data): 0 when the target rank lies between the counts at the
+    cell's two ends, otherwise minus the distance from the target to the nearer count;
+    plus ``count_weight`` times the number of values in the cell.
 
     Sensitivity 1 (:data:`QUANTILE_SCORE_SENSITIVITY`) under either neighbouring relation
     whenever, between neighbours, every count and the target each move by at most 1 and a
@@ -121,18 +145,36 @@ def cell_scores(below: np.ndarray, target: int) -> np.ndarray:
     column with target ``round(q n)`` (replacing a record moves a count by at most one and
     leaves ``n``; adding one moves counts and target up, or not at all), and for the
     deviations' counts with the target of :func:`spread_target`. The maximum of such terms
-    and 0 then moves by at most 1.
+    and 0 then moves by at most 1. A cell's count moves by at most 1 too (one record leaves
+    or enters it), so with ``count_weight`` the score's sensitivity is
+    ``1 + count_weight`` (:func:`score_sensitivity`).
+
+    The count term breaks the ties of a *plateau*: when the target rank falls between two
+    groups of equal values (a 0/1 column split about 50/50), every empty cell between them
+    scores 0 like the cells that hold the data, and on a grid that spans every magnitude
+    most of those empty cells lie close to zero.
     """
     below = np.asarray(below, dtype=np.int64)
-    lo, hi = below[:-1], below[1:]
-    return -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
+    lo, hi = below[..., :-1], below[..., 1:]
+    # One target per row for a matrix of counts (one row per column of data).
+    target = np.asarray(target, dtype=np.int64)
+    target = target[..., None] if target.ndim else target
+    scores = -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
+    if count_weight:
+        scores += count_weight * (hi - lo)
+    return scores
+
+
+def score_sensitivity(count_weight: float = 0.0) -> float:
+    """The sensitivity of :func:`cell_scores` with ``count_weight``."""
+    return QUANTILE_SCORE_SENSITIVITY + count_weight
 
 
 def choose_cell(
-    below: np.ndarray, target: int, *, epsilon: float, rng: Any
+    below: np.ndarray, target: int, *, epsilon: float, rng: Any, count_weight: float = 0.0,
 ) -> int:
     """The index ``k`` of the cell ``[e_k, e_{k+1})`` chosen by the exponential mechanism
-    on :func:`cell_scores`.
+    on :func:`cell_scores` (sensitivity :func:`score_sensitivity`).
 
     Privacy
     -------
@@ -140,7 +182,7 @@ def choose_cell(
     the condition of :func:`cell_scores`. Only the index is released.
     """
     return exponential_mechanism(
-        cell_scores(below, target), sensitivity=QUANTILE_SCORE_SENSITIVITY,
+        cell_scores(below, target, count_weight), sensitivity=score_sensitivity(count_weight),
         epsilon=epsilon, rng=rng,
     )
 
@@ -218,14 +260,31 @@ def exponential_epsilon(budget: Budget) -> float:
 
 # ----------------------------------------------------------------------- per-column ranges
 
-#: Shares of a column's range budget (in zCDP ``rho``, or pure ``epsilon``) for the median,
-#: its refinement and the median absolute deviation.
-RANGE_SHARES = {"median": Fraction(2, 5), "refine": Fraction(1, 5), "spread": Fraction(2, 5)}
+#: The three stages of a private range, in order.
+RANGE_STAGES = ("median", "refine", "spread")
 
-#: Points per octave of the grid the median and the MAD are chosen from. Coarse on
-#: purpose: the refinement stage resolves the centre, a scale needs no finer steps than
-#: 9 %, and every candidate beyond the data costs the mechanism accuracy.
+#: Weight of a cell's count in the score of each stage (:func:`cell_scores`): the centre's
+#: stages prefer cells that hold values, so that the centre of a column split about 50/50
+#: between two values lands on one of them rather than in the empty cells between.
+STAGE_COUNT_WEIGHTS = {"median": 1.0, "refine": 1.0, "spread": 0.0}
+
+#: Points per octave of the grid the median is chosen from. Coarse on purpose: the
+#: refinement stage resolves the centre, and every candidate beyond the data costs the
+#: mechanism accuracy.
 RANGE_GRID_PER_OCTAVE = 16
+
+#: Points per octave of the spread's grid (from ``2**-20`` to ``2**40``): 240 cells of
+#: 19 %. A range needs no finer scale (its width of 5 spreads is itself a rule of thumb),
+#: and the fewer the cells, the fewer the empty ones between a tied column's centre and
+#: its next level, each of which the mechanism might pick.
+SPREAD_PER_OCTAVE = 4
+
+#: The untied share a private spread is planned to resolve: a column whose values away
+#: from its centre hold at least this share of the rows (a Likert item with up to 75 % of
+#: its answers on one level, a 0/1 flag split 75/25) keeps its levels apart
+#: (:func:`range_budget_needed`, :func:`kept_untied_share`). Smaller shares cost more:
+#: the budget a spread needs grows like ``1 / share**2``.
+UNTIED_SHARE = 0.25
 
 #: Cells of the refinement grid per cell of the first median's grid.
 REFINE_POINTS = 64
@@ -235,6 +294,11 @@ REFINE_POINTS = 64
 RANGE_WIDTH = 5.0
 
 _REFINE_FRACTIONS = np.linspace(-1.0, 2.0, 3 * REFINE_POINTS + 1)
+_MEDIAN_GRID = candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)
+_MEDIAN_GRID.setflags(write=False)
+_SPREAD_GRID = candidate_grid(per_octave=SPREAD_PER_OCTAVE)
+_SPREAD_GRID = _SPREAD_GRID[_SPREAD_GRID > 0]
+_SPREAD_GRID.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -250,8 +314,9 @@ class RangeStages:
         Public multiple of the spread on each side of the centre.
     median_edges : ndarray, optional
         The sorted geometric grid of stage 1 (default
-        ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)``); its positive part is the
-        grid of stage 3.
+        ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)``; when given, its positive
+        part is also the grid of stage 3, otherwise that is the positive part of
+        ``candidate_grid(per_octave=SPREAD_PER_OCTAVE)``).
 
     Every ``choose_*`` method takes, per column, the counts ``below[j, k] = #{values <
     edges_j[k]}`` and the number of values counted, and releases one cell per column.
@@ -260,20 +325,22 @@ class RangeStages:
     epsilons: dict[str, float]
     width: float = RANGE_WIDTH
     median_edges: np.ndarray | None = None
+    spread_edges: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.width, bool) or not isinstance(self.width, (int, float)) or not (
             math.isfinite(self.width) and self.width > 0
         ):
             raise ValueError(f"width must be a finite number > 0; got {self.width!r}")
-        edges = (candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)
-                 if self.median_edges is None else np.asarray(self.median_edges, dtype=float))
+        if self.median_edges is None:
+            edges = _MEDIAN_GRID
+            spread = _SPREAD_GRID
+        else:
+            edges = np.asarray(self.median_edges, dtype=float)
+            spread = edges[edges > 0]
         object.__setattr__(self, "median_edges", edges)
-
-    @property
-    def spread_edges(self) -> np.ndarray:
-        """The positive part of the stage-1 grid: candidates for the spread."""
-        return self.median_edges[self.median_edges > 0]
+        # The candidates for the spread: a positive geometric grid.
+        object.__setattr__(self, "spread_edges", spread)
 
     @staticmethod
     def refine_edges(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -292,9 +359,16 @@ class RangeStages:
 
     def _choose(self, stage: str, below: np.ndarray, targets: np.ndarray,
                 rng: Any) -> np.ndarray:
-        epsilon = self.epsilons[stage]
-        return np.array([choose_cell(below[j], int(targets[j]), epsilon=epsilon, rng=rng)
-                         for j in range(below.shape[0])], dtype=np.int64)
+        """One cell per column; ``rng=None`` is the exact, non-private choice (the first
+        highest-scoring cell), for reference runs."""
+        weight = STAGE_COUNT_WEIGHTS[stage]
+        scores = cell_scores(below, targets, weight)
+        if rng is None:
+            return np.argmax(scores, axis=1).astype(np.int64)
+        # Every column's selection at once, on one stream in column order: the same cells
+        # as one choose_cell per column.
+        return exponential_mechanisms(scores, sensitivity=score_sensitivity(weight),
+                                      epsilon=self.epsilons[stage], rng=RandomSource.of(rng))
 
     def choose_median(self, below: np.ndarray, counted: np.ndarray,
                       rng: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -312,10 +386,10 @@ class RangeStages:
     def choose_spread(self, below: np.ndarray, tied: np.ndarray, counted: np.ndarray,
                       rng: Any) -> np.ndarray:
         """Stage 3: per column, the geometric midpoint of the cell of :attr:`spread_edges`
-        that holds the deviation ``|x - centre|`` of rank ``max(round(m / 2), tied)``:
-        the median absolute deviation, unless more than half of the ``m`` values are tied
-        with the centre (``tied[j]`` of them lie within the tie radius), and then the
-        nearest untied deviation.
+        that holds the deviation ``|x - centre|`` of rank ``tied + round((m - tied) / 2)``:
+        the median of the deviations that are not tied with the centre (``tied[j]`` of
+        the ``m`` values lie within the tie radius): the median absolute deviation of a
+        continuous column, the distance to the nearest levels of a heavily tied one.
 
         ``below[j, k]`` counts the deviations below ``spread_edges[k]``. See
         :func:`spread_target` for the score's sensitivity.
@@ -338,37 +412,151 @@ class RangeStages:
 
 
 def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
-    """The spread's target rank ``max(round(m / 2), tied)`` per column.
+    """The spread's target rank ``tied + round((m - tied) / 2)`` per column: the median of
+    the deviations not tied with the centre.
 
-    A column with more than half of its values tied with the centre (a binary flag, a
-    Likert item piled on one answer) has a median absolute deviation inside the ties: a
-    range built on it would clip every other level onto one value. Its target is then the
-    first untied deviation, which keeps the levels apart.
+    A column with many values tied with the centre (a binary flag, a Likert item piled on
+    one answer) has a median absolute deviation inside the ties, or just past them: a
+    range built on it would clip every other level onto one value. Aiming at the middle of
+    the *untied* deviations keeps its target ``(m - tied) / 2`` ranks from both kinds of
+    empty cells a mechanism may wrongly pick -- those between the ties and the next level,
+    and those beyond the data -- while a continuous column (few ties) keeps its median
+    absolute deviation. (Aiming at the first untied rank, as an earlier version did, left
+    every empty cell between the centre and the next level scoring as well as the right
+    one: the range of a Likert item with 78 % of its answers on one level was ``5 +-
+    0.005``.)
 
-    Privacy: between neighbours every count below an edge and the number of ties move by
-    at most 1, and a tie entering the counts below an edge above the tie radius raises the
-    number of ties too, so the target (a maximum of a fixed or same-direction rank and the
-    ties) never moves against a count: :func:`cell_scores` keeps sensitivity 1 under
-    either relation (an added record raises ``m / 2``, the ties and the counts, or leaves
-    them).
+    Privacy: replacing a record moves ``tied`` by at most 1 and ``round((m - tied) / 2)``
+    the other way by 0 or 1 (``m`` is fixed), so the target moves by at most 1, in the
+    direction of ``tied``. A record that leaves the ties moves to a larger deviation: it
+    lowers some counts below edges by 1 and raises none, in that same direction (and one
+    that joins them the reverse); a record that stays tied, or untied, leaves the target
+    and moves each count by at most 1. Adding a record raises the target by 0 or 1 and
+    every count by 0 or 1. Either way no count and the target move apart:
+    :func:`cell_scores` keeps sensitivity 1 under either relation.
     """
-    return np.maximum(_targets(counted), np.asarray(tied, dtype=np.int64))
+    counted = np.asarray(counted, dtype=np.int64)
+    tied = np.asarray(tied, dtype=np.int64)
+    return tied + _targets(counted - tied)
 
 
 def _targets(counted: np.ndarray) -> np.ndarray:
-    return np.array([target_rank(int(m), 0.5) for m in np.asarray(counted)], dtype=np.int64)
+    """``target_rank(m, 0.5)`` for every count ``m``: ``round(m / 2)``, halves to even, as
+    Python's ``round`` (exact for every count below ``2**53``)."""
+    return np.rint(np.asarray(counted, dtype=np.int64) / 2).astype(np.int64)
 
 
-def range_epsilons(budget: Budget, p: int) -> dict[str, float]:
+def _stage_candidates(grid_size: int | None = None) -> dict[str, int]:
+    median = _MEDIAN_GRID.size if grid_size is None else int(grid_size)
+    spread = _SPREAD_GRID.size if grid_size is None else (int(grid_size) - 1) // 2
+    return {"median": median - 1, "refine": 3 * REFINE_POINTS, "spread": spread - 1}
+
+
+def _epsilon_needed(*, n: int, candidates: int, gap: float, confidence: float) -> float:
+    """The ``epsilon`` with which a quantile's exponential mechanism lands, with
+    probability about ``1 - e**-confidence``, fewer than ``gap * n`` ranks from its target.
+
+    It lands within ``(2 / epsilon) (ln(candidates) + confidence)`` ranks. The candidates
+    beyond the data all score alike, and a grid that must serve any unit has many of
+    them, so small samples need a larger ``epsilon`` than a quantile's variance suggests.
+    """
+    return 2.0 * (math.log(candidates) + confidence) / (gap * n)
+
+
+def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: float = UNTIED_SHARE,
+                          locate: bool = False, columns: int = 1) -> dict[str, float]:
+    """The ``epsilon`` each range stage needs, from public quantities only.
+
+    The median and its refinement land within ``n / 2`` ranks of the middle, inside the
+    column; their scores count the values in a cell too (:data:`STAGE_COUNT_WEIGHTS`), so
+    that on a column with more than half of its values on one level the cell holding that
+    level leads every empty cell by more than ``n / 2`` (a refinement that missed it by one
+    empty cell would count no ties and shrink the range onto that cell). A centre that
+    misses its column is a range far from the data, which squeezes the column onto a point
+    and upsets the inference of every pair (measured: one such column of 30 left the 90 %
+    intervals of all pairs covering nothing), so with ``locate=False`` the centre stages
+    aim at every one of ``columns`` columns landing with probability ``1 -
+    e**-confidence`` (``confidence + ln(columns)`` a column, a union bound).
+
+    ``locate=False`` (what the plan aims at): the spread lands within ``untied_share * n /
+    2`` ranks of its target, the middle of the untied deviations (:func:`spread_target`),
+    so that a column whose values off its centre hold at least ``untied_share`` of the rows
+    keeps its next levels inside the range -- the empty cells between the ties and those
+    levels, and those beyond the data, each score ``(m - tied) / 2`` below the target.
+    ``locate=True`` (below this the plan is refused): the spread lands within ``n / 2``
+    ranks of its target, inside the column.
+
+    Each with probability about ``1 - e**-confidence`` (a column).
+    """
+    gaps = {"median": 0.5, "refine": 0.5, "spread": 0.5 if locate else untied_share / 2}
+    centre = confidence if locate else confidence + math.log(max(int(columns), 1))
+    sure = {"median": centre, "refine": centre, "spread": confidence}
+    # A score of sensitivity 1 + w needs 1 + w times the epsilon for the same ranks.
+    return {k: _epsilon_needed(n=n, candidates=c, gap=gaps[k], confidence=sure[k])
+            * score_sensitivity(STAGE_COUNT_WEIGHTS[k])
+            for k, c in _stage_candidates().items()}
+
+
+def _cost(epsilon: float, notion: type) -> float:
+    if notion is ZCDP:
+        return epsilon * epsilon / 8
+    if notion is PureDP:
+        return epsilon
+    raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
+
+
+def range_shares(*, n: int, per_column: float, notion: type = ZCDP,
+                 columns: int = 1) -> dict[str, Fraction]:
+    """Shares of one column's range budget ``per_column`` (zCDP ``rho``, or pure
+    ``epsilon``) for the three stages, from public quantities only (``n``, the budget).
+    With ``F`` the needs the plan aims at and ``L`` those of locating the column
+    (:func:`stage_epsilons_needed` without and with ``locate``):
+
+    * ``per_column >= F_median + F_refine + F_spread``: in proportion to ``F``, so that each
+      stage meets its need with the same margin;
+    * down to ``F_median + F_refine + L_spread``: the median and the refinement get
+      exactly ``F``, the spread all the rest (the plan states which tied columns it keeps
+      apart, :func:`kept_untied_share`);
+    * down to ``L_median + L_refine + L_spread``: the spread gets ``L_spread``, the median
+      and the refinement the rest in proportion to ``F`` (each at least its ``L``);
+    * less (the plan refuses it, :func:`ranges_locate_columns`): in proportion to ``L``.
+
+    The shares are continuous in ``per_column``. The median's and refinement's shares are
+    multiples of ``2**-30``, the spread takes the remainder: they add up to exactly 1.
+    """
+    full = {k: _cost(e, notion)
+            for k, e in stage_epsilons_needed(n=n, columns=columns).items()}
+    low = {k: _cost(e, notion) for k, e in stage_epsilons_needed(n=n, locate=True).items()}
+    head = full["median"] + full["refine"]
+    c = float(per_column)
+    if c >= head + full["spread"]:
+        weights = (full["median"], full["refine"], full["spread"])
+    elif c >= head + low["spread"]:
+        weights = (full["median"], full["refine"], c - head)
+    elif c >= sum(low.values()):
+        scale = (c - low["spread"]) / head
+        weights = (scale * full["median"], scale * full["refine"], low["spread"])
+    else:
+        weights = (low["median"], low["refine"], low["spread"])
+    total = sum(weights)
+    unit = 1 << 30
+    median = Fraction(max(1, math.floor(weights[0] / total * unit)), unit)
+    refine = Fraction(max(1, math.floor(weights[1] / total * unit)), unit)
+    return {"median": median, "refine": refine, "spread": 1 - median - refine}
+
+
+def range_epsilons(budget: Budget, p: int, *, n: int) -> dict[str, float]:
     """The per-stage ``epsilon`` of :func:`private_ranges` for ``budget`` over ``p``
-    columns: each stage gets its :data:`RANGE_SHARES` of ``budget / p``, through
-    :func:`exponential_epsilon` (rounded toward less privacy loss)."""
+    columns of ``n`` records: each stage gets its :func:`range_shares` of ``budget / p``,
+    through :func:`exponential_epsilon` (rounded toward less privacy loss)."""
     if isinstance(budget, ZCDP):
         rho = exact_cost(budget, ZCDP)[0] / p
-        epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in RANGE_SHARES.items()}
+        shares = range_shares(n=n, per_column=float(rho), notion=ZCDP, columns=p)
+        epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in shares.items()}
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = Fraction(budget.epsilon) / p
-        epsilons = {k: float_at_most(epsilon * share) for k, share in RANGE_SHARES.items()}
+        shares = range_shares(n=n, per_column=float(epsilon), notion=PureDP, columns=p)
+        epsilons = {k: float_at_most(epsilon * share) for k, share in shares.items()}
     else:
         raise TypeError(
             f"budget for private ranges must be ZCDP, PureDP or ApproxDP; got {budget!r}"
@@ -376,6 +564,45 @@ def range_epsilons(budget: Budget, p: int) -> dict[str, float]:
     if not all(e > 0 for e in epsilons.values()):
         raise ValueError(f"the bound budget {budget} is too small to choose ranges")
     return epsilons
+
+
+def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, locate: bool = False,
+                        keep_ties: bool = True) -> Budget:
+    """What :func:`private_ranges` needs on ``p`` columns of ``n`` records for every stage
+    to meet :func:`stage_epsilons_needed` (with ``locate=True``, to find the columns at
+    all) under :func:`range_shares` (public quantities only).
+
+    ``keep_ties=False`` (ignored with ``locate=True``): the centres as planned, but the
+    spread only located (:func:`range_shares`' second regime) -- what a continuous column
+    needs; the spread's further share keeps the levels of heavily tied columns apart.
+
+    ``notion`` is ``ZCDP`` (the budget's ``rho``) or ``PureDP`` (its ``epsilon``).
+    """
+    needs = stage_epsilons_needed(n=n, locate=locate, columns=p)
+    if not locate and not keep_ties:
+        needs["spread"] = stage_epsilons_needed(n=n, locate=True, columns=p)["spread"]
+    per_column = sum(_cost(e, notion) for e in needs.values())
+    return ZCDP(p * per_column) if notion is ZCDP else PureDP(p * per_column)
+
+
+def kept_untied_share(*, n: int, epsilon_spread: float, confidence: float = 3.0) -> float:
+    """The smallest share of a column's values off its centre with which its private
+    spread, chosen with ``epsilon_spread``, lands past the ties with probability about
+    ``1 - e**-confidence`` (the inverse of :func:`stage_epsilons_needed`'s spread need):
+    a public figure of the plan. A Likert item with 78 % of its answers on one level has
+    an untied share of 0.22; a 0/1 flag split 90/10, 0.1. ``inf`` without a budget."""
+    if not epsilon_spread > 0:
+        return math.inf
+    return 4.0 * (math.log(_stage_candidates()["spread"]) + confidence) / (epsilon_spread * n)
+
+
+def ranges_locate_columns(epsilons: dict[str, float], *, n: int) -> bool:
+    """Whether every stage, with these ``epsilons``, lands inside its column with
+    probability about ``1 - e**-3`` (:func:`stage_epsilons_needed` with ``locate=True``):
+    below that a median may land anywhere on a grid that spans every magnitude."""
+    need = stage_epsilons_needed(n=n, locate=True)
+    # A relative slack for the rounding of the shares and of the epsilons (~1e-9).
+    return all(epsilons.get(k, 0.0) >= need[k] * (1 - 1e-6) for k in RANGE_STAGES)
 
 
 @dataclass(frozen=True)
@@ -396,6 +623,9 @@ class PrivateRanges:
         ``"refine"``, ``"spread"``), the same for every column.
     width : float
         The public multiple of the spread on each side.
+    declared : ndarray of bool, shape (p,), optional
+        Columns whose range was declared (public, given by the caller: nothing was spent
+        on them); ``None`` when none was.
     """
 
     lower: np.ndarray
@@ -403,6 +633,7 @@ class PrivateRanges:
     budget: Budget
     epsilons: dict[str, float]
     width: float
+    declared: np.ndarray | None = None
 
     @property
     def center(self) -> np.ndarray:
@@ -424,8 +655,9 @@ class PrivateRanges:
         # The division can land an ulp outside [-1, 1]; the box the release assumes is exact.
         return np.clip((clipped - self.center) / self.half_width, -1.0, 1.0), changed
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, columns: list[str] | None = None) -> dict[str, Any]:
+        """The public record; with ``columns``, the declared ranges by column name."""
+        record = {
             "kind": "private per-column ranges: median +- width * median absolute deviation "
                     "(or, for a column mostly tied with its median, the nearest untied "
                     "deviation; exponential-mechanism quantiles)",
@@ -436,41 +668,18 @@ class PrivateRanges:
             "epsilons": dict(self.epsilons),
             "score_sensitivity": QUANTILE_SCORE_SENSITIVITY,
         }
-
-
-def _stage_candidates(grid_size: int) -> dict[str, int]:
-    return {"median": grid_size - 1, "refine": 3 * REFINE_POINTS,
-            "spread": (grid_size - 1) // 2 - 1}
-
-
-def _epsilon_needed(*, n: int, candidates: int, gap: float, confidence: float) -> float:
-    """The ``epsilon`` with which a quantile's exponential mechanism lands, with
-    probability about ``1 - e**-confidence``, fewer than ``gap * n`` ranks from its target.
-
-    It lands within ``(2 / epsilon) (ln(candidates) + confidence)`` ranks. The candidates
-    beyond the data all score alike, and a grid that must serve any unit has many of
-    them, so small samples need a larger ``epsilon`` than a quantile's variance suggests.
-    """
-    return 2.0 * (math.log(candidates) + confidence) / (gap * n)
-
-
-def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, confidence: float = 3.0,
-                        grid_size: int | None = None) -> Budget:
-    """What :func:`private_ranges` needs so that every median and median absolute
-    deviation lands inside the middle half of its column (public quantities only).
-
-    ``notion`` is ``ZCDP`` (the budget's ``rho``) or ``PureDP`` (its ``epsilon``).
-    """
-    size = (candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE).size if grid_size is None
-            else int(grid_size))
-    stages = {k: _epsilon_needed(n=n, candidates=c, gap=0.5, confidence=confidence)
-              for k, c in _stage_candidates(size).items()}
-    if notion is ZCDP:
-        # The stage whose need is largest relative to its share sets the total.
-        return ZCDP(p * max(e * e / 8 / float(RANGE_SHARES[k]) for k, e in stages.items()))
-    if notion is PureDP:
-        return PureDP(p * max(e / float(RANGE_SHARES[k]) for k, e in stages.items()))
-    raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
+        if self.declared is not None and self.declared.any():
+            index = np.flatnonzero(self.declared)
+            names = ([str(columns[j]) for j in index] if columns is not None
+                     else [int(j) for j in index])
+            record["declared"] = {
+                "note": "ranges declared by the caller (public; nothing spent on them)",
+                "columns": names,
+                "lower": self.lower[index].tolist(),
+                "upper": self.upper[index].tolist(),
+            }
+            record["private_columns"] = int(self.declared.size - index.size)
+        return record
 
 
 def _sorted_counts(sorted_columns: list[np.ndarray], edges: np.ndarray) -> np.ndarray:
@@ -497,7 +706,7 @@ def private_ranges(
         The private records.
     budget : ZCDP, PureDP or ApproxDP
         What all ``3 p`` quantiles together may cost, split equally over columns and by
-        :data:`RANGE_SHARES` over stages (:func:`range_epsilons`).
+        :func:`range_shares` over stages (:func:`range_epsilons`).
     rng : RandomSource, None, "secure", int or numpy.random.Generator
         The source of the mechanisms' random words (an ``int`` starts one stream for all
         the selections).
@@ -517,7 +726,7 @@ def private_ranges(
     rng = RandomSource.of(rng)  # one stream for all 3 p selections
     X = np.asarray(X, dtype=float)
     n, p = X.shape
-    stages = RangeStages(epsilons=range_epsilons(budget, p), width=width,
+    stages = RangeStages(epsilons=range_epsilons(budget, p, n=n), width=width,
                          median_edges=stages.median_edges)
     counted = np.full(p, n, dtype=np.int64)
     columns = [np.sort(X[:, j]) for j in range(p)]

@@ -26,18 +26,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.io import name_from_csv
 from dpggm.report.plots import (
     EVIDENCE_STYLES,
     FOREST_LIMIT,
+    FORMATS,
+    HEATMAP_CELLS,
     STRONG_SHARE,
     draw_graph,
     edge_evidence,
     forest_plot,
+    inline_svg,
     precision_heatmap,
+    shown_graph,
 )
 
 __all__ = ["build_report", "detectable_in_words", "format_budget", "format_number",
-           "guarantee_in_words", "load_result", "selection_in_words"]
+           "guarantee_in_words", "load_result", "picture_files", "picture_settings",
+           "selection_in_words"]
 
 _RESULT_FILES = ("result.json", "recovery.json")
 
@@ -50,6 +56,7 @@ padding-bottom:.2em;margin-top:1.6em}h3{font-size:1.05em;margin-top:1.2em}
 .valid{background:#2e7d32}.invalid{background:#c62828}.data-dependent{background:#ef6c00}
 .none{background:#616161}
 figure{margin:1em 0}figure svg{display:block;width:100%;height:auto;max-width:880px}
+figure.wide svg{max-width:1100px}
 figcaption{color:#444;font-size:.95em;max-width:880px}
 table{border-collapse:collapse;font-size:.92em;margin:.4em 0}td,th{border:1px solid #ddd;
 padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f5f5f5;font-weight:600}
@@ -442,9 +449,11 @@ def _read_precision(directory: Path) -> np.ndarray | None:
 
 
 def _edge_rows(edges: pd.DataFrame, limit: int = 200) -> str:
-    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in edges.columns)
+    # ``weight`` repeats the partial correlation (for network software): shown once.
+    columns = [c for c in edges.columns if not (c == "weight" and "partial_correlation" in edges)]
+    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in columns)
     rows = []
-    for row in edges.head(limit).itertuples(index=False):
+    for row in edges[columns].head(limit).itertuples(index=False):
         cells = []
         for value in row:
             if isinstance(value, (float, np.floating)):
@@ -455,6 +464,18 @@ def _edge_rows(edges: pd.DataFrame, limit: int = 200) -> str:
     more = (f'<p class="note">… and {len(edges) - limit} more (see edges.csv).</p>'
             if len(edges) > limit else "")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
+
+
+def _edge_columns_note(edges: pd.DataFrame) -> str:
+    """What each column of edges.csv means (those the file has)."""
+    from dpggm.estimators.edges import EDGE_COLUMNS
+
+    items = "".join(f"<li><code>{html.escape(c)}</code>: {html.escape(EDGE_COLUMNS[c])}</li>"
+                    for c in edges.columns if c in EDGE_COLUMNS)
+    if not items:
+        return ""
+    return ("<details><summary class='note'>The columns of <code>edges.csv</code> (one row "
+            f"per edge, the strongest evidence first)</summary><ul>{items}</ul></details>")
 
 
 #: The edge-list columns of edge inference (an edge list without them has none).
@@ -491,7 +512,7 @@ def _interval_edge_rows(edges: pd.DataFrame, inference: dict[str, Any],
     fdr = float(inference.get("fdr", 0.1))
     head = ("<tr><th>source</th><th>target</th><th>partial correlation</th>"
             f"<th>{html.escape(level)} interval</th><th>q-value</th><th>p-value</th>"
-            "<th>evidence</th><th>weight (precision entry)</th></tr>")
+            "<th>evidence</th></tr>")
     rows = []
     for row in edges.head(limit).itertuples(index=False):
         kind = edge_evidence(float(row.q_value), fdr)
@@ -503,7 +524,6 @@ def _interval_edge_rows(edges: pd.DataFrame, inference: dict[str, Any],
             f'<td class="num">{html.escape(_probability(row.q_value))}</td>',
             f'<td class="num">{html.escape(_probability(getattr(row, "p_value", "")))}</td>',
             f"<td>{_EVIDENCE_WORDS.get(kind or '', '')}</td>",
-            f'<td class="num">{html.escape(format_number(float(row.weight)))}</td>',
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = (f'<p class="note">… and {len(edges) - limit} more (see edges.csv).</p>'
@@ -569,9 +589,9 @@ def _forest_figure(record: dict[str, Any], edges: pd.DataFrame | None,
     fdr = float(inference.get("fdr", 0.1))
     level = float(inference.get("confidence_level", 0.9))
     detectable = (inference.get("detectable") or {}).get("partial_correlation")
-    svg = forest_plot(edges, names, confidence_level=level, fdr=fdr,
-                      detectable=detectable if isinstance(detectable, (int, float)) else None,
-                      fmt="svg")
+    svg = inline_svg(forest_plot(
+        edges, names, confidence_level=level, fdr=fdr,
+        detectable=detectable if isinstance(detectable, (int, float)) else None, fmt="svg"))
     shown = (f"The {FOREST_LIMIT} edges with the strongest evidence are drawn; the table "
              "below and edges.csv have every one. " if len(edges) > FOREST_LIMIT else "")
     point = ("the graphical lasso's partial correlation (the interval is centred on the "
@@ -599,7 +619,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
 
 def _parameter_rows(record: dict[str, Any]) -> str:
     """Everything in the record not shown elsewhere, as a readable table."""
-    skip = {"privacy", "features", "diagnostics", "parameters", "title", "command"}
+    skip = {"privacy", "features", "diagnostics", "parameters", "title", "command", "picture"}
     rows = [(_label(k), _values_html(v, k)) for k, v in record.items()
             if k not in skip and v is not None]
     parameters = record.get("parameters")
@@ -662,9 +682,130 @@ def _range_rows(bounds: Any, names: list[str]) -> str | None:
     return f"<table><tr><th>variable</th><th>lower</th><th>upper</th></tr>{rows}</table>"
 
 
-def build_report(directory: Path | str, *, name: str | None = None) -> str:
+def picture_settings(record: dict[str, Any], *, layout: str | None = None,
+                     groups: Any = None) -> tuple[str, Any]:
+    """The graph's layout and declared groups: those given, else those the result record
+    keeps under ``picture`` (``dpggm graph --layout/--groups``), else ``"spring"`` and
+    none."""
+    kept = record.get("picture") if isinstance(record.get("picture"), dict) else {}
+    chosen = layout if layout is not None else kept.get("layout") or "spring"
+    if groups is None and isinstance(kept.get("groups"), dict):
+        groups = kept["groups"]
+    return str(chosen), groups
+
+
+_LAYOUT_WORDS = {
+    "spring": ("The variables are placed by a force-directed layout of the released edges, "
+               "so that joined variables sit close together and distances between unjoined "
+               "ones mean nothing; separate parts of the graph are set side by side, and "
+               "variables without an edge in rows below them. The layout is computed from "
+               "the edges alone, the same for the same edges."),
+    "circle": ("The variables sit on a circle in the order of the data's columns, the first "
+               "at the top."),
+    "groups": ("The variables are placed in one cluster per declared group (each laid out "
+               "from its edges, joined variables close together), the clusters around a "
+               "circle."),
+}
+
+
+def _picture_parts(edges: pd.DataFrame | None, precision: np.ndarray | None,
+                   names: list[str], *, fdr: float, layout: str,
+                   groups: Any) -> tuple[str | None, str | None]:
+    """The graph's and the heatmap's figures with their captions; a large graph is drawn
+    by its strongest edges and a large matrix in blocks, and the captions say so."""
+    graph = heatmap = None
+    if edges is not None and {"source", "target"} <= set(edges.columns):
+        every = names or sorted(set(edges.source) | set(edges.target))
+        svg = inline_svg(draw_graph(edges, every, fdr=fdr, layout=layout, groups=groups,
+                                    fmt="svg"))
+        shown, drawn_names = shown_graph(edges, every)
+        part = ""
+        if len(shown) < len(edges) or len(drawn_names) < len(every):
+            which = (f"the {len(drawn_names)} variables they join" if len(drawn_names) < len(every)
+                     else f"all {len(every)} variables")
+            part = (f" This graph is too large to draw whole ({len(every)} variables, "
+                    f"{len(edges)} edges): the picture shows the {len(shown)} edges with the "
+                    f"strongest evidence and {which}; the table below and edges.csv have "
+                    "every edge.")
+        styles = _evidence_caption(edges, fdr) if _has_intervals(edges) else ""
+        grouped = (" A node's colour is its declared group (the legend under the picture)."
+                   if groups is not None else "")
+        caption = ("The graph: an edge joins two variables that are dependent given all the "
+                   "others; its width grows with the partial correlation, blue when positive, "
+                   f"red when negative. {styles} {_LAYOUT_WORDS[layout]}{grouped}{part}")
+        graph = (f'<figure class="wide" role="img" aria-label="the released graph">{svg}'
+                 f"<figcaption>{html.escape(' '.join(caption.split()))}</figcaption></figure>")
+    if precision is not None:
+        svg = inline_svg(precision_heatmap(precision, names, fmt="svg"))
+        p = precision.shape[0]
+        block = -(-p // HEATMAP_CELLS)
+        blocks = (f" With {p} variables the matrix is shown in blocks of {block} × {block} "
+                  "variables, each cell the block's partial correlation of largest "
+                  "magnitude (with its sign), so that no strong entry is lost; "
+                  "precision.npy has every entry." if block > 1 else "")
+        caption = ("Partial correlations (off the diagonal of the normalised precision "
+                   f"matrix).{blocks}")
+        heatmap = (f'<figure role="img" aria-label="precision matrix heatmap">{svg}'
+                   f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return graph, heatmap
+
+
+def _read_edges(directory: Path) -> pd.DataFrame | None:
+    if not (directory / "edges.csv").exists():
+        return None
+    edges = pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
+                        keep_default_na=False)
+    # The names as fitted (edges.csv quotes a name a spreadsheet would read as a formula:
+    # dpggm.io.csv_name).
+    for column in ("source", "target"):
+        if column in edges:
+            edges[column] = [name_from_csv(v) for v in edges[column]]
+    return edges
+
+
+def picture_files(directory: Path | str, *, layout: str | None = None, groups: Any = None,
+                  formats: tuple[str, ...] = FORMATS) -> dict[str, bytes | str]:
+    """The pictures of a result directory, as files to write beside it: ``graph`` (from
+    edges.csv), ``intervals`` (the edges' intervals, when edges.csv has them) and
+    ``precision`` (the heatmap of precision.npy), each in ``formats`` (PNG at 300 dpi, SVG,
+    PDF): ``{"graph.png": bytes, "graph.svg": str, ...}``. ``layout`` and ``groups`` as in
+    :func:`build_report`.
+    """
+    directory = Path(directory)
+    record, _ = load_result(directory)
+    precision = _read_precision(directory)
+    names = _features(record, precision)
+    edges = _read_edges(directory)
+    layout, groups = picture_settings(record, layout=layout, groups=groups)
+    inference = record.get("inference") if isinstance(record.get("inference"), dict) else {}
+    fdr = float(inference.get("fdr", 0.1))
+    drawings = {}
+    if edges is not None and {"source", "target"} <= set(edges.columns):
+        every = names or sorted(set(edges.source) | set(edges.target))
+        drawings["graph"] = draw_graph(edges, every, title=str(record.get("title") or ""),
+                                       fdr=fdr, layout=layout, groups=groups, fmt=formats)
+        if _has_intervals(edges) and inference and not edges.empty:
+            detectable = (inference.get("detectable") or {}).get("partial_correlation")
+            drawings["intervals"] = forest_plot(
+                edges, every, confidence_level=float(inference.get("confidence_level", 0.9)),
+                fdr=fdr, detectable=detectable if isinstance(detectable, (int, float)) else None,
+                fmt=formats)
+    if precision is not None:
+        drawings["precision"] = precision_heatmap(precision, names, fmt=formats)
+    return {f"{stem}.{fmt}": content for stem, drawing in drawings.items()
+            for fmt, content in drawing.items()}
+
+
+def build_report(directory: Path | str, *, name: str | None = None,
+                 layout: str | None = None, groups: Any = None) -> str:
     """The HTML text of a self-contained report of ``directory`` (shown as ``name``,
     default its directory name).
+
+    ``layout`` (``"spring"``, ``"circle"`` or ``"groups"``) and ``groups`` (``name ->
+    group``) place the graph's variables (:func:`dpggm.report.layout.graph_layout`);
+    by default those ``dpggm graph`` recorded, else ``"spring"`` without groups. A graph
+    too large to draw whole is drawn by its strongest edges and a large precision matrix
+    in blocks; the report says so, and its size stays bounded (a few MB at p = 3 000).
 
     Raises
     ------
@@ -675,21 +816,16 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     record, source = load_result(directory)
     precision = _read_precision(directory)
     names = _features(record, precision)
-    edges = None
-    if (directory / "edges.csv").exists():
-        edges = pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
-                            keep_default_na=False)
+    edges = _read_edges(directory)
     privacy = record.get("privacy", {})
     if not isinstance(privacy, dict):
         privacy = {}
     title = record.get("title") or f"dpggm {record.get('command', record.get('method', 'result'))}"
     inference = record.get("inference") if isinstance(record.get("inference"), dict) else {}
     fdr = float(inference.get("fdr", 0.1))
-    graph_svg = None
-    if edges is not None and {"source", "target"} <= set(edges.columns):
-        graph_svg = draw_graph(edges, names or sorted(set(edges.source) | set(edges.target)),
-                               fdr=fdr, fmt="svg")
-    heat_svg = precision_heatmap(precision, names, fmt="svg") if precision is not None else None
+    layout, groups = picture_settings(record, layout=layout, groups=groups)
+    graph, heatmap = _picture_parts(edges, precision, names, fdr=fdr, layout=layout,
+                                    groups=groups)
     validity = privacy.get("validity") or "none"
     parts = [
         "<!DOCTYPE html>",
@@ -705,23 +841,10 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     summary = _inference_summary(record, edges, private)
     if summary is not None:
         parts.append(summary)
-    if graph_svg is not None or heat_svg is not None:
+    if graph is not None or heatmap is not None:
         parts.append("<h2>Picture</h2>")
-    if graph_svg is not None:
-        styles = _evidence_caption(edges, fdr) if _has_intervals(edges) else ""
-        parts.append(f'<figure role="img" aria-label="the released graph">{graph_svg}'
-                     "<figcaption>The graph: an edge joins two variables that are dependent "
-                     "given all the others; its width grows with the partial correlation, "
-                     f"blue when positive, red when negative. {styles}"
-                     " The variables sit on a circle in the order of the data's columns, "
-                     "the first at the top.</figcaption></figure>")
     forest = _forest_figure(record, edges, names)
-    if forest is not None:
-        parts.append(forest)
-    if heat_svg is not None:
-        parts.append(f'<figure role="img" aria-label="precision matrix heatmap">{heat_svg}'
-                     "<figcaption>Partial correlations (off the diagonal of the normalised "
-                     "precision matrix).</figcaption></figure>")
+    parts += [figure for figure in (graph, forest, heatmap) if figure is not None]
     parts.append("<h2>Privacy guarantee</h2><ul>")
     parts += [f"<li>{html.escape(line)}</li>" for line in guarantee_in_words(privacy)]
     if "bounds" in privacy:
@@ -741,9 +864,9 @@ def build_report(directory: Path | str, *, name: str | None = None) -> str:
     elif edges.empty:
         parts.append("<p>The released graph has no edges.</p>")
     elif _has_intervals(edges) and inference:
-        parts.append(_interval_edge_rows(edges, inference))
+        parts.append(_interval_edge_rows(edges, inference) + _edge_columns_note(edges))
     else:
-        parts.append(_edge_rows(edges))
+        parts.append(_edge_rows(edges) + _edge_columns_note(edges))
     diagnostics = dict(record.get("diagnostics") or {})
     if edges is not None and names:
         p = len(names)

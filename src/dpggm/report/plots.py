@@ -1,43 +1,63 @@
 """Pictures of a released graph and precision matrix (post-processing only).
 
-Each picture is drawn as a PNG file (``fmt="png"``) or as SVG markup to put inline in a
-report (``fmt="svg"``). In SVG the labels stay text (``svg.fonttype = "none"``), so the
+Each picture is drawn as a PNG (``fmt="png"``, 300 dpi), an SVG document (``fmt="svg"``)
+or a PDF (``fmt="pdf"``), or as several of these from one drawing (``fmt=("png", "svg",
+"pdf")`` gives a dict). In SVG the labels stay text (``svg.fonttype = "none"``), so a
 browser draws any script (Greek, Cyrillic, CJK, ...) with the fonts of the reader's
-machine and the labels scale with the page. In a PNG matplotlib must draw every glyph
-itself: the fonts installed on this machine that cover the labels' characters are used
-as fallbacks after DejaVu Sans, and a label that no installed font can draw is replaced
-by its column number (``#7``) rather than by boxes. No warning from matplotlib reaches
-the user either way.
+machine and the labels scale with the page (:func:`inline_svg` makes the markup to put in
+a web page). A PDF embeds its fonts as TrueType (Type 42: the text stays text, as journals
+ask). In a PNG or PDF matplotlib must draw every glyph itself: the fonts installed on this
+machine that cover the labels' characters are used as fallbacks after DejaVu Sans, and a
+label that no installed font can draw is replaced by its column number (``#7``) rather
+than by boxes. No warning from matplotlib reaches the user either way.
 
-The graph is drawn on a circle, the first variable at the top and the others clockwise,
-so that two releases over the same columns can be compared by eye. Edges are arcs bent
-towards the centre: the edge between two neighbours on the circle is a visible loop,
-distinct from the edges of the next neighbours, where straight chords would merge into
-the circle's outline.
+The graph's variables are placed by :func:`dpggm.report.layout.graph_layout`: by default
+a force-directed layout of the released edges (joined variables close together), or on a
+circle in the order of the data's columns, or in clusters by declared groups; edges are
+straight lines. A large graph is drawn by its strongest edges only
+(:func:`shown_graph`), and the picture says so.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import logging
 import math
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["EVIDENCE_STYLES", "draw_graph", "edge_evidence", "forest_plot", "precision_heatmap"]
+from dpggm.report.layout import graph_layout, node_groups
+
+__all__ = ["EVIDENCE_STYLES", "FORMATS", "GRAPH_EDGE_LIMIT", "GRAPH_NODE_LIMIT",
+           "HEATMAP_CELLS", "draw_graph", "edge_evidence", "forest_plot", "inline_svg",
+           "precision_heatmap", "shown_graph"]
 
 _POSITIVE = "#1f6fb4"  # blue: positive partial correlation
 _NEGATIVE = "#d62728"  # red: negative partial correlation
 _BASE_FONT = "DejaVu Sans"  # matplotlib's own font, always present
 #: Longest label drawn; longer names end in an ellipsis (the edge list has them whole).
 MAX_LABEL = 24
-#: PNG resolution: a 10-inch graph is 1500 pixels wide.
-PNG_DPI = 150
+#: Longest label of a graph of more than 40 variables (its middle left out).
+CROWDED_LABEL = 16
+#: PNG resolution, as journals ask for line art with text: a 10-inch graph is 3000
+#: pixels wide.
+PNG_DPI = 300
+#: The formats a picture is drawn in.
+FORMATS = ("png", "svg", "pdf")
+#: A graph drawing shows at most this many variables and edges (the strongest evidence
+#: first); a larger graph is drawn by its strongest edges and says so.
+GRAPH_NODE_LIMIT = 120
+GRAPH_EDGE_LIMIT = 250
+#: A heatmap shows at most this many cells a side; a larger matrix is shown in blocks.
+HEATMAP_CELLS = 300
+#: The longest side of a force-directed drawing, in inches.
+GRAPH_SIDE = 10.0
 #: An edge's evidence is "strong" when its q-value is below this share of the FDR cut
 #: (0.01 at the default FDR of 0.1: ten times below the cut).
 STRONG_SHARE = 0.1
@@ -51,10 +71,14 @@ EVIDENCE_STYLES = {
 #: Intervals a forest plot shows at most (the edges with the strongest evidence); the
 #: edge list has every one.
 FOREST_LIMIT = 40
+#: Node colours of declared groups: the Okabe-Ito colour-blind-safe palette, lightened
+#: (the edges keep pure blue and red); matplotlib's tab10, then tab20, for more groups.
+_GROUP_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
+                  "#CC79A7", "#999999")
 
 
-def _short(name: str) -> str:
-    return name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "…"
+def _short(name: str, limit: int = MAX_LABEL) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def _short_middle(name: str, limit: int = 20) -> str:
@@ -150,11 +174,24 @@ def _fonts_for(texts: Sequence[str]) -> tuple[list[str], set[int]]:
     return families, missing
 
 
-def _labels(names: Sequence[str], fmt: str) -> tuple[list[str], list[str]]:
-    """The labels to draw and the font families to draw them with."""
-    labels = [_short(str(n)) for n in names]
+def _formats(fmt: str | Sequence[str]) -> tuple[str, ...]:
+    formats = (fmt,) if isinstance(fmt, str) else tuple(fmt)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, or a tuple of them; got "
+                         f"{fmt!r}")
+    return formats
+
+
+def _labels(names: Sequence[str], fmt: str | Sequence[str], *,
+            limit: int = MAX_LABEL, middle: bool = False) -> tuple[list[str], list[str]]:
+    """The labels to draw and the font families to draw them with. In a PNG or PDF a
+    label that no installed font draws becomes its column number; in SVG the reader's
+    browser draws it."""
+    shorten = _short_middle if middle else _short
+    labels = [shorten(str(n), limit) for n in names]
     families, missing = _fonts_for(labels)
-    if fmt == "png" and missing:
+    if set(_formats(fmt)) - {"svg"} and missing:
         labels = [label if not ({ord(c) for c in label} & missing) else f"#{j + 1}"
                   for j, label in enumerate(labels)]
     return labels, families
@@ -165,6 +202,7 @@ def _rc(families: list[str], salt: str) -> dict[str, Any]:
         "font.family": families,
         "svg.fonttype": "none",  # text stays text: the browser draws every script
         "svg.hashsalt": salt,  # stable ids: the same picture gives the same markup
+        "pdf.fonttype": 42,  # TrueType fonts in a PDF: text stays text
         "axes.titlesize": 12,
     }
 
@@ -180,21 +218,42 @@ def _figure(size: tuple[float, float]):
     return figure
 
 
-def _render(figure, fmt: str) -> bytes | str:
+#: savefig's options per format: PNG at journal resolution; no dates in SVG and PDF, so
+#: that the same picture gives the same file.
+_SAVE_OPTIONS = {
+    "png": {"dpi": PNG_DPI},
+    "svg": {"metadata": {"Date": None}},
+    "pdf": {"metadata": {"CreationDate": None, "ModDate": None}},
+}
+
+
+def _render(figure, fmt: str, box: Any) -> bytes | str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=fmt, bbox_inches="tight", pad_inches=0.15,
-                   **({"dpi": PNG_DPI} if fmt == "png" else {"metadata": {"Date": None}}))
-    if fmt == "png":
+    figure.savefig(buffer, format=fmt, bbox_inches=box, **_SAVE_OPTIONS[fmt])
+    if fmt != "svg":
         return buffer.getvalue()
     text = buffer.getvalue().decode("utf-8")
-    # Markup for an HTML page: no XML prolog or doctype, and a size set by the page (the
-    # viewBox keeps the proportions).
-    text = text[text.index("<svg"):]
-    # The metadata block names matplotlib's web site: a report refers to nothing outside.
+    # The metadata block names matplotlib's web site: a picture refers to nothing outside.
     text = re.sub(r"(?s)\s*<metadata>.*?</metadata>", "", text)
     # After the fonts matplotlib measured with, the reader's own: the browser then finds
     # a glyph for any script.
-    text = re.sub(r"(font-family: [^;\"]*)", r"\1, sans-serif", text)
+    return re.sub(r"(font-family: [^;\"]*)", r"\1, sans-serif", text)
+
+
+def _output(figure, fmt: str | Sequence[str]) -> Any:
+    """The figure in one format, or a dict of several, each cut to the drawing plus 0.15
+    inch (the box measured once: matplotlib's "tight" option would draw the figure twice
+    per format)."""
+    box = figure.get_tightbbox(figure.canvas.get_renderer()).padded(0.15)
+    if isinstance(fmt, str):
+        return _render(figure, fmt, box)
+    return {one: _render(figure, one, box) for one in _formats(fmt)}
+
+
+def inline_svg(svg: str) -> str:
+    """An SVG document as markup to put in an HTML page: no XML prolog or doctype, and a
+    size set by the page (the viewBox keeps the proportions)."""
+    text = svg[svg.index("<svg"):]
     head_end = text.index(">")
     head = re.sub(r'\s(width|height)="[^"]*"', "", text[:head_end])
     return head + text[head_end:]
@@ -206,33 +265,106 @@ def _quietly(draw):
 
     @functools.wraps(draw)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        fmt = kwargs.get("fmt", "png")
-        if fmt not in ("png", "svg"):
-            raise ValueError(f"fmt must be 'png' or 'svg'; got {fmt!r}")
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"(?s).*[Gg]lyph .*missing from")
-            warnings.filterwarnings("ignore", message=r"(?s).*[Mm]atplotlib currently does not support")
-            return draw(*args, **kwargs)
+        _formats(kwargs.get("fmt", "png"))
+        # matplotlib also logs (not warns) when a fallback font has no bold face.
+        fonts_log = logging.getLogger("matplotlib.font_manager")
+        level = fonts_log.level
+        fonts_log.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"(?s).*[Gg]lyph .*missing from")
+                warnings.filterwarnings("ignore",
+                                        message=r"(?s).*[Mm]atplotlib currently does not support")
+                return draw(*args, **kwargs)
+        finally:
+            fonts_log.setLevel(level)
 
     return wrapper
 
 
-def _arc(start: np.ndarray, end: np.ndarray):
-    """A quadratic Bézier from ``start`` to ``end`` bent towards the centre: the closer
-    the two nodes on the circle, the deeper the bend relative to their distance."""
-    from matplotlib.path import Path
+def _evidence_order(edges: pd.DataFrame) -> np.ndarray:
+    """Row order by evidence, strongest first: smallest p-value (else q-value), ties and
+    edge lists without either by the largest ``|partial correlation|``."""
+    strength = -np.abs(np.nan_to_num(_column(edges, "partial_correlation"), nan=0.0))
+    for name in ("p_value", "q_value"):
+        if name in edges:
+            key = np.nan_to_num(_column(edges, name), nan=np.inf)
+            return np.lexsort((strength, key))
+    return np.argsort(strength, kind="stable")
 
-    middle = (start + end) / 2
-    control = middle * 0.45
-    return Path([start, control, end], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+
+def shown_graph(edges: pd.DataFrame, names: Sequence[str], *,
+                max_edges: int = GRAPH_EDGE_LIMIT,
+                max_nodes: int = GRAPH_NODE_LIMIT) -> tuple[pd.DataFrame, list[str]]:
+    """The part of a graph a drawing shows: all of it when it has at most ``max_nodes``
+    variables and ``max_edges`` edges; else its edges with the strongest evidence (as
+    many as fit both limits) and only the variables they join, in column order.
+
+    Returns
+    -------
+    (DataFrame, list of str)
+        The edges drawn (strongest evidence first) and the variables drawn.
+    """
+    names = [str(n) for n in names]
+    known = set(names)
+    if {"source", "target"} - set(edges.columns):
+        return edges.iloc[:0], names
+    source, target = edges["source"].astype(str), edges["target"].astype(str)
+    usable = (source.isin(known) & target.isin(known) & (source != target)).to_numpy()
+    edges = edges[usable]
+    edges = edges.iloc[_evidence_order(edges)]
+    if len(names) <= max_nodes and len(edges) <= max_edges:
+        return edges, names
+    keep: list[int] = []
+    touched: set[str] = set()
+    for k, (a, b) in enumerate(zip(edges["source"].astype(str), edges["target"].astype(str))):
+        if len(keep) >= max_edges:
+            break
+        if len(touched | {a, b}) > max_nodes:
+            continue
+        keep.append(k)
+        touched |= {a, b}
+    shown = edges.iloc[keep]
+    if len(names) <= max_nodes:
+        return shown, names
+    return shown, [name for name in names if name in touched]
+
+
+def _group_colours(labels: list[str] | None) -> tuple[list[str] | None, dict[str, str]]:
+    """Each variable's node colour and the colour of each group (in order of first
+    appearance; "other" light grey)."""
+    if labels is None:
+        return None, {}
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex, to_rgb
+
+    order = [g for g in dict.fromkeys(labels) if g != "other"]
+    if len(order) <= len(_GROUP_COLOURS):
+        palette = list(_GROUP_COLOURS)
+    elif len(order) <= 10:
+        palette = [to_hex(colormaps["tab10"](k)) for k in range(10)]
+    else:
+        # tab20's strong hues first, then their light partners: neighbours in the legend
+        # differ in hue.
+        palette = [to_hex(colormaps["tab20"](k)) for k in [*range(0, 20, 2), *range(1, 20, 2)]]
+    colours = {}
+    for k, group in enumerate(order):
+        rgb = np.array(to_rgb(palette[k % len(palette)]))
+        colours[group] = to_hex(0.65 * rgb + 0.35)  # a tint: labels stay readable on it
+    if "other" in labels:
+        colours["other"] = "#eeeeee"
+    return [colours[g] for g in labels], colours
 
 
 @_quietly
 def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
-               fdr: float = 0.1, fmt: str = "png") -> bytes | str:
-    """A drawing of the graph: one node per variable on a circle, edge width by
+               fdr: float = 0.1, layout: str = "spring",
+               groups: Mapping[str, Any] | Sequence[Any] | None = None,
+               max_edges: int = GRAPH_EDGE_LIMIT, max_nodes: int = GRAPH_NODE_LIMIT,
+               fmt: str | Sequence[str] = "png") -> Any:
+    """A drawing of the graph: one node per variable, straight edges, width by
     \\|partial correlation\\|, colour by sign (blue positive, red negative), line style
-    by evidence (with q-values), labels.
+    by evidence (with q-values), labels beside the nodes.
 
     Parameters
     ----------
@@ -248,87 +380,249 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
         edge is solid when its q-value is below a tenth of it (strong evidence), dashed up
         to it (near the cut) and dotted above it (only when the edges were not selected
         by their q-values); a legend says so.
-    fmt : {"png", "svg"}
-        PNG bytes, or SVG markup (text kept as text) to put inline in a web page.
+    layout : {"spring", "circle", "groups"}, default="spring"
+        Where the variables are drawn (:func:`dpggm.report.layout.graph_layout`):
+        force-directed, on a circle in column order, or in clusters by ``groups``.
+    groups : mapping or sequence, optional
+        Each variable's declared group (``name -> group``, or one per variable): the
+        nodes are coloured by group, with a legend; required by ``layout="groups"``.
+    max_edges, max_nodes : int
+        A larger graph is drawn by its strongest edges (:func:`shown_graph`); the heading
+        says how many of how many.
+    fmt : {"png", "svg", "pdf"} or tuple of them
+        PNG bytes (300 dpi), an SVG document (text kept as text) or PDF bytes; a dict of
+        them for a tuple (one drawing).
 
     Returns
     -------
-    bytes or str
+    bytes, str or dict
+
+    Privacy
+    -------
+    Post-processing of the released edges (and the declared groups): deterministic.
     """
     from matplotlib import rc_context
-    from matplotlib.patches import Circle, PathPatch
 
     names = [str(n) for n in names]
-    index = {name: j for j, name in enumerate(names)}
-    p = max(len(names), 1)
-    labels, families = _labels(names, fmt)
-    # Sizes in inches and points: the circle's radius grows with the number of nodes so
-    # that labels keep at least ~11 pt of arc each; the label font shrinks only past ~60.
-    longest = max((len(label) for label in labels), default=1)
-    font = 12.0 if p <= 60 else max(6.0, 12.0 * 60 / p)
-    label_inches = 0.6 * font / 72 * longest + 0.15
-    radius = max(3.0, 2.0 * p * font / 72 / (2 * math.pi))
-    side = 2 * (radius + label_inches) + 0.2
-    angles = [math.pi / 2 - 2 * math.pi * j / p for j in range(p)]
-    points = np.array([[math.cos(a), math.sin(a)] for a in angles])
-    node = min(0.045, 0.35 * math.pi / p)  # node radius, in units of the circle's radius
-
+    declared = node_groups(groups, names)
+    shown, drawn_names = shown_graph(edges, names, max_edges=max_edges, max_nodes=max_nodes)
+    where = {name: j for j, name in enumerate(names)}
+    group_of = None if declared is None else [declared[where[n]] for n in drawn_names]
+    positions = graph_layout(shown, drawn_names, layout=layout, groups=group_of)
+    m = max(len(drawn_names), 1)
+    crowded = m > 40 and layout != "circle"
+    labels, families = _labels(drawn_names, fmt, limit=CROWDED_LABEL if crowded else MAX_LABEL,
+                               middle=crowded)
+    if any(label.startswith("#") for label in labels):
+        # A column number counts columns of the data, not of the variables drawn.
+        labels = [f"#{where[n] + 1}" if label.startswith("#") and label != _short(n) else label
+                  for n, label in zip(drawn_names, labels)]
+    index = {name: j for j, name in enumerate(drawn_names)}
+    drawn = _drawn_edges(shown, index, fdr)
     with rc_context(_rc(families, "dpggm-graph")):
-        figure = _figure((side, side))
-        ax = figure.add_axes((0, 0, 1, 1))
-        ax.set_axis_off()
-        limit = side / 2 / radius
-        ax.set_xlim(-limit, limit)
-        ax.set_ylim(-limit, limit)
-        ax.add_patch(Circle((0, 0), 1.0, fill=False, edgecolor="#e3e3e3", linewidth=0.8,
-                            zorder=0))
-        drawn = _drawn_edges(edges, index, fdr)
+        canvas = _GraphCanvas(positions, layout, labels, [where[n] for n in drawn_names])
+        canvas.measure_labels()
+        if layout == "spring":
+            canvas.space_isolated(drawn)
+        canvas.draw_edges(drawn)
+        fills, group_colours = _group_colours(group_of)
+        canvas.draw_nodes(drawn, fills)
+        canvas.draw_labels(drawn)
+        lines = [title] if title else []
+        lines += _graph_heading(len(drawn), len(_known_edges(edges, names)), m, len(names))
+        if any(label.startswith("#") for label in labels):
+            lines.append("#k: the k-th column, whose name needs a font this machine lacks")
+        kinds = {item[4] for item in drawn if item[4] is not None}
+        canvas.finish(lines, _evidence_handles(kinds, fdr), group_colours)
+        return _output(canvas.figure, fmt)
+
+
+def _known_edges(edges: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    if {"source", "target"} - set(edges.columns):
+        return edges.iloc[:0]
+    known = set(names)
+    source, target = edges["source"].astype(str), edges["target"].astype(str)
+    return edges[(source.isin(known) & target.isin(known) & (source != target)).to_numpy()]
+
+
+def _graph_heading(n_drawn: int, n_edges: int, m: int, p: int) -> list[str]:
+    """The heading lines that say what the drawing shows."""
+    style = "width |partial correlation|, blue +, red −"
+    if n_drawn == n_edges and m == p:
+        return [f"{n_edges} edge{'s' if n_edges != 1 else ''} among {p} variables; {style}"]
+    joined = f"among the {m} variables they join (of {p})" if m < p else f"among {p} variables"
+    return [f"the {n_drawn} edges with the strongest evidence (of {n_edges}), {joined};",
+            f"{style}; the edge list has every edge"]
+
+
+class _GraphCanvas:
+    """One graph drawing being built: positions in layout units, ``scale`` inches per
+    unit, and the artists drawn so far."""
+
+    def __init__(self, positions: np.ndarray, layout: str, labels: list[str],
+                 columns: list[int]) -> None:
+        self.xy = np.asarray(positions, dtype=float).reshape(-1, 2)
+        self.layout = layout
+        self.labels = labels
+        self.columns = columns  # each node's column in the data (for the SVG ids)
+        m = max(len(labels), 1)
+        span = float(np.ptp(self.xy, axis=0).max()) if len(self.xy) > 1 else 1.0
+        if layout == "circle":
+            # The circle's radius grows with the number of nodes so that labels keep at
+            # least ~11 pt of arc each; the label font shrinks only past ~60.
+            self.font = 12.0 if m <= 60 else max(6.0, 12.0 * 60 / m)
+            radius = max(span / 2, 1.0)
+            self.scale = max(3.0 / radius, 2.0 * self.font / 72)
+            self.node = min(0.045, 0.35 * math.pi / m) * radius * self.scale
+        else:
+            self.scale = min(0.9, max(0.22, GRAPH_SIDE / max(span, 1.0)))
+            self.font = min(11.0, max(7.0, self.scale * 72 * 0.24))
+            self.node = min(0.09, max(0.04, 0.16 * self.scale))
+        self.width_factor = min(1.0, max(0.6, self.scale / 0.6))
+        side = span * self.scale + 6.0
+        self.figure = _figure((side, side))
+        self.ax = self.figure.add_axes((0, 0, 1, 1))
+        self.ax.set_axis_off()
+        centre = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2 if len(self.xy) else (0, 0)
+        half = side / 2 / self.scale
+        self.ax.set_xlim(centre[0] - half, centre[0] + half)
+        self.ax.set_ylim(centre[1] - half, centre[1] + half)
+        self.texts: list[Any] = []
+
+    def draw_edges(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
+        from matplotlib.lines import Line2D
+
         # Strongest edges last, on top.
         for strength, value, i, j, kind in sorted(drawn, key=lambda item: item[0]):
             colour = _NEGATIVE if math.isfinite(value) and value < 0 else _POSITIVE
             style = EVIDENCE_STYLES[kind][0] if kind is not None else "solid"
-            ax.add_patch(PathPatch(_arc(points[i], points[j]), fill=False, edgecolor=colour,
-                                   linewidth=0.9 + 5.0 * min(strength, 1.0), alpha=0.8,
-                                   linestyle=style,
-                                   capstyle="round" if style == "solid" else "butt",
-                                   zorder=1))
-        kinds = {item[4] for item in drawn if item[4] is not None}
-        degree = np.zeros(p, dtype=int)
+            self.ax.add_line(Line2D(
+                self.xy[[i, j], 0], self.xy[[i, j], 1], color=colour, alpha=0.8,
+                linewidth=(0.9 + 5.0 * min(strength, 1.0)) * self.width_factor,
+                linestyle=style, solid_capstyle="round", dash_capstyle="butt", zorder=1))
+
+    def draw_nodes(self, drawn: list[tuple[float, float, int, int, str | None]],
+                   fills: list[str] | None) -> None:
+        """Node discs (white, grey without an edge, or their group's colour), each with
+        an id naming its column (``dpggm-node-<k>``) in SVG."""
+        from matplotlib.patches import Circle
+
+        degree = np.zeros(len(self.xy), dtype=int)
         for _, _, i, j, _ in drawn:
             degree[i] += 1
             degree[j] += 1
-        texts = []
-        for j, (x, y) in enumerate(points):
-            ax.add_patch(Circle((x, y), node, facecolor="#ffffff" if degree[j] else "#eeeeee",
-                                edgecolor="#333333", linewidth=1.0, zorder=2))
-            angle = math.degrees(angles[j])
-            right = x >= -1e-9
-            gap = 1.0 + node + 0.04
-            texts.append(ax.text(gap * x, gap * y, labels[j], fontsize=font, parse_math=False,
-                                 rotation=angle if right else angle + 180,
-                                 rotation_mode="anchor", ha="left" if right else "right",
-                                 va="center", color="#111111", zorder=3))
-        # Fit the picture to its labels: measure them, then give the axes exactly the
-        # space they take at the same scale (inches per unit of the circle's radius).
-        renderer = figure.canvas.get_renderer()
-        inverse = ax.transData.inverted()
-        corners = [(-1.0 - node, -1.0 - node), (1.0 + node, 1.0 + node)]
-        for text in texts:
+        self.degree = degree
+        radius = self.node / self.scale
+        for j, (x, y) in enumerate(self.xy):
+            fill = fills[j] if fills is not None else ("#ffffff" if degree[j] else "#eeeeee")
+            disc = Circle((x, y), radius, facecolor=fill, edgecolor="#333333",
+                          linewidth=1.0 if self.scale >= 0.45 else 0.7, zorder=2)
+            disc.set_gid(f"dpggm-node-{self.columns[j]}")
+            self.ax.add_patch(disc)
+
+    def draw_labels(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
+        if self.layout == "circle":
+            self._radial_labels()
+        else:
+            segments = np.array([[self.xy[i], self.xy[j]] for _, _, i, j, _ in drawn]
+                                ).reshape(-1, 2, 2)
+            self._placed_labels(segments)
+
+    def _radial_labels(self) -> None:
+        """Labels pointing away from the circle's centre, read left to right."""
+        centre = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2
+        for (x, y), label in zip(self.xy, self.labels):
+            dx, dy = x - centre[0], y - centre[1]
+            angle = math.degrees(math.atan2(dy, dx))
+            right = dx >= -1e-9
+            reach = math.hypot(dx, dy) or 1.0
+            gap = (self.node + 0.04) / self.scale
+            self.texts.append(self.ax.text(
+                x + gap * dx / reach, y + gap * dy / reach, label, fontsize=self.font,
+                parse_math=False, rotation=angle if right else angle + 180,
+                rotation_mode="anchor", ha="left" if right else "right", va="center",
+                color="#111111", zorder=3))
+
+    def measure_labels(self) -> None:
+        """The labels' sizes in layout units (at the drawing's scale)."""
+        renderer = self.figure.canvas.get_renderer()
+        dpi = self.figure.dpi
+        self.sizes = []
+        for label in self.labels:
+            text = self.ax.text(0, 0, label, fontsize=self.font, parse_math=False)
+            box = text.get_window_extent(renderer)
+            self.sizes.append((box.width / dpi / self.scale, box.height / dpi / self.scale))
+            text.remove()
+
+    def space_isolated(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
+        """The rows of variables without an edge (below the rest, in column order) spaced
+        by their longest label, so that each label fits beside its node."""
+        joined = np.zeros(len(self.xy), dtype=bool)
+        for _, _, i, j, _ in drawn:
+            joined[[i, j]] = True
+        alone = np.flatnonzero(~joined)
+        if len(alone) < 2:
+            return
+        radius = self.node / self.scale
+        step = max(1.0, max(self.sizes[j][0] for j in alone) + 2 * radius + 0.35)
+        # As wide as the drawing above, or wider, to a block about 1.6 times as wide as
+        # it is high.
+        columns = max(1, round(math.sqrt(1.6 * len(alone) / step)))
+        top = left = 0.0
+        if joined.any():
+            columns = max(columns, int(float(np.ptp(self.xy[joined, 0])) // step) + 1)
+            top = self.xy[joined, 1].min() - 1.5
+            left = self.xy[joined, 0].min()
+        columns = min(columns, len(alone))
+        for k, j in enumerate(alone):
+            self.xy[j] = (left + (k % columns) * step, top - 0.7 * (k // columns))
+
+    def _placed_labels(self, segments: np.ndarray) -> None:
+        """Each label on the side of its node where it covers the fewest other labels,
+        nodes and edges (greedy, the best-connected nodes first); a white veil under the
+        text keeps it readable where an edge passes."""
+        texts = [self.ax.text(0, 0, label, fontsize=self.font, parse_math=False,
+                              color="#111111", zorder=3) for label in self.labels]
+        sizes = self.sizes
+        radius = self.node / self.scale
+        placed: list[np.ndarray] = []
+        nodes = np.column_stack([self.xy - radius, self.xy + radius])
+        order = sorted(range(len(texts)), key=lambda j: (-self.degree[j], j))
+        for j in order:
+            best = _best_label_box(self.xy[j], sizes[j], radius, nodes, j, placed, segments)
+            box, ha, va = best
+            placed.append(box)
+            anchor_x = {"left": box[0], "right": box[2], "center": (box[0] + box[2]) / 2}[ha]
+            anchor_y = {"bottom": box[1], "top": box[3], "center": (box[1] + box[3]) / 2}[va]
+            texts[j].set_position((anchor_x, anchor_y))
+            texts[j].set_horizontalalignment(ha)
+            texts[j].set_verticalalignment("center_baseline" if va == "center" else va)
+            texts[j].set_bbox({"facecolor": "white", "alpha": 0.7, "edgecolor": "none",
+                               "pad": 0.3})
+            texts[j].get_bbox_patch().set_gid(f"dpggm-label-{self.columns[j]}")
+        self.texts = texts
+
+    def finish(self, lines: list[str], handles: list[Any], group_colours: dict[str, str]
+               ) -> None:
+        """Fit the axes to the drawing and its labels (measured at the same scale), then
+        add the heading, the line styles' legend and the groups' legend."""
+        renderer = self.figure.canvas.get_renderer()
+        inverse = self.ax.transData.inverted()
+        radius = self.node / self.scale
+        corners = [tuple(self.xy.min(axis=0) - radius), tuple(self.xy.max(axis=0) + radius)]
+        for text in self.texts:
             box = text.get_window_extent(renderer)
             corners += [tuple(inverse.transform((box.x0, box.y0))),
                         tuple(inverse.transform((box.x1, box.y1)))]
-        low = np.min(corners, axis=0) - 0.03
-        high = np.max(corners, axis=0) + 0.03
-        n_edges = len(drawn)
-        lines = [title] if title else []
-        lines.append(f"{n_edges} edge{'s' if n_edges != 1 else ''} among {len(names)} "
-                     "variables; width |partial correlation|, blue +, red −")
-        if any(label != _short(name) for label, name in zip(labels, names)):
-            lines.append("#k: the k-th column, whose name needs a font this machine lacks")
+        low = np.min(corners, axis=0) - 0.15 / self.scale
+        high = np.max(corners, axis=0) + 0.15 / self.scale
         text_inches = 0.28 * len(lines) + 0.2  # inches above the drawing
-        width, height = (high - low) * radius
-        handles = _evidence_handles(kinds, fdr)
+        width, height = (high - low) * self.scale
+        width = max(width, 4.0)
+        middle = (low[0] + high[0]) / 2
+        low[0], high[0] = middle - width / 2 / self.scale, middle + width / 2 / self.scale
         heading = text_inches + (0.3 if handles else 0.0)
+        figure, ax = self.figure, self.ax
         figure.set_size_inches(width, height + heading)
         ax.set_position((0, 0, 1, height / (height + heading)))
         ax.set_xlim(low[0], high[0])
@@ -338,7 +632,96 @@ def draw_graph(edges: pd.DataFrame, names: Sequence[str], *, title: str = "",
                     va="top", fontsize=13, parse_math=False, color="#222222")
         if handles:
             _style_legend(figure, handles, top=1 - (text_inches - 0.05) / (height + heading))
-        return _render(figure, fmt)
+        if group_colours:
+            _groups_legend(figure, group_colours)
+
+
+def _overlap(box: np.ndarray, boxes: np.ndarray) -> float:
+    """The total area of ``boxes`` (rows ``x0, y0, x1, y1``) inside ``box``."""
+    if len(boxes) == 0:
+        return 0.0
+    w = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
+    h = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
+    return float(np.sum(np.clip(w, 0, None) * np.clip(h, 0, None)))
+
+
+def _crossings(box: np.ndarray, segments: np.ndarray) -> int:
+    """How many segments (``k x 2 x 2``) pass through ``box`` (Liang-Barsky clipping)."""
+    if len(segments) == 0:
+        return 0
+    start, step = segments[:, 0], segments[:, 1] - segments[:, 0]
+    enter, leave = np.zeros(len(segments)), np.ones(len(segments))
+    for axis in (0, 1):
+        low, high = box[axis], box[axis + 2]
+        a, d = start[:, axis], step[:, axis]
+        flat = np.abs(d) < 1e-12
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t1, t2 = (low - a) / d, (high - a) / d
+        inside = (a >= low) & (a <= high)
+        enter = np.maximum(enter, np.where(flat, np.where(inside, -np.inf, np.inf),
+                                           np.minimum(t1, t2)))
+        leave = np.minimum(leave, np.where(flat, np.where(inside, np.inf, -np.inf),
+                                           np.maximum(t1, t2)))
+    return int(np.sum(enter <= leave))
+
+
+#: Where a label may sit beside its node: (direction x, direction y, ha, va), in order of
+#: preference (right, left, above, below, then the corners).
+_LABEL_SPOTS = ((1, 0, "left", "center"), (-1, 0, "right", "center"),
+                (0, 1, "center", "bottom"), (0, -1, "center", "top"),
+                (0.7, 0.7, "left", "bottom"), (-0.7, 0.7, "right", "bottom"),
+                (0.7, -0.7, "left", "top"), (-0.7, -0.7, "right", "top"))
+
+
+def _best_label_box(point: np.ndarray, size: tuple[float, float], radius: float,
+                    nodes: np.ndarray, own: int, placed: list[np.ndarray],
+                    segments: np.ndarray) -> tuple[np.ndarray, str, str]:
+    """The spot beside a node whose label box covers the least of the others."""
+    width, height = size
+    others = np.delete(nodes, own, axis=0)
+    labels = np.array(placed).reshape(-1, 4)
+    best = None
+    for rank, (dx, dy, ha, va) in enumerate(_LABEL_SPOTS):
+        gap = radius * 1.15 + 0.08 * height
+        x = point[0] + dx * gap
+        y = point[1] + dy * gap
+        x0 = {"left": x, "right": x - width, "center": x - width / 2}[ha]
+        y0 = {"bottom": y, "top": y - height, "center": y - height / 2}[va]
+        box = np.array([x0, y0, x0 + width, y0 + height])
+        cost = (10 * (_overlap(box, labels) + _overlap(box, others)) / (width * height)
+                + 0.3 * _crossings(box, segments) + 0.01 * rank)
+        if best is None or cost < best[0]:
+            best = (cost, box, ha, va)
+    return best[1], best[2], best[3]
+
+
+def _groups_legend(figure, colours: dict[str, str]) -> None:
+    """The groups' colours under the drawing, in as many columns as the width holds (the
+    figure grows to hold the rows)."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=colour, edgecolor="#333333", label=_short(group))
+               for group, colour in colours.items()]
+    width, height = figure.get_size_inches()
+    longest = max(len(handle.get_label()) for handle in handles)
+    columns = max(1, min(len(handles), int(width / (0.5 + 0.085 * longest))))
+    rows = math.ceil(len(handles) / columns)
+    extra = 0.26 * rows + 0.25
+    figure.set_size_inches(width, height + extra)
+    for ax in figure.axes:
+        x0, y0, w, h = ax.get_position().bounds
+        ax.set_position((x0, (y0 * height + extra) / (height + extra), w,
+                         h * height / (height + extra)))
+    for text in figure.texts:
+        x, y = text.get_position()
+        text.set_position((x, (y * height + extra) / (height + extra)))
+    for legend in figure.legends:
+        _, y = legend.get_bbox_to_anchor().transformed(figure.transFigure.inverted()).p0
+        legend.set_bbox_to_anchor((0.5, (y * height + extra) / (height + extra)),
+                                  transform=figure.transFigure)
+    figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                  ncol=columns, frameon=False, fontsize=10, title="groups (as declared)",
+                  title_fontsize=10)
 
 
 def _drawn_edges(edges: pd.DataFrame, index: dict[str, int],
@@ -348,8 +731,7 @@ def _drawn_edges(edges: pd.DataFrame, index: dict[str, int],
     partial = _column(edges, "partial_correlation")
     q_values = _column(edges, "q_value")
     drawn = []
-    for k, row in enumerate(edges.itertuples(index=False)):
-        a, b = str(row.source), str(row.target)
+    for k, (a, b) in enumerate(zip(edges["source"].astype(str), edges["target"].astype(str))):
         if a not in index or b not in index or a == b:
             continue
         value = float(partial[k])
@@ -389,11 +771,33 @@ def _style_legend(figure, handles: list[Any], *, top: float) -> None:
                   frameon=False, fontsize=11, handlelength=3.2)
 
 
+def _block_strongest(values: np.ndarray, block: int) -> np.ndarray:
+    """The matrix in ``block x block`` blocks, each cell the block's entry of largest
+    magnitude with its sign (NaN where the block has none): a strong entry is never
+    averaged away or skipped, as resampling would."""
+    p = values.shape[0]
+    q = math.ceil(p / block)
+    padded = np.full((q * block, q * block), np.nan)
+    padded[:p, :p] = values
+    cells = padded.reshape(q, block, q, block).transpose(0, 2, 1, 3).reshape(q, q, -1)
+    magnitude = np.where(np.isnan(cells), -1.0, np.abs(cells))
+    pick = np.argmax(magnitude, axis=2)
+    return np.take_along_axis(cells, pick[..., None], axis=2)[..., 0]
+
+
 @_quietly
 def precision_heatmap(matrix: np.ndarray, names: Sequence[str], *, title: str = "",
-                      fmt: str = "png") -> bytes | str:
+                      max_cells: int = HEATMAP_CELLS,
+                      fmt: str | Sequence[str] = "png") -> Any:
     """A heatmap of a precision matrix as partial correlations (off the diagonal),
-    diverging colours centred at zero; PNG bytes or SVG markup (see :func:`draw_graph`)."""
+    diverging colours centred at zero, in the formats of :func:`draw_graph`.
+
+    Up to 60 variables each row and column is labelled; beyond, the axes count the
+    data's columns. Beyond ``max_cells`` variables the matrix is shown in square blocks
+    of ``ceil(p / max_cells)`` variables a side, each cell the block's strongest partial
+    correlation (with its sign), and the title says so: the picture stays small, and no
+    strong entry disappears in the downsampling.
+    """
     from matplotlib import rc_context
 
     matrix = np.asarray(matrix, dtype=float)
@@ -402,30 +806,47 @@ def precision_heatmap(matrix: np.ndarray, names: Sequence[str], *, title: str = 
     shown = -matrix / np.outer(d, d)
     np.fill_diagonal(shown, np.nan)
     p = matrix.shape[0]
-    labels, families = _labels([str(n) for n in names], fmt)
+    block = max(1, math.ceil(p / max(int(max_cells), 1)))
+    if block > 1:
+        shown = _block_strongest(shown, block)
+    labelled = p <= 60
+    labels, families = _labels([str(n) for n in names] if labelled else [], fmt)
     font = 10.0 if p <= 30 else 8.0
     cell = max(0.22, font * 1.45 / 72)  # inches per row: labels never overlap
-    label_inches = 0.6 * font / 72 * max((len(s) for s in labels), default=1)
-    side = min(max(4.0, cell * p), 14.0)
+    label_inches = (0.6 * font / 72 * max((len(s) for s in labels), default=1)
+                    if labelled else 0.4)
+    # Labelled rows need their 0.22 inch each; without labels (beyond 60 variables) the
+    # width of a journal's double column is enough.
+    side = min(max(4.0, cell * p), 14.0) if labelled else 8.0
+    heading = title or "precision matrix as partial correlations"
+    if block > 1:
+        heading += (f"\n{p} variables in blocks of {block} × {block}: each cell the "
+                    "block's strongest")
     with rc_context(_rc(families, "dpggm-heatmap")):
         figure = _figure((side + label_inches + 1.6, side + label_inches + 0.8))
         ax = figure.add_subplot()
         finite = shown[np.isfinite(shown)]
         limit = float(np.abs(finite).max()) if finite.size else 1.0
         limit = limit if limit > 0 else 1.0
+        # In column numbers (1 to p) beyond 60 variables, so that a block's cell sits
+        # over the columns it covers.
+        extent = None if labelled else (0.5, block * shown.shape[0] + 0.5,
+                                        block * shown.shape[0] + 0.5, 0.5)
         image = ax.imshow(shown, cmap="RdBu", vmin=-limit, vmax=limit,
-                          interpolation="nearest")
+                          interpolation="nearest", extent=extent)
         bar = figure.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
         bar.set_label("partial correlation", fontsize=font)
         bar.ax.tick_params(labelsize=font)
-        if p <= 60:
+        if labelled:
             ax.set_xticks(range(p), labels, rotation=90, fontsize=font, parse_math=False)
             ax.set_yticks(range(p), labels, fontsize=font, parse_math=False)
         else:
-            ax.set_xlabel("variable (in the order of the data's columns)", fontsize=font)
-        ax.set_title(title or "precision matrix as partial correlations", fontsize=12,
-                     parse_math=False)
-        return _render(figure, fmt)
+            ax.set_xlim(0.5, p + 0.5)
+            ax.set_ylim(p + 0.5, 0.5)
+            ax.tick_params(labelsize=font)
+            ax.set_xlabel("variable (its column number in the data)", fontsize=font)
+        ax.set_title(heading, fontsize=12, parse_math=False)
+        return _output(figure, fmt)
 
 
 def _q_text(q_value: float) -> str:
@@ -440,7 +861,7 @@ def _q_text(q_value: float) -> str:
 @_quietly
 def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: float = 0.9,
                 fdr: float = 0.1, detectable: float | None = None,
-                limit: int = FOREST_LIMIT, fmt: str = "png") -> bytes | str:
+                limit: int = FOREST_LIMIT, fmt: str | Sequence[str] = "png") -> Any:
     """The edges' intervals, one row per edge (a forest plot).
 
     Each row is an edge's ``[ci_low, ci_high]`` with a dot at its ``partial_correlation``,
@@ -465,11 +886,12 @@ def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: 
         The smallest ``|partial correlation|`` the release detects with 80 % power.
     limit : int, default=FOREST_LIMIT
         Rows drawn at most.
-    fmt : {"png", "svg"}
+    fmt : {"png", "svg", "pdf"} or tuple of them
+        As in :func:`draw_graph`.
 
     Returns
     -------
-    bytes or str
+    bytes, str or dict
     """
     from matplotlib import rc_context
     from matplotlib.patches import Patch
@@ -542,4 +964,4 @@ def forest_plot(edges: pd.DataFrame, names: Sequence[str], *, confidence_level: 
         if handles:
             figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
                           ncol=2, frameon=False, fontsize=9, handlelength=3.0)
-        return _render(figure, fmt)
+        return _output(figure, fmt)

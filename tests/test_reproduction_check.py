@@ -1,0 +1,135 @@
+"""The reproduction page stays true of the code: every run in docs/reproduction/ is re-run
+at a reduced size from the code as it is and compared with its committed CSV files within
+each cell's Monte-Carlo error (dpggm.experiments.reproduction).
+
+The re-runs are marked ``reproduction`` and left out of the ordinary ``pytest`` run (they
+take minutes); .ci/run runs them as its own step: ``python3 -m pytest -m reproduction``.
+The unmarked tests below check the comparison itself on small hand-made tables.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpggm.experiments.reproduction import (
+    RUNS,
+    Z_TOLERANCE,
+    Comparison,
+    check_run,
+    compare_tables,
+    main,
+)
+
+ROOT = Path(__file__).resolve().parents[1] / "docs" / "reproduction"
+COMPARISON = Comparison("x.csv", ("cell",), ("err",))
+
+
+def _table(means, ses, n=10, failed=0):
+    return pd.DataFrame({"cell": [f"c{i}" for i in range(len(means))], "err_mean": means,
+                         "err_se": ses, "n_reps": n, "n_failed": failed})
+
+
+def test_a_rerun_within_the_monte_carlo_error_passes_and_one_beyond_it_fails():
+    committed = _table([1.0, 2.0], [0.1, 0.1])  # sd = 0.1 * sqrt(10)
+    sd = 0.1 * math.sqrt(10)
+    limit = Z_TOLERANCE * sd * math.sqrt(1 / 2 + 1 / 10)  # re-run of k = 2
+    rerun = _table([1.0 + 0.99 * limit, 2.0 + 1.01 * limit], [0.1, 0.1], n=2)
+    checks = compare_tables(committed, rerun, COMPARISON)
+    assert [c.ok for c in checks] == [True, False]
+    assert checks[0].tolerance == pytest.approx(limit, rel=1e-6)
+    assert checks[1].z == pytest.approx(Z_TOLERANCE * 1.01, rel=1e-3)
+
+
+def test_the_spread_may_be_a_standard_deviation_and_the_keys_match_across_types():
+    committed = pd.DataFrame({"n": [50], "noise": ["20 dB"], "auc_mean": [0.9],
+                              "auc_sd": [0.01], "n_reps": [10], "n_failed": [0]})
+    rerun = committed.assign(n=[50.0], auc_mean=[0.9 + 3.9 * 0.01 * math.sqrt(1.1)], n_reps=[1])
+    comparison = Comparison("t.csv", ("n", "noise"), ("auc",), spread="sd")
+    assert all(c.ok for c in compare_tables(committed, rerun, comparison))
+    rerun = rerun.assign(auc_mean=[0.9 + 4.1 * 0.01 * math.sqrt(1.1)])
+    assert not any(c.ok for c in compare_tables(committed, rerun, comparison))
+
+
+def test_a_deterministic_cell_must_repeat_to_rounding():
+    committed = _table([0.5], [0.0])
+    assert compare_tables(committed, _table([0.5 + 1e-12], [0.0], n=1), COMPARISON)[0].ok
+    assert not compare_tables(committed, _table([0.5 + 1e-6], [0.0], n=1), COMPARISON)[0].ok
+
+
+def test_missing_cells_unsolved_cells_and_missing_spreads_fail():
+    committed = _table([1.0, math.nan], [0.1, math.nan], failed=[0, 10])
+    rerun = pd.concat([_table([1.0, 0.7], [0.1, 0.1], n=2),
+                       _table([1.0], [0.1]).assign(cell=["new"])])
+    checks = {c.cell: c for c in compare_tables(committed, rerun, COMPARISON)}
+    assert checks["cell=c0"].ok
+    assert not checks["cell=c1"].ok and "solved" in checks["cell=c1"].reason
+    assert not checks["cell=new"].ok and "no such cell" in checks["cell=new"].reason
+    # A committed cell solved in some repetitions only, re-run once and unsolved: the same
+    # pattern (the re-run's repetition is one the committed run could not solve).
+    partial = _table([1.0], [0.1], n=5, failed=2)
+    unsolved = _table([math.nan], [math.nan], n=1, failed=1)
+    assert compare_tables(partial, unsolved, COMPARISON)[0].ok
+    # Both unsolved: agreement.
+    both = compare_tables(committed.iloc[[1]], _table([math.nan], [math.nan]).assign(
+        cell=["c1"]), COMPARISON)
+    assert both[0].ok
+    # One repetition committed: no spread to derive a tolerance from; the re-run of that
+    # repetition must repeat it, and a re-run of more repetitions cannot be judged.
+    once = _table([1.0], [math.nan], n=1)
+    assert compare_tables(once, _table([1.0], [math.nan], n=1), COMPARISON)[0].ok
+    moved = compare_tables(once, _table([1.001], [math.nan], n=1), COMPARISON)[0]
+    assert not moved.ok and "regenerate" in moved.reason
+    assert not compare_tables(once, _table([1.0], [0.1], n=3), COMPARISON)[0].ok
+
+
+def test_many_small_shifts_fail_the_chi_square_although_no_cell_crosses_the_bound():
+    from dpggm.experiments.reproduction import _chi_square
+
+    cells = 60
+    se = np.full(cells, 0.1)
+    committed = _table(np.ones(cells), se)
+    sd = 0.1 * math.sqrt(10)
+    shift = 2.5 * sd * math.sqrt(1 / 10 + 1 / 10)  # 2.5 standard errors of the difference
+    rerun = _table(np.ones(cells) + shift * np.where(np.arange(cells) % 2, 1, -1), se)
+    checks = compare_tables(committed, rerun, COMPARISON)
+    assert all(c.ok for c in checks)
+    value, df, limit = _chi_square(checks)
+    assert df == cells and value == pytest.approx(cells * 2.5**2) and value > limit
+    # Unchanged cells (the same streams) add nothing.
+    value, _, limit = _chi_square(compare_tables(committed, committed, COMPARISON))
+    assert value == 0 and limit > 0
+
+
+def test_every_run_has_its_committed_files_and_the_command_line_lists_them(capsys):
+    for name, run in RUNS.items():
+        for comparison in run.comparisons:
+            path = ROOT / name / comparison.file
+            assert path.exists(), path
+            frame = pd.read_csv(path)
+            for metric in comparison.metrics:
+                assert f"{metric}_mean" in frame and f"{metric}_{comparison.spread}" in frame
+    assert main(["list"]) == 0
+    assert "seed003" in capsys.readouterr().out
+
+
+@pytest.mark.reproduction
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_committed_run_agrees_with_a_reduced_rerun_from_head(name):
+    result = check_run(name, root=ROOT)
+    print(result.report())
+    assert result.ok, result.report()
+
+
+def test_a_zero_committed_spread_gives_way_to_the_reruns():
+    # Ten committed repetitions that all counted 5 rounds; a re-run of ten counts 5.1 on
+    # average with spread 0.32: within its Monte-Carlo error, not a stale file.
+    committed = _table([5.0], [0.0])
+    rerun = _table([5.1], [0.316 / math.sqrt(10)])
+    assert compare_tables(committed, rerun, COMPARISON)[0].ok
+    # Without a spread on either side, the cell must repeat to rounding.
+    assert not compare_tables(committed, _table([5.1], [0.0]), COMPARISON)[0].ok
