@@ -258,6 +258,7 @@ def test_withholding_follows_the_plans_noise_on_a_partial_correlation():
     assert clinical["detectable"] == float("inf")
     assert "noise standard error" in clinical["withheld_by"]
     # p = 100, n = 2 000, rho = 1: the old rule withheld every release while isolated edges
-    # of 0.30-0.45 were found 70-90 % of the time; the plan states about 0.26.
+    # of 0.30-0.45 were found 70-90 % of the time; the plan states about 0.36 (the lone
+    # edge's Benjamini-Hochberg cut-off), within 25 % of that 80 %-power threshold.
     wide = PrivateGraph(budget=ZCDP(1.0)).planned_inference(n_samples=2000, n_features=100)
-    assert not wide["withheld"] and 0.2 < wide["detectable"] < 0.35
+    assert not wide["withheld"] and 0.3 < wide["detectable"] < 0.45
