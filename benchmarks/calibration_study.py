@@ -247,6 +247,22 @@ def measured_threshold(strengths: np.ndarray, detected: np.ndarray,
     return float(threshold), ""
 
 
+def threshold_mc_se(strengths: list[np.ndarray], detected: list[np.ndarray],
+                    replicates: int = 200, seed: int = 0) -> float:
+    """Monte-Carlo standard error of :func:`measured_threshold`: the spread of the
+    threshold over bootstrap resamples of the fits (each fit's edges kept together)."""
+    rng = np.random.default_rng(seed)
+    fits = len(strengths)
+    values = []
+    for _ in range(replicates):
+        chosen = rng.integers(0, fits, fits)
+        threshold, note = measured_threshold(np.concatenate([strengths[i] for i in chosen]),
+                                             np.concatenate([detected[i] for i in chosen]))
+        if math.isfinite(threshold):
+            values.append(threshold)
+    return float(np.std(values, ddof=1)) if len(values) > replicates // 2 else float("nan")
+
+
 def noise_amplification(precision: np.ndarray) -> float:
     """The median over the edges of the noise standard error of a partial correlation
     (under "no edge") relative to ``sigma / v``, for the population graph in rescaled
@@ -418,6 +434,9 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
                     f"fdr_mc_se{suffix}": float(fdp.std(ddof=1) / math.sqrt(fits)),
                     f"power{suffix}": float(np.mean(record["power"])),
                     f"threshold_80{suffix}": threshold, f"threshold_note{suffix}": note})
+    if math.isfinite(out["threshold_80"]) and not out["threshold_note"]:
+        out["threshold_80_mc_se"] = threshold_mc_se(
+            strengths, [np.asarray(d, dtype=float) for d in measures["null-pilot"]["detected"]])
     return out
 
 
@@ -506,7 +525,7 @@ def acceptance_summary(cells: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _pooled_threshold(group: list[dict]) -> tuple[float, str]:
+def _pooled_threshold(group: list[dict]) -> tuple[float, str, float]:
     """The 80 %-power threshold of the single-edge cells of one plan: a probit over every
     fit's detection of the edge, at the strengths of the rise of the power curve (from
     the last found at most 20 % of the time to the first found at least 95 %: one probit
@@ -516,12 +535,28 @@ def _pooled_threshold(group: list[dict]) -> tuple[float, str]:
     low = max([i for i, value in enumerate(powers) if value <= 0.2], default=0)
     high = min([i for i, value in enumerate(powers) if value >= 0.95 and i > low],
                default=len(group) - 1)
-    strengths, detected = [], []
-    for c in group[low:high + 1]:
-        found = int(round(c["power"] * c["fits"]))
-        strengths += [c["strength"]] * c["fits"]
-        detected += [1.0] * found + [0.0] * (c["fits"] - found)
-    return measured_threshold(np.array(strengths), np.array(detected))
+    chosen = group[low:high + 1]
+
+    def threshold_of(founds: list[int]) -> tuple[float, str]:
+        strengths, detected = [], []
+        for c, found in zip(chosen, founds):
+            strengths += [c["strength"]] * c["fits"]
+            detected += [1.0] * found + [0.0] * (c["fits"] - found)
+        return measured_threshold(np.array(strengths), np.array(detected))
+
+    founds = [int(round(c["power"] * c["fits"])) for c in chosen]
+    threshold, note = threshold_of(founds)
+    # Monte-Carlo error: the detections redrawn (binomial at the measured powers).
+    rng = np.random.default_rng(0)
+    redrawn = [threshold_of([int(rng.binomial(c["fits"], c["power"])) for c in chosen])[0]
+               for _ in range(200)]
+    redrawn = [value for value in redrawn if math.isfinite(value)]
+    error = float(np.std(redrawn, ddof=1)) if len(redrawn) > 100 else float("nan")
+    return threshold, note, error
+
+
+def _with_error(value: float, error: float) -> str:
+    return f"{value:.3f}" + (f" ± {error:.3f}" if math.isfinite(error) else "")
 
 
 def detectable_summary(cells: list[dict]) -> str:
@@ -534,23 +569,24 @@ def detectable_summary(cells: list[dict]) -> str:
     rows = []
     for c in cells:
         if c["graph"] == "pairs":
-            rows.append(("isolated pairs", c, c["threshold_80"], c["threshold_note"], c["fits"]))
+            rows.append(("isolated pairs", c, c["threshold_80"], c["threshold_note"], c["fits"],
+                         c.get("threshold_80_mc_se", math.nan)))
         elif c["graph"] == "single":
             key = (c["distribution"], c["p"], c["n"], c.get("rho"), c.get("epsilon"))
             groups.setdefault(key, []).append(c)
     for group in groups.values():
-        threshold, note = _pooled_threshold(group)
+        threshold, note, error = _pooled_threshold(group)
         rows.append(("single edge", group[0], threshold, note,
-                     sum(c["fits"] for c in group)))
+                     sum(c["fits"] for c in group), error))
     misses = []
-    for label, c, threshold, note, fits in rows:
+    for label, c, threshold, note, fits, error in rows:
         detectable = _planned_figures(c)["detectable"]
         if math.isfinite(threshold) and not note and math.isfinite(detectable):
             ratio = detectable / threshold
             verdict = "yes" if 0.75 <= ratio <= 1.25 else "NO"
             if verdict == "NO":
                 misses.append(f"{label} {_cell_name(c)} {ratio:.2f}")
-            measured, shown = f"{threshold:.3f}", f"{ratio:.2f}"
+            measured, shown = _with_error(threshold, error), f"{ratio:.2f}"
         else:
             measured, shown, verdict = note or f"{threshold:.3f}", "--", "--"
         lines.append(f"| {label} | {c['distribution']} | {c['p']} | {c['n']} | "
@@ -579,15 +615,18 @@ def reverse_summary(cells: list[dict]) -> str:
         else:
             rho, n = 1.0, planner.required_rows(partial_correlation=target, n_features=p)
         match = [c for c in cells if c["graph"] == "pairs" and c["p"] == p and c["n"] == n
-                 and c.get("rho") is not None and abs(c["rho"] - rho) < 1e-6 * rho]
+                 and c.get("rho") is not None and abs(c["rho"] - rho) < 1e-5 * rho]
         plan = f"n = {n}, p = {p}, rho = {rho:.4g}"
         if not match:
             lines.append(f"| {what}({target:g}) | {target:g} | {plan} | -- | not run | -- |")
             continue
         c = match[0]
         measured = c["threshold_80"]
+        error = c.get("threshold_80_mc_se", math.nan)
+        ratio = f"{measured / target:.2f}" + (f" ± {error / target:.2f}"
+                                               if math.isfinite(error) else "")
         lines.append(f"| {what}({target:g}) | {target:g} | {plan} | {c['fits']} | "
-                     f"{measured:.3f} | {measured / target:.2f} |")
+                     f"{_with_error(measured, error)} | {ratio} |")
     return "\n".join(lines)
 
 
