@@ -592,7 +592,7 @@ def detectable_summary(cells: list[dict]) -> str:
         lines.append(f"| {label} | {c['distribution']} | {c['p']} | {c['n']} | "
                      f"{_budget_label(c)} | {fits} | {measured} | {detectable:.3f} | {shown} | "
                      f"{verdict} |")
-    lines.append("outside 25 %: " + (", ".join(misses) or "none"))
+    lines.append("\noutside 25 %: " + (", ".join(misses) or "none"))
     return "\n".join(lines)
 
 
