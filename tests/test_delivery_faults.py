@@ -275,3 +275,30 @@ def test_an_interrupted_overwrite_without_a_ledger_keeps_the_old_output(tmp_path
                                       check)
     assert code == 0 and "old moved aside" in steps
     assert _delivered("estimate", out)[1] == KILLED_ROWS
+
+
+def test_a_run_whose_ledger_cannot_be_read_is_left_not_removed(tmp_path):
+    """An interrupted, ledger-charged run whose ledger is unreadable (edited, moved, a
+    wrong key) may have been paid for: recovery leaves it and says why, rather than
+    deleting what the ledger may count as spent."""
+    directory = tmp_path / "work"
+    directory.mkdir()
+    ledger = directory / "ledger.db"
+    ledger.write_bytes(b"not a ledger at all")
+    staging = directory / f"{STAGING_PREFIX}out-{'a' * 32}"
+    staging.mkdir()
+    (staging / "result.json").write_text("{}")
+    (staging / ".pending.json").write_text(json.dumps(
+        {"target": "out", "output_id": "a" * 32, "overwrite": False,
+         "ledger": str(ledger), "dataset": "d", "pid": 1, "host": "elsewhere"}))
+    messages = []
+    recover_pending(directory, report=messages.append)
+    assert staging.is_dir() and (staging / "result.json").exists()
+    assert any("may have been charged" in m and "cannot be read" in m for m in messages), \
+        messages
+    # Once the ledger reads and holds no such spend, the run was not charged: removed.
+    ledger.unlink()
+    with Ledger(ledger) as book:
+        book.declare("d", __import__("dpggm").ZCDP(1.0))
+    recover_pending(directory, report=messages.append)
+    assert not staging.exists()

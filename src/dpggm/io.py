@@ -670,7 +670,15 @@ def _recover_staging(entry: Path, *, report: Callable[[str], None],
                    "ledger": receipt.get("ledger"), "dataset": receipt.get("dataset")}
     if receipt is None and pending.get("ledger"):
         # Killed between the charge and the receipt? The ledger knows.
-        spend = _paid_spend(pending)
+        try:
+            spend = _paid_spend(pending)
+        except _LedgerUnreadable as exc:
+            # Whether it was paid for cannot be told: removing a charged release would
+            # lose what the ledger counts as spent, so leave it as it is.
+            report(f"{entry} is an interrupted run that may have been charged, but its "
+                   f"ledger cannot be read ({exc}); left as it is: check the ledger "
+                   "(dpggm budget verify) and run again")
+            return None
         if spend is not None:
             receipt = _ledger_record(str(pending["ledger"]), str(pending["dataset"]),
                                      spend.sequence, str(pending["output_id"]))
@@ -756,19 +764,25 @@ def _running(pending: dict[str, Any]) -> bool:
     return True
 
 
+class _LedgerUnreadable(Exception):
+    """The ledger of an interrupted run cannot be read: whether it was charged is unknown."""
+
+
 def _paid_spend(pending: dict[str, Any]) -> Any:
+    """The ledger's spend of the pending output, ``None`` when the ledger holds none;
+    :class:`_LedgerUnreadable` when the ledger (or its dataset) cannot be read."""
     if not pending.get("ledger"):
         return None
     from dpggm.privacy.ledger import Ledger
 
     try:
         book = Ledger(pending["ledger"], create=False)
-        for record in reversed(book.history(pending["dataset"])):
-            if record.details.get("output_id") == pending.get("output_id"):
-                return record
-    except Exception:
-        # An unreadable ledger proves no payment (and no receipt was written).
-        return None
+        history = book.history(pending["dataset"])
+    except Exception as exc:  # any failure to read it leaves the payment unknown
+        raise _LedgerUnreadable(f"{type(exc).__name__}: {exc}") from exc
+    for record in reversed(history):
+        if record.details.get("output_id") == pending.get("output_id"):
+            return record
     return None
 
 
