@@ -247,6 +247,22 @@ def measured_threshold(strengths: np.ndarray, detected: np.ndarray,
     return float(threshold), ""
 
 
+def threshold_mc_se(strengths: list[np.ndarray], detected: list[np.ndarray],
+                    replicates: int = 200, seed: int = 0) -> float:
+    """Monte-Carlo standard error of :func:`measured_threshold`: the spread of the
+    threshold over bootstrap resamples of the fits (each fit's edges kept together)."""
+    rng = np.random.default_rng(seed)
+    fits = len(strengths)
+    values = []
+    for _ in range(replicates):
+        chosen = rng.integers(0, fits, fits)
+        threshold, note = measured_threshold(np.concatenate([strengths[i] for i in chosen]),
+                                             np.concatenate([detected[i] for i in chosen]))
+        if math.isfinite(threshold):
+            values.append(threshold)
+    return float(np.std(values, ddof=1)) if len(values) > replicates // 2 else float("nan")
+
+
 def noise_amplification(precision: np.ndarray) -> float:
     """The median over the edges of the noise standard error of a partial correlation
     (under "no edge") relative to ``sigma / v``, for the population graph in rescaled
@@ -284,6 +300,19 @@ def _fit(frame: pd.DataFrame, budget: object, rng: np.random.Generator, **option
                             **options).fit(frame)
 
 
+def _held_correction_intervals(graph: PrivateGraph):
+    """The fit's inference with the clipping correction held fixed in the standard errors
+    (``correction_variance=False``, earlier versions), otherwise as ``graph.infer()``."""
+    released = graph.release_
+    return edge_inference(
+        released.covariance, n_samples=released.n_samples,
+        noise_variance=released.noise_variance, precision=released.precision,
+        alpha=released.alpha, clipping=released.clipping, present=released.present,
+        noise_distribution=released.noise_distribution,
+        confidence_level=graph.confidence_level, fdr=graph.fdr, fdr_method=graph.fdr_method,
+        correction_variance=False)
+
+
 # over 120 lines: one loop over the fits that records every measure of the study, three
 # tests on the same releases, then the summary of the cell.
 def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str, fits: int,
@@ -307,6 +336,7 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
     measures = {test: {"fdp": [], "power": [], "detected": []} for test in TESTS}
     reported = {"fdp": [], "power": [], "detected": []}
     cover, null_z, strengths, withheld, detectable_after, calibrated = [], [], [], [], [], []
+    cover_held = []
     sigmas, bounds, budgets, fit_time, inference_time, clipped_share = [], [], [], [], [], []
     for _ in range(fits):
         # Fresh edge strengths in every fit: the power curve is read over a continuum.
@@ -347,6 +377,10 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
         reported["power"].append(float((chosen & edge).sum() / edge.sum()))
         reported["detected"].append(chosen[edge])
         result = results["null-pilot"]
+        if release.clipping is not None and clipping_correction == "intervals":
+            # The intervals with the clipping correction held fixed (earlier versions).
+            held = _held_correction_intervals(graph)
+            cover_held.append((held.ci_low <= truth) & (truth <= held.ci_high))
         withheld.append(bool(graph.selection_withheld_))
         detectable_after.append(graph.detectable_)
         calibrated.append(bool(getattr(graph, "inference_calibrated_", True)))
@@ -372,6 +406,10 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
         "coverage": float(cover.mean()), "coverage_edges": float(cover[:, edge].mean()),
         "coverage_non_edges": float(cover[:, ~edge].mean()) if (~edge).any() else float("nan"),
         "null_z_sd": float(z.std()),
+        "coverage_held_correction": (float(np.mean(cover_held)) if cover_held
+                                     else float("nan")),
+        "coverage_edges_held_correction": (float(np.array(cover_held)[:, edge].mean())
+                                           if cover_held else float("nan")),
         "sigma": float(np.mean(sigmas)), "row_norm_bound": float(np.mean(bounds)),
         "release_rho": release_rho,
         "clipped_share": float(np.mean(clipped_share)),
@@ -396,11 +434,19 @@ def run_cell(kind: str, p: int, n: int, rho: float | None, *, distribution: str,
                     f"fdr_mc_se{suffix}": float(fdp.std(ddof=1) / math.sqrt(fits)),
                     f"power{suffix}": float(np.mean(record["power"])),
                     f"threshold_80{suffix}": threshold, f"threshold_note{suffix}": note})
+    if math.isfinite(out["threshold_80"]) and not out["threshold_note"]:
+        out["threshold_80_mc_se"] = threshold_mc_se(
+            strengths, [np.asarray(d, dtype=float) for d in measures["null-pilot"]["detected"]])
     return out
 
 
 def _budget_label(r: dict) -> str:
     return f"eps={r['epsilon']:g}" if r.get("epsilon") else f"rho={r['rho']:g}"
+
+
+def _held(r: dict, key: str) -> str:
+    value = r.get(key)
+    return "--" if value is None or not math.isfinite(value) else f"{value:.3f}"
 
 
 def format_row(r: dict) -> str:
@@ -415,49 +461,172 @@ def format_row(r: dict) -> str:
     old = (f"{r['fdr_pilot']:.3f} | {r['power_pilot']:.2f} | {r['power_wald']:.2f} | "
            if "power_pilot" in r else "-- | -- | -- | ")
     return (f"| {r['distribution']} | {graph} | {r['p']} | {r['n']} | {_budget_label(r)} | "
-            f"{r['fdr']:.3f} ± {r['fdr_mc_se']:.3f} | {r['coverage']:.3f} | "
-            f"{r['coverage_edges']:.3f} | {r['power']:.2f} | {old}{r['null_z_sd']:.2f} | "
+            f"{r['fits']} | {r['fdr']:.3f} ± {r['fdr_mc_se']:.3f} | {r['coverage']:.3f} | "
+            f"{r['coverage_edges']:.3f} | {_held(r, 'coverage_edges_held_correction')} | "
+            f"{r['power']:.2f} | {old}{r['null_z_sd']:.2f} | "
             f"{measured} | {r['detectable']:.3f} | {ratio} |"
             + (f" {r['withheld_share']:.2f} |" if "withheld_share" in r else " -- |"))
 
 
-HEADER = ("| data | graph | p | n | budget | FDR ± MC se | coverage | cov. edges | power | "
-          "FDR old | power old | power Wald | null z sd | t80 measured | detectable() | "
-          "ratio | withheld |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| data | graph | p | n | budget | fits | FDR ± MC se | coverage | cov. edges | "
+          "cov. edges, correction held | power | FDR old | power old | power Wald | "
+          "null z sd | t80 measured | detectable() | ratio | withheld |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _planned_figures(c: dict) -> dict:
+    """The plan's public figures for a cell (as the estimator states them now)."""
+    return PrivateGraph(budget=budget_of(c.get("rho"), c.get("epsilon"))).planned_inference(
+        n_samples=c["n"], n_features=c["p"])
+
+
+def _cell_name(c: dict) -> str:
+    return f"{c['graph']} p={c['p']} n={c['n']} {_budget_label(c)}"
 
 
 def acceptance_summary(cells: list[dict]) -> str:
     """Per distribution: cells whose FDR exceeds 0.1 + 2 Monte-Carlo errors (among those
-    the plan does not withhold), the range of all-pairs coverage, and the cells with a
-    finite planned figure whose edge coverage is below 0.85."""
+    the plan does not withhold), the range of all-pairs coverage (cells kept by the plan,
+    and the withheld ones apart), and the cells with a finite planned figure whose edge
+    coverage is below 0.85."""
     lines = []
     for distribution in sorted({c["distribution"] for c in cells}):
-        chosen = [c for c in cells if c["distribution"] == distribution and c["graph"] != "single"]
-        figures = {}
+        chosen = [c for c in cells if c["distribution"] == distribution
+                  and c["graph"] not in ("single", "pairs")]
+        if not chosen:
+            continue
         for c in chosen:
-            key = (c["n"], c["p"], c.get("rho"), c.get("epsilon"))
-            if key not in figures:
-                figures[key] = PrivateGraph(budget=budget_of(c.get("rho"), c.get("epsilon"))
-                                            ).planned_inference(n_samples=c["n"],
-                                                                n_features=c["p"])
-            c["_figures"] = figures[key]
-        high = [c for c in chosen if not c["_figures"]["withheld"]
-                and c["fdr"] > 0.1 + 2 * c["fdr_mc_se"]]
+            c["_figures"] = _planned_figures(c)
+        kept = [c for c in chosen if not c["_figures"]["withheld"]]
+        withheld = [c for c in chosen if c["_figures"]["withheld"]]
+        high = [c for c in kept if c["fdr"] > 0.1 + 2 * c["fdr_mc_se"]]
         low_edges = [c for c in chosen if math.isfinite(c["_figures"]["detectable"])
                      and c["coverage_edges"] < 0.85]
-        coverage = [c["coverage"] for c in chosen]
+        edges = [c["coverage_edges"] for c in chosen
+                 if math.isfinite(c["_figures"]["detectable"])]
+        held = [c["coverage_edges_held_correction"] for c in chosen
+                if math.isfinite(c["_figures"]["detectable"])
+                and math.isfinite(c.get("coverage_edges_held_correction", math.nan))]
 
-        def name(c):
-            return f"{c['graph']} p={c['p']} n={c['n']} {_budget_label(c)}"
+        def span(values):
+            return f"{min(values):.3f}-{max(values):.3f}" if values else "--"
 
         lines.append(
-            f"{distribution}: {len(chosen)} cells; FDR > 0.1 + 2 MC (kept by the plan): "
-            + (", ".join(f"{name(c)} {c['fdr']:.3f}±{c['fdr_mc_se']:.3f}" for c in high)
+            f"{distribution}: {len(chosen)} cells ({len(kept)} kept by the plan, "
+            f"{sum(c['fits'] for c in chosen)} fits); FDR > 0.1 + 2 MC (kept): "
+            + (", ".join(f"{_cell_name(c)} {c['fdr']:.3f}±{c['fdr_mc_se']:.3f}" for c in high)
                or "none")
-            + f"; all-pairs coverage {min(coverage):.3f}-{max(coverage):.3f}; edge coverage "
-            "< 0.85 where the plan states a figure: "
-            + (", ".join(f"{name(c)} {c['coverage_edges']:.3f}" for c in low_edges) or "none"))
+            + f"; all-pairs coverage {span([c['coverage'] for c in kept])} where kept, "
+            f"{span([c['coverage'] for c in withheld])} where withheld; edge coverage where "
+            f"the plan states a figure {span(edges)} (correction held fixed: {span(held)}); "
+            "below 0.85: "
+            + (", ".join(f"{_cell_name(c)} {c['coverage_edges']:.3f}" for c in low_edges)
+               or "none"))
+    return "\n".join(lines)
+
+
+def _pooled_threshold(group: list[dict]) -> tuple[float, str, float]:
+    """The 80 %-power threshold of the single-edge cells of one plan: a probit over every
+    fit's detection of the edge, at the strengths of the rise of the power curve (from
+    the last found at most 20 % of the time to the first found at least 95 %: one probit
+    line cannot also fit the plateaus, where a rare miss at 0.9 flattens it)."""
+    group = sorted(group, key=lambda c: c["strength"])
+    powers = [c["power"] for c in group]
+    low = max([i for i, value in enumerate(powers) if value <= 0.2], default=0)
+    high = min([i for i, value in enumerate(powers) if value >= 0.95 and i > low],
+               default=len(group) - 1)
+    chosen = group[low:high + 1]
+
+    def threshold_of(founds: list[int]) -> tuple[float, str]:
+        strengths, detected = [], []
+        for c, found in zip(chosen, founds):
+            strengths += [c["strength"]] * c["fits"]
+            detected += [1.0] * found + [0.0] * (c["fits"] - found)
+        return measured_threshold(np.array(strengths), np.array(detected))
+
+    founds = [int(round(c["power"] * c["fits"])) for c in chosen]
+    threshold, note = threshold_of(founds)
+    # Monte-Carlo error: the detections redrawn (binomial at the measured powers).
+    rng = np.random.default_rng(0)
+    redrawn = [threshold_of([int(rng.binomial(c["fits"], c["power"])) for c in chosen])[0]
+               for _ in range(200)]
+    redrawn = [value for value in redrawn if math.isfinite(value)]
+    error = float(np.std(redrawn, ddof=1)) if len(redrawn) > 100 else float("nan")
+    return threshold, note, error
+
+
+def _with_error(value: float, error: float) -> str:
+    return f"{value:.3f}" + (f" ± {error:.3f}" if math.isfinite(error) else "")
+
+
+def detectable_summary(cells: list[dict]) -> str:
+    """``detectable()`` against the measured 80 %-power threshold of isolated edges: the
+    ``pairs`` cells and the single-edge grids (pooled over strengths), with the ratio and
+    whether it is within 25 %."""
+    lines = ["| edges | data | p | n | budget | fits | measured t80 | detectable() | ratio | "
+             "within 25 % |", "|---|---|---|---|---|---|---|---|---|---|"]
+    groups: dict[tuple, list[dict]] = {}
+    rows = []
+    for c in cells:
+        if c["graph"] == "pairs":
+            rows.append(("isolated pairs", c, c["threshold_80"], c["threshold_note"], c["fits"],
+                         c.get("threshold_80_mc_se", math.nan)))
+        elif c["graph"] == "single":
+            key = (c["distribution"], c["p"], c["n"], c.get("rho"), c.get("epsilon"))
+            groups.setdefault(key, []).append(c)
+    for group in groups.values():
+        threshold, note, error = _pooled_threshold(group)
+        rows.append(("single edge", group[0], threshold, note,
+                     sum(c["fits"] for c in group), error))
+    misses = []
+    for label, c, threshold, note, fits, error in rows:
+        detectable = _planned_figures(c)["detectable"]
+        if math.isfinite(threshold) and not note and math.isfinite(detectable):
+            ratio = detectable / threshold
+            verdict = "yes" if 0.75 <= ratio <= 1.25 else "NO"
+            if verdict == "NO":
+                misses.append(f"{label} {_cell_name(c)} {ratio:.2f}")
+            measured, shown = _with_error(threshold, error), f"{ratio:.2f}"
+        else:
+            measured, shown, verdict = note or f"{threshold:.3f}", "--", "--"
+        lines.append(f"| {label} | {c['distribution']} | {c['p']} | {c['n']} | "
+                     f"{_budget_label(c)} | {fits} | {measured} | {detectable:.3f} | {shown} | "
+                     f"{verdict} |")
+    lines.append("\noutside 25 %: " + (", ".join(misses) or "none"))
+    return "\n".join(lines)
+
+
+#: The reverse plans checked by simulation: (what, |partial correlation|, n or None, p,
+#: rho or None).
+REVERSE_CHECKS = (("required_budget", 0.2, 2000, 30), ("required_budget", 0.1, 5000, 30),
+                  ("required_rows", 0.15, None, 30), ("required_rows", 0.1, None, 30))
+
+
+def reverse_summary(cells: list[dict]) -> str:
+    """``required_budget`` / ``required_rows`` against the measured 80 %-power threshold
+    of isolated pairs at the plan they return (cells of ``--graphs pairs`` run there)."""
+    lines = ["| question | target | plan | fits | measured t80 | measured / target |",
+             "|---|---|---|---|---|---|"]
+    planner = PrivateGraph(budget=ZCDP(1.0))
+    for what, target, n, p in REVERSE_CHECKS:
+        if what == "required_budget":
+            rho = planner.required_budget(partial_correlation=target, n_samples=n,
+                                          n_features=p).rho
+        else:
+            rho, n = 1.0, planner.required_rows(partial_correlation=target, n_features=p)
+        match = [c for c in cells if c["graph"] == "pairs" and c["p"] == p and c["n"] == n
+                 and c.get("rho") is not None and abs(c["rho"] - rho) < 1e-5 * rho]
+        plan = f"n = {n}, p = {p}, rho = {rho:.4g}"
+        if not match:
+            lines.append(f"| {what}({target:g}) | {target:g} | {plan} | -- | not run | -- |")
+            continue
+        c = match[0]
+        measured = c["threshold_80"]
+        error = c.get("threshold_80_mc_se", math.nan)
+        ratio = f"{measured / target:.2f}" + (f" ± {error / target:.2f}"
+                                               if math.isfinite(error) else "")
+        lines.append(f"| {what}({target:g}) | {target:g} | {plan} | {c['fits']} | "
+                     f"{_with_error(measured, error)} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -608,8 +777,14 @@ def main(argv: list[str] | None = None) -> int:
                                                                n_features=cell["p"])
                     cells.append(cell)
                     print(format_row(cell))
+        print()
         print(power_summary(cells))
         print(acceptance_summary(cells))
+        if any(c["graph"] in ("pairs", "single") for c in cells):
+            print()
+            print(detectable_summary(cells))
+            print()
+            print(reverse_summary(cells))
         return 0
     if args.timing:
         for n in (2000, 20000):

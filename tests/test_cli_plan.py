@@ -155,17 +155,18 @@ def test_the_plan_table_never_cuts_a_figure(options):
 def test_plan_in_reverse_finds_the_budget_and_the_rows():
     from dpggm import ZCDP, PrivateGraph
 
-    done = runner.invoke(app, ["plan", "--rows", "2000", "--columns", "30", "--detect", "0.1",
+    done = runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30", "--detect", "0.1",
                                "--delta", "1e-6", "--json"])
     assert done.exit_code == 0, done.output
     record = json.loads(done.output)
     rho = record["rho"]
     # The budget round-trips: at rho the plan detects 0.1, at 0.99 rho it does not.
-    assert PrivateGraph(budget=ZCDP(rho)).detectable(n_samples=2000, n_features=30) <= 0.1
+    # (2 000 rows of 30 columns cannot detect 0.1 at any budget: refused below.)
+    assert PrivateGraph(budget=ZCDP(rho)).detectable(n_samples=5000, n_features=30) <= 0.1
     assert PrivateGraph(budget=ZCDP(0.99 * rho)).detectable(
-        n_samples=2000, n_features=30) > 0.1
+        n_samples=5000, n_features=30) > 0.1
     assert record["epsilon"] == pytest.approx(ZCDP(rho).to_approx(1e-6).epsilon)
-    text = " ".join(runner.invoke(app, ["plan", "--rows", "2000", "--columns", "30",
+    text = " ".join(runner.invoke(app, ["plan", "--rows", "5000", "--columns", "30",
                                         "--detect", "0.1"]).output.split())
     assert f"zCDP rho = {rho:.4g}" in text
     rows = json.loads(runner.invoke(app, ["plan", "--columns", "30", "--rho", "1", "--detect",
@@ -185,6 +186,8 @@ def test_plan_in_reverse_finds_the_budget_and_the_rows():
         assert bad.exit_code == 2 and message in bad.output, bad.output
     bad = runner.invoke(app, ["plan", "--columns", "30", "--rows", "20", "--detect", "1.5"])
     assert bad.exit_code == 2 and "--detect must be" in bad.output
+    bad = runner.invoke(app, ["plan", "--columns", "30", "--rows", "2000", "--detect", "0.1"])
+    assert bad.exit_code == 2 and "more records are needed" in bad.output
 
 
 def test_plan_with_a_declared_missing_share():

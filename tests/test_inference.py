@@ -268,6 +268,83 @@ def test_the_default_corrects_the_intervals_and_tests_the_release_as_clipped():
                   > np.abs(as_clipped.partial_correlation[edges]))
 
 
+def _clipped_release(p: int, weight: float, n: int, seed: int):
+    """A large sample's clipped second moment and the clipping (rows shrunk onto the ball
+    at their median norm): a release without noise whose working model is exact."""
+    rng = np.random.default_rng(seed)
+    theta = _chain_precision(p, weight)
+    theta[0, 1] = theta[1, 0] = -0.9  # a strong edge beside weak ones
+    theta += 0.6 * np.eye(p)
+    X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.09 * np.linalg.inv(theta)).T
+    model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
+                          box=None, recentre=False)
+    Z = model.clip(X)
+    return Z.T @ Z / n, model
+
+
+def _jacobian(function, S: np.ndarray, step: float = 1e-7) -> np.ndarray:
+    """Central differences of ``function(S)`` (pairs) over every released entry (upper
+    triangle, diagonal included, mirrored)."""
+    p = S.shape[0]
+    upper = np.triu_indices(p)
+    rows = []
+    for i, j in zip(*upper):
+        bump = np.zeros((p, p))
+        bump[i, j] = bump[j, i] = step
+        rows.append((function(S + bump) - function(S - bump)) / (2 * step))
+    return np.array(rows)
+
+
+def test_corrected_standard_errors_include_the_correction_s_own_variability():
+    # The clipping correction is estimated from the release it corrects, so it moves with
+    # the release's errors. Reference: finite-difference Jacobians of the whole pipeline
+    # (the correction re-estimated at every bump, or held at its value), pushed through the
+    # Gaussian sampling covariance of the release and through white noise. The standard
+    # errors with and without the correction's variability must stand in the same ratio
+    # (earlier versions held it fixed: at p = 7 the weak edges' spread was 5-15 % wider
+    # than their stated standard error).
+    p, n = 7, 400_000
+    S, model = _clipped_release(p, 0.25, n, seed=11)
+    full = np.linalg.inv(S)  # a dense pilot: the refit is the inverse, smooth in S
+
+    def corrected(matrix):
+        return edge_inference(matrix, n_samples=1000, noise_variance=0.0, precision=full,
+                              clipping=model, clipping_correction="all",
+                              tail_allowance=0.0).partial_correlation
+
+    base = edge_inference(S, n_samples=1000, noise_variance=0.0, precision=full,
+                          clipping=model, clipping_correction="all")
+    fixed_correction = base.clipping_correction
+
+    def held(matrix):
+        return edge_inference(matrix + fixed_correction, n_samples=1000, noise_variance=0.0,
+                              precision=full).partial_correlation
+
+    # A step the refit's convergence test registers (at 1e-7 it stops at its start).
+    J_full, J_held = _jacobian(corrected, S, 3e-5), _jacobian(held, S, 3e-5)
+    upper = np.triu_indices(p)
+    cov = np.array([[S[a, c] * S[b, d] + S[a, d] * S[b, c] for c, d in zip(*upper)]
+                    for a, b in zip(*upper)])
+    reference_sampling = (np.einsum("xk,xy,yk->k", J_full, cov, J_full)
+                          / np.einsum("xk,xy,yk->k", J_held, cov, J_held))
+    reference_noise = np.sum(J_full**2, axis=0) / np.sum(J_held**2, axis=0)
+    strong = np.abs(base.partial_correlation) > 0.5
+    # The noise ratio leaves out the diagonal term of the symmetric noise's variance
+    # (2 ||X||^2 - sum_l X_ll^2): within 1 % except for the strong edge (6 %).
+    for noise_variance, n_samples, reference, tolerance in (
+            (0.0, 1000, reference_sampling, (0.002, 0.002)),
+            (1e-8, 10**12, reference_noise, (0.01, 0.07))):
+        kwargs = dict(n_samples=n_samples, noise_variance=noise_variance, clipping=model,
+                      clipping_correction="all", excess_kurtosis=0.0, precision=full)
+        with_variability = edge_inference(S, **kwargs)
+        without = edge_inference(S, correction_variance=False, **kwargs)
+        ratio = (with_variability.std_error / without.std_error) ** 2
+        np.testing.assert_allclose(ratio[~strong], reference[~strong], rtol=tolerance[0])
+        np.testing.assert_allclose(ratio[strong], reference[strong], rtol=tolerance[1])
+        # and the effect is not negligible here: the check has teeth.
+        assert np.max(np.abs(reference - 1.0)) > 0.08
+
+
 def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
     rng = np.random.default_rng(8)
     p, n, sigma = 5, 2000, 2e-3
@@ -309,15 +386,42 @@ def test_detectable_without_noise_solves_the_power_equation():
     # first step of Benjamini-Hochberg, |z| > Phi^{-1}(1 - fdr / (2m))). The null standard
     # error of the test, from the pilot without the pair (the independence model), is
     # 1 / sqrt(n) whatever the edge's strength; the estimate's is (1 - t^2) / sqrt(n).
+    # (A bound far above the rows' norms: no clipping.) The default assumes no other edge.
     n, p = 2000, 10
-    t = detectable_partial_correlation(n, p, 0.0, expected_edges=0)
+    t = detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3)
+    assert t == detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3, expected_edges=0)
     cutoff = stats.norm.isf(0.1 / (2 * 45))
     reference = 0.1
     for _ in range(200):
         reference = (cutoff + stats.norm.ppf(0.8) * (1 - reference**2)) / math.sqrt(n)
     assert t == pytest.approx(reference, rel=1e-7)
     # More edges expected: more selections, a lower cut-off, a lower threshold.
-    assert detectable_partial_correlation(n, p, 0.0, expected_edges=20) < t
+    assert detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3,
+                                          expected_edges=20) < t
+
+
+def test_detectable_is_on_the_population_scale_of_a_clipped_release():
+    # The test of "no edge" reads the release as clipped, which shrinks an edge: the figure
+    # is the population strength whose clipped strength solves the power equation. The
+    # shrinkage against 400 000 simulated rows (an isolated pair among p = 10 independent
+    # rescaled columns, rows shrunk onto the ball at their median norm).
+    rng = np.random.default_rng(12)
+    p, t, v = 10, 0.3, inference.RESCALED_VARIANCE
+    covariance = v * np.eye(p)
+    covariance[0, 1] = covariance[1, 0] = t * v
+    X = rng.standard_normal((400_000, p)) @ np.linalg.cholesky(covariance).T
+    bound = expected_row_norm_bound(p)
+    Z = ClippingModel(row_norm_bound=bound, box=None, recentre=False).clip(X)
+    simulated = np.corrcoef(Z[:, :2].T)[0, 1]
+    assert simulated < 0.95 * t  # clipping shrinks it by about 7 % at p = 10
+    assert inference._clipped_partial(t, 0.0, v, p, bound**2) == pytest.approx(simulated,
+                                                                              abs=0.003)
+    n = 2000
+    population = detectable_partial_correlation(n, p, 0.0)
+    unclipped = detectable_partial_correlation(n, p, 0.0, row_norm_bound=1e3)
+    assert population > 1.05 * unclipped
+    assert inference._clipped_partial(population, 0.0, v, p, bound**2) == pytest.approx(
+        unclipped, rel=1e-6)
 
 
 def test_detectable_grows_with_noise_and_shrinks_with_samples():

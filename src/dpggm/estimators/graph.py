@@ -150,6 +150,43 @@ def planned_release_noise(plan: ReleasePlan, estimator: Any) -> tuple[float, flo
     return None if sigma is None else (sigma, bound)
 
 
+#: The floor of a released share of values present (the pipeline's, before it divides a
+#: moment): only a share this small matters, where the figure is infinite anyway.
+_MIN_PRESENT_SHARE = 0.02
+
+
+def _present_noise_factor(plan: ReleasePlan, missing: float) -> float:
+    """What dividing the moments by the released shares of values present does to the noise
+    the inference reads, in expectation over the counts' noise, relative to dividing by
+    the declared share ``1 - missing``: the shares are the released counts raised by two of
+    their noise standard deviations over ``n`` (capped at 1), and the release's stated noise
+    variance is divided by the smallest share squared. For complete columns a count whose
+    noise falls below minus two standard deviations gives a share under 1: at
+    p = 100, n = 2 000 the smallest of the p shares raises the noise by 3.1 % at rho = 1
+    and 10.6 % at rho = 0.1, at p = 30, n = 500, rho = 1 by 2.9 %.
+    A function of the plan: the counts' noise is the plan's."""
+    from scipy import stats
+
+    counts = {s.step: s for s in plan.steps}.get("missing counts")
+    if counts is None:
+        return 1.0
+    if "sigma" in counts.noise:
+        law = stats.norm(scale=float(counts.noise["sigma"]))
+        spread = float(counts.noise["sigma"])
+    elif "laplace_scale" in counts.noise:
+        law = stats.laplace(scale=float(counts.noise["laplace_scale"]))
+        spread = math.sqrt(2.0) * float(counts.noise["laplace_scale"])
+    else:
+        return 1.0
+    n, p = plan.n_samples, plan.n_features
+    # The smallest of p independent count noises, at its quantiles u: F^-1(1 - (1-u)^(1/p)).
+    nodes, weights = np.polynomial.legendre.leggauss(64)
+    u = (nodes + 1.0) / 2.0
+    smallest = law.ppf(-np.expm1(np.log1p(-u) / p))
+    share = np.clip((1.0 - missing) + (smallest + 2.0 * spread) / n, _MIN_PRESENT_SHARE, 1.0)
+    return float(np.sum(weights / 2.0 * (1.0 - missing) ** 2 / share**2))
+
+
 def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_POWER,
                 neighbour_r2: float = 0.0) -> float | None:
     """:func:`~dpggm.solvers.inference.detectable_partial_correlation` for a plan: its
@@ -173,6 +210,7 @@ def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_
     sigma = _planned_sigma(plan, bound)
     if sigma is None:
         return None
+    sigma *= _present_noise_factor(plan, missing)
     return detectable_partial_correlation(
         n, p, sigma, row_norm_bound=bound, norm_quantile=quantile, fdr=float(estimator.fdr),
         power=power, fdr_method=estimator.fdr_method, missing_share=missing,
@@ -203,6 +241,7 @@ def _planned_noise(plan: ReleasePlan, estimator: Any) -> float | None:
     sigma = _planned_sigma(plan, bound)
     if sigma is None:
         return None
+    sigma *= _present_noise_factor(plan, missing)
     return partial_correlation_noise(sigma, p, row_norm_bound=bound,
                                      norm_quantile=float(estimator.norm_quantile),
                                      missing_share=missing)
