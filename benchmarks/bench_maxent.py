@@ -2,7 +2,7 @@
 
 What is simulated
 -----------------
-The sequence of reconstructions that PACE-GGM (SPEC seed 003) performs, on scikit-learn's
+The sequence of reconstructions that PACE-GGM (Ferrando et al.) performs, on scikit-learn's
 breast-cancer data (n = 569, d = 30). This is a solver benchmark, not a private release:
 
 * features are scaled into [-1, 1] with bounds read off the data (min/max of each column);

@@ -1,6 +1,6 @@
-"""Seed 003 (PACE-GGM, Ferrando et al.): PACE-GGM against its baselines.
+"""PACE-GGM (Ferrando et al.) against its baselines.
 
-Tables returned by :func:`run_seed003`:
+Tables returned by :func:`run_pace_ggm`:
 
 ``errors``
     Mahalanobis error ``||S^{-1/2} S~ S^{-1/2} - I||_F`` and Frobenius error ``||S~ - S||_F`` of
@@ -24,11 +24,11 @@ centred, clipped records ``Z``. For the real data sets the "known" mean is the s
 like the paper, this reads the mean off the data without paying for it (a release would
 spend part of its budget on it, or use a public mean). Breast cancer includes the diagnosis
 column, as the paper's copy does (``d = 31``; the paper's 32 columns also hold the record
-id, which scikit-learn's copy does not have). The synthetic set is seed 000's AR(2) model
+id, which scikit-learn's copy does not have). The synthetic set is Su, Guo & Zhang's AR(2) model
 (``d = 20``, ``n = 2000``, mean zero, so centring by the known mean changes nothing) scaled
 by a public factor of its known covariance and clipped.
 
-:func:`run_seed003_variants` measures what moves the number of measured entries on breast
+:func:`run_pace_ggm_variants` measures what moves the number of measured entries on breast
 cancer (the paper's Table 4): the diagnosis column, the centring, the paper's uniform
 sensitivity, rescaling instead of clipping after centring, and the record id as a 32nd
 column, with the data sets' structural properties (the paper's Table 3).
@@ -53,7 +53,7 @@ from dpggm.datasets.real import (
     load_diabetes,
     load_wine,
 )
-from dpggm.datasets.synthetic import make_seed000_model
+from dpggm.datasets.synthetic import make_precision_model
 from dpggm.estimators.baselines import (
     AdaptiveCovariance,
     DiagonalCovariance,
@@ -74,7 +74,7 @@ from dpggm.metrics.matrix import frobenius_error, mahalanobis_error
 from dpggm.privacy.budgets import ZCDP
 
 __all__ = ["METHODS", "REGISTRY_DATASETS", "REGISTRY_SETTINGS", "RHOS", "VARIANTS", "load_unit_box",
-           "run_pace_registry_data", "run_seed003", "run_seed003_variants"]
+           "run_pace_registry_data", "run_pace_ggm", "run_pace_ggm_variants"]
 
 RHOS = (1e-4, 1e-3, 1e-2, 0.1, 1.0, 2.0, 10.0)
 
@@ -127,7 +127,7 @@ def load_unit_box(
         the paper's copy of the data has it.
     """
     if _check_dataset(name) == "synthetic":
-        model = make_seed000_model(3, n_samples=2000, n_features=20, random_state=random_state)
+        model = make_precision_model(3, n_samples=2000, n_features=20, random_state=random_state)
         scale = 3.0 * float(np.sqrt(np.max(np.diag(model.covariance))))
         # The model's mean is zero and known: centring by it is the identity.
         return np.clip(model.X / scale, -1, 1), None, "3 standard deviations of the known model"
@@ -262,13 +262,13 @@ def _spec(
                                            "mse_max": ("mse", "max")}),
         ))
         tables["regression"] = lambda r: r.parts["regression"].aggregated
-    outputs = {key: f"seed003_{key}.csv" for key in tables} | {"figure": "seed003_errors.png"}
-    return ExperimentSpec("seed003", parts, tables=tables,
+    outputs = {key: f"pace_ggm_{key}.csv" for key in tables} | {"figure": "pace_ggm_errors.png"}
+    return ExperimentSpec("pace_ggm", parts, tables=tables,
                           figures={"figure": lambda r: _figure(r.tables["errors"])},
                           outputs=outputs)
 
 
-def run_seed003(
+def run_pace_ggm(
     *,
     full: bool = False,
     repetitions: int | None = None,
@@ -306,7 +306,7 @@ def run_seed003(
 # ---------------------------------------------------------------------------------------
 # what moves the number of measured entries on breast cancer (the paper's Table 4)
 
-#: One change at a time from the data and settings of :func:`run_seed003` (first entry).
+#: One change at a time from the data and settings of :func:`run_pace_ggm` (first entry).
 VARIANTS: dict[str, dict[str, Any]] = {
     "as run: d = 31, centred, clipped": {},
     "no diagnosis column (d = 30)": {"diagnosis": False},
@@ -391,7 +391,7 @@ def _structure(Z: np.ndarray) -> dict[str, float]:
     }
 
 
-def run_seed003_variants(
+def run_pace_ggm_variants(
     *,
     repetitions: int = 40,
     random_state: int = 0,
@@ -410,7 +410,7 @@ def run_seed003_variants(
         are resolved).
     random_state : int, default=0
     out_dir : path, optional
-        Where to write ``seed003_variants.csv`` and ``seed003_structure.csv``.
+        Where to write ``pace_ggm_variants.csv`` and ``pace_ggm_structure.csv``.
     overwrite : bool, default=False
     rhos : sequence of float, optional
         Default: the paper's seven.
@@ -493,9 +493,9 @@ def run_seed003_variants(
                                 metrics=["measured_offdiag", "frobenius"]),
     )
     spec = ExperimentSpec(
-        "seed003_variants", [part],
+        "pace_ggm_variants", [part],
         tables={"variants": lambda r: r.parts["variants"].aggregated, "structure": structure},
-        outputs={"variants": "seed003_variants.csv", "structure": "seed003_structure.csv"},
+        outputs={"variants": "pace_ggm_variants.csv", "structure": "pace_ggm_structure.csv"},
     )
     return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables
 
@@ -544,7 +544,7 @@ def run_pace_registry_data(
     ranges are documented for these data): ``"data's own ranges, centred and clipped"``
     is dpggm's pipeline otherwise (tight diagonal sensitivity, the bound 1 holds); the
     other makes the paper's choices (uniform sensitivity ``2B²/n``, centred values not
-    clipped, run as the bound 2 at ``16 rho``; see :func:`run_seed003_variants`).
+    clipped, run as the bound 2 at ``16 rho``; see :func:`run_pace_ggm_variants`).
 
     Returns
     -------

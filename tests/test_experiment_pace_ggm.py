@@ -1,11 +1,11 @@
-"""A tiny configuration of the seed 003 experiment: structure and output files."""
+"""A tiny configuration of the PACE-GGM experiment (Ferrando et al.): structure and output files."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpggm.experiments.seed003 import load_unit_box, run_seed003
+from dpggm.experiments.pace_ggm import load_unit_box, run_pace_ggm
 
 
 def test_unit_box_loading_uses_declared_ranges():
@@ -16,7 +16,7 @@ def test_unit_box_loading_uses_declared_ranges():
 
 
 def test_small_run_tables_and_files(tmp_path):
-    tables = run_seed003(datasets=("diabetes",), rhos=(0.5, 5.0), repetitions=2,
+    tables = run_pace_ggm(datasets=("diabetes",), rhos=(0.5, 5.0), repetitions=2,
                          out_dir=tmp_path, random_state=1)
     errors = tables["errors"]
     assert set(errors["method"]) == {"pace", "ssp", "diagonal", "separate", "adaptive"}
@@ -27,8 +27,8 @@ def test_small_run_tables_and_files(tmp_path):
     assert set(tables["regression"]["method"]) >= {"adassp", "least squares from pace"}
     assert (tables["measured"]["measured_offdiag_mean"] >= 0).all()
     for name in ("errors", "measured", "runtime", "regression"):
-        assert (tmp_path / f"seed003_{name}.csv").exists()
-    assert (tmp_path / "seed003_errors.png").exists()
+        assert (tmp_path / f"pace_ggm_{name}.csv").exists()
+    assert (tmp_path / "pace_ggm_errors.png").exists()
 
 
 def test_breast_cancer_is_centred_clipped_and_has_the_diagnosis_column():
@@ -59,7 +59,7 @@ def test_unclipped_variant_has_the_noise_of_the_bound_one():
     # round's Gaussian measurement has sigma^2 = (2 / n)^2 / (2 rho_meas) with
     # rho_meas = (1 - beta) (1 - alpha) rho / (d (d - 1)), computed here from the paper.
     from dpggm.estimators.pace import PACECovariance
-    from dpggm.experiments.seed003 import _VARIANT_DEFAULTS, _breast_cancer_variant
+    from dpggm.experiments.pace_ggm import _VARIANT_DEFAULTS, _breast_cancer_variant
     from dpggm.mechanisms.bounds import Box
     from dpggm.privacy.budgets import ZCDP
 
@@ -75,10 +75,10 @@ def test_unclipped_variant_has_the_noise_of_the_bound_one():
 
 
 def test_variants_change_one_thing_at_a_time(tmp_path):
-    from dpggm.experiments.seed003 import run_seed003_variants
+    from dpggm.experiments.pace_ggm import run_pace_ggm_variants
 
     ids = np.arange(569) * 1000 + 8670
-    tables = run_seed003_variants(
+    tables = run_pace_ggm_variants(
         repetitions=1, rhos=(1.0,), ids=ids, out_dir=tmp_path, random_state=2,
         variants=("as run: d = 31, centred, clipped", "not centred",
                   "record id as a 32nd column (d = 32)",
@@ -94,9 +94,9 @@ def test_variants_change_one_thing_at_a_time(tmp_path):
     assert structure.loc["centred, not clipped (the bound 1 exceeded)", "mean_abs_r_as_used"] == (
         pytest.approx(structure.loc["as run: d = 31, centred, clipped",
                                     "mean_abs_r_before_clipping"]))
-    assert (tmp_path / "seed003_variants.csv").exists()
-    assert (tmp_path / "seed003_structure.csv").exists()
+    assert (tmp_path / "pace_ggm_variants.csv").exists()
+    assert (tmp_path / "pace_ggm_structure.csv").exists()
     with pytest.raises(ValueError, match="variants must be among"):
-        run_seed003_variants(variants=("no such variant",))
+        run_pace_ggm_variants(variants=("no such variant",))
     with pytest.raises(ValueError, match="record ids must be 569"):
-        run_seed003_variants(ids=[1, 2, 3])
+        run_pace_ggm_variants(ids=[1, 2, 3])
