@@ -52,7 +52,7 @@ def _partial(theta: np.ndarray) -> np.ndarray:
 def test_noise_variance_of_debiased_entry_matches_simulation():
     # T = 2 Theta - Theta (S + E) Theta with Theta fixed: Var(T_jk) over 100 000 symmetric
     # noise draws against sigma^2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)^2
-    # - sum_l Theta_jl^2 Theta_lk^2] (SPEC section 5).
+    # - sum_l Theta_jl^2 Theta_lk^2] (the formula of dpggm.solvers.inference, step 3).
     rng = np.random.default_rng(0)
     p, sigma = 5, 0.05
     theta = _chain_precision(p) + 0.1 * np.eye(p)

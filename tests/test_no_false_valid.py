@@ -1,4 +1,4 @@
-"""No release is reported "valid" when it is not (issue 20, first list): float noise and
+"""No release is reported "valid" when it is not: float noise and
 the Wishart mechanisms' float draws are "invalid" and never booked; a pipeline step fitted
 on the private data makes the record "data-dependent"."""
 

@@ -321,7 +321,7 @@ _ALTERNATING = RowPairs(
 register_target(_method_target(
     "output-perturbation", PureDP(1.0), pairs=_ALTERNATING, allow_invalid=True, alpha=1.0,
     expected="fail", outputs=lambda est: (_upper(est.precision_), est.precision_),
-    summary="graphical lasso + Wishart output perturbation (seed 001; known invalid)",
+    summary="graphical lasso + Wishart output perturbation (Wang, Huai & Xu; known invalid)",
 ))
 
 

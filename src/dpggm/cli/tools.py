@@ -209,7 +209,7 @@ def publish(
     sheet: dopt.SheetOpt = None,
     file_format: dopt.FormatOpt = None,
 ) -> None:
-    """Publish a noisy copy of DATA once (seed 002); data users recover graphs from it."""
+    """Publish a noisy copy of DATA once (Guo et al.); data users recover graphs from it."""
     from dpggm.experiments.publish_io import publish_csv
 
     reading = dopt.data_options(columns=columns, delimiter=delimiter, decimal=decimal,

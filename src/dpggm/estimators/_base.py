@@ -54,6 +54,7 @@ from dpggm.estimators._contract import (
     check_fraction,
     fraction,
 )
+from dpggm.estimators.data import too_few_variables
 from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import InvalidGuaranteeError
 from dpggm.mechanisms.bounds import check_bounds
@@ -610,10 +611,7 @@ class PrivateEstimatorBase(DPEstimator):
 
     def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
         if p < self._min_features:
-            raise ValueError(
-                f"{type(self).__name__} needs at least {self._min_features} variables "
-                f"(columns); X has {p}"
-            )
+            raise too_few_variables(p, minimum=self._min_features, who=type(self).__name__)
         center = settings["center"]
         if center is not None and not isinstance(center, str) and len(center) != p:
             raise ValueError(

@@ -54,6 +54,7 @@ from dpggm.estimators.data import (
     finish_second_moment,
     read_layout,
     refuse_degenerate_columns,
+    too_few_records,
 )
 from dpggm.estimators.schema import ResolvedColumns
 from dpggm.mechanisms.bounds import Bounds
@@ -421,7 +422,7 @@ def clipped_second_moment(
             f"column {columns[col]!r}); remove or impute them before estimating"
         )
     if stats.gram is None:
-        raise ValueError(f"{name} needs at least 2 records (rows); got 0")
+        raise too_few_records(0, name=name)
     if stats.low is not None and stats.high is not None:
         refuse_degenerate_columns(stats.low, stats.high, columns, where=name,
                                   drop="leave it out of the DataFrame")
@@ -733,7 +734,7 @@ def regression_statistics(
         raise ValueError("y contains NaN or infinite values; remove or impute them before fitting")
     n = sum(stats["counts"].values())
     if stats["gram"] is None or n < 2:
-        raise ValueError(f"X needs at least 2 records (rows); got {n}")
+        raise too_few_records(n)
     gram = stats["gram"]
     return (gram + gram.T) / 2, stats["moment"], n, columns
 

@@ -1,5 +1,5 @@
-"""The covariance estimators PACE-GGM is compared with (SPEC section 3, seed 003,
-"Baselines"), all under rho-zCDP.
+"""The covariance estimators PACE-GGM is compared with (Ferrando et al.,
+section "Baselines"), all under rho-zCDP.
 
 * :class:`SSPCovariance` -- sufficient-statistic perturbation: the Gaussian mechanism on
   the whole second moment, with box bounds.
@@ -305,9 +305,9 @@ class SSPCovariance(_ZCDPCovarianceBase):
     Privacy
     -------
     One Gaussian release of the upper triangle of ``S`` with l2 sensitivity
-    ``sqrt(2) ||b||_2^2 / n`` (replace-one) or ``||b||_2^2 / n`` (add/remove) (SPEC
-    section 2), so ``sigma = sensitivity / sqrt(2 rho)``: rho-zCDP. The projection is
-    post-processing.
+    ``sqrt(2) ||b||_2^2 / n`` (replace-one) or ``||b||_2^2 / n`` (add/remove)
+    (:mod:`dpggm.mechanisms.sensitivity`), so ``sigma = sensitivity / sqrt(2 rho)``:
+    rho-zCDP. The projection is post-processing.
     """
 
 

@@ -89,11 +89,11 @@ class PrivateCovariance(PrivateEstimatorBase):
 
     Privacy
     -------
-    One release of the second moment with sensitivity from the declared bounds (SPEC
-    section 2); the guarantee is ``budget`` under ``neighbors``. Projection is
-    post-processing. A bound read off the data voids the formal guarantee and is
-    reported as ``validity="data-dependent"``. So does a preprocessing step fitted
-    on the private data (a ``StandardScaler`` in a ``Pipeline``, say): see
+    One release of the second moment with sensitivity from the declared bounds
+    (:mod:`dpggm.mechanisms.sensitivity`); the guarantee is ``budget`` under
+    ``neighbors``. Projection is post-processing. A bound read off the data voids the
+    formal guarantee and is reported as ``validity="data-dependent"``. So does a
+    preprocessing step fitted on the private data (a ``StandardScaler`` in a ``Pipeline``, say): see
     :mod:`dpggm.estimators`.
 
     Examples

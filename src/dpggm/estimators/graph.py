@@ -53,6 +53,7 @@ from dpggm.estimators._graph_pipeline import (
     run_plan,
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
+from dpggm.estimators.data import too_few_records, too_few_variables
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
     INFERENCE_COLUMNS,
@@ -513,8 +514,8 @@ class PrivateGraph(DPEstimator):
     >>> from dpggm.datasets import make_raw_chain
     >>> frame, truth = make_raw_chain(n_samples=20000, random_state=0)
     >>> graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
-    >>> sorted(graph.edges_.columns)
-    ['partial_correlation', 'source', 'target', 'weight']
+    >>> sorted(graph.edges_.columns)  # each edge with its confidence interval and q-value
+    ['ci_high', 'ci_low', 'p_value', 'partial_correlation', 'q_value', 'source', 'target', 'weight']
     """
 
     _constraints = {
@@ -633,9 +634,9 @@ class PrivateGraph(DPEstimator):
     @staticmethod
     def _check_sizes(settings: GraphSettings, n: int, p: int) -> None:
         if p < 2:
-            raise ValueError(f"a graph needs at least 2 columns; got {p}")
+            raise too_few_variables(p, minimum=2, who="PrivateGraph")
         if n < 2:
-            raise ValueError(f"X needs at least 2 records (rows); got {n}")
+            raise too_few_records(n)
         centre = settings.public_centre
         if centre is not None and centre.shape != (p,):
             raise ValueError(

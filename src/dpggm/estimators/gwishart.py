@@ -1,5 +1,5 @@
 """Bayesian graph structure learning with G-Wishart priors on a noisy data release: the
-G-Wishart baseline of seed 002 (Guo et al. compare with BDgraph, Mohammadi & Wit 2015).
+G-Wishart baseline of Guo et al. (who compare with BDgraph, Mohammadi & Wit 2015).
 
 Model
 -----
@@ -95,7 +95,7 @@ from dpggm.estimators._contract import (
     Optional,
     fraction,
 )
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_records, too_few_variables
 from dpggm.estimators.noisy_glasso import (
     RELEASE,
     PostProcessingRecord,
@@ -562,9 +562,9 @@ class GWishartGraph(PostProcessingEstimator):
         check_release_data(self.release, values, columns)
         n, p = values.shape
         if p < 2:
-            raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
+            raise too_few_variables(p, minimum=2, who=type(self).__name__)
         if (n if self.assume_centered else n - 1) < 1:
-            raise ValueError(f"X needs at least 2 rows (records); got {n}")
+            raise too_few_records(n)
         return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:

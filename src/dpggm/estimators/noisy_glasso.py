@@ -1,5 +1,5 @@
 """The data user's side of a noisy data release: the bias-corrected graphical lasso of
-Guo et al. (SPEC section 3, seed 002; their Algorithm 1 and Theorems 4.3 and 4.5).
+Guo et al. (their Algorithm 1 and Theorems 4.3 and 4.5; docs/papers.md lists the papers).
 
 A release ``X~ = X + E`` with i.i.d. noise of known variance ``v`` (``sigma^2`` for
 Gaussian noise, the exact variance of ``N_Z(0, sigma^2)`` for discrete Gaussian noise,
@@ -80,7 +80,7 @@ from dpggm.estimators._contract import (
     check_number,
     fraction,
 )
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
@@ -727,8 +727,7 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         values, columns = as_matrix(X, name="X")
         check_release_data(self.release, values, columns)
         if values.shape[1] < 2:
-            raise ValueError(
-                f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}")
+            raise too_few_variables(values.shape[1], minimum=2, who=type(self).__name__)
         return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise,

@@ -28,8 +28,8 @@ The estimator (see ``docs/inference.md`` for the derivations and the calibration
    * noise: ``sigma**2 (2 ||sym M||_F**2 - sum_l (sym M)_ll**2)``, which for ``T_jk``
      itself (``c = 1``, ``a = b = 0``) is
      ``sigma**2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)**2 - sum_l Theta_jl**2 Theta_lk**2]``
-     (SPEC section 5): the diagonal noise and the mirrored off-diagonal noise each enter
-     once.
+     (checked by simulation in tests/test_inference.py): the diagonal noise and the
+     mirrored off-diagonal noise each enter once.
 
 4. **Clipping.** Clipping changes the estimand: shrinking long rows onto the ball
    ``||z|| <= B`` shrinks the partial correlations of the clipped records towards zero
