@@ -222,3 +222,68 @@ def test_above_threshold_rejects_non_finite_queries():
         from dpggm.mechanisms.noise import above_threshold
 
         above_threshold(np.array([0.0, np.inf]), threshold=0.0, sensitivity=1.0, epsilon=1.0, rng=0)
+
+
+# -- batches ---------------------------------------------------------------------------
+
+
+def test_a_batch_selects_what_the_selections_one_by_one_select():
+    from dpggm.mechanisms.noise import exponential_mechanisms
+    from dpggm.mechanisms.random import RandomSource
+
+    rng = np.random.default_rng(0)
+    # Whole-number scores (rank and count scores), fractions, far candidates, ties.
+    scores = np.vstack([
+        -np.abs(rng.integers(-400, 400, size=(40, 300))).astype(float),
+        rng.normal(scale=30.0, size=(20, 300)),
+        np.where(rng.random((20, 300)) < 0.01, 0.0, -1e6),
+    ])
+    for epsilon in (0.02, 0.7, 3.0):
+        one = RandomSource.of(7)
+        singles = [exponential_mechanism(row, sensitivity=2.0, epsilon=epsilon, rng=one)
+                   for row in scores]
+        batch_source = RandomSource.of(7)
+        batch = exponential_mechanisms(scores, sensitivity=2.0, epsilon=epsilon,
+                                       rng=batch_source)
+        np.testing.assert_array_equal(batch, singles)
+        # The source is left where the selections one by one left it.
+        np.testing.assert_array_equal(batch_source.words(4), one.words(4))
+
+
+def test_batch_frequencies_match_exact_probabilities():
+    from dpggm.mechanisms.noise import exponential_mechanisms
+
+    near = np.array([0.0, -0.7, -2.3, -5.1])
+    row = np.concatenate([near, np.full(300, -9.6)]) * 1.25 + 40.0
+    probabilities = exact_probabilities(row, sensitivity=0.625, epsilon=1.0)
+    picks = exponential_mechanisms(np.tile(row, (4000, 1)), sensitivity=0.625, epsilon=1.0,
+                                   rng=np.random.default_rng(3))
+    counts = np.bincount(picks, minlength=row.size)
+    groups = [np.array([0]), np.array([1]), np.array([2]), np.array([3]), np.arange(4, 304)]
+    assert grouped_pvalue(counts, probabilities, groups) > 1e-3
+
+
+def test_a_secure_batch_reads_every_word_from_the_os(monkeypatch):
+    from dpggm.mechanisms import random as random_module
+    from dpggm.mechanisms.noise import exponential_mechanisms
+
+    requested = []
+    real = random_module.os.urandom
+
+    def counting(n):
+        requested.append(n)
+        return real(n)
+
+    monkeypatch.setattr(random_module.os, "urandom", counting)
+    picks = exponential_mechanisms(np.zeros((5, 3)), sensitivity=1.0, epsilon=1.0,
+                                   rng="secure")
+    assert picks.shape == (5,) and len(requested) >= 5
+
+
+def test_a_batch_refuses_bad_scores():
+    from dpggm.mechanisms.noise import exponential_mechanisms
+
+    with pytest.raises(ValueError, match="two-dimensional"):
+        exponential_mechanisms(np.zeros(3), sensitivity=1.0, epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="finite"):
+        exponential_mechanisms(np.array([[0.0, np.nan]]), sensitivity=1.0, epsilon=1.0, rng=0)

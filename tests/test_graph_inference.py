@@ -193,23 +193,40 @@ def test_planning_in_reverse_round_trips():
 
 
 def test_a_bound_fraction_far_below_auto_is_flagged_as_not_calibrated():
-    # bound_fraction 1/32 where 'auto' chooses 1/8 (30 columns, 2 000 rows, rho = 0.1):
-    # measured FDR 0.17-0.27 (0.64-0.82 in our study); the record says so.
+    # bound_fraction 1/32 where 'auto' chose 1/8 (30 columns, 2 000 rows, rho = 0.1)
+    # measured FDR 0.17-0.27 (0.64-0.82 in our study). A share that small is now refused
+    # there (the ranges could not locate every column); at rho = 1 auto chooses 1/16 and a
+    # share between what locating needs and half of auto's runs, flagged and withheld.
+    from fractions import Fraction
+
+    rho = 1.0
     frame, _ = make_raw_chain(n_samples=2000, n_features=30, random_state=1)
-    assert PrivateGraph(budget=ZCDP(0.1)).plan(
-        n_samples=2000, n_features=30).notes["bound_fraction"] == "1/8"
+    auto = Fraction(PrivateGraph(budget=ZCDP(rho)).plan(
+        n_samples=2000, n_features=30).notes["bound_fraction"])
+
+    def plannable(fraction):
+        try:
+            PrivateGraph(budget=ZCDP(rho), bound_fraction=fraction).plan(n_samples=2000,
+                                                                        n_features=30)
+        except ValueError:
+            return False
+        return True
+
+    # Just above what locating the columns needs (below it the plan is refused).
+    low = next(f / 1000 for f in range(1, 1000) if plannable(f / 1000))
+    assert not plannable(low - 0.001) and low < auto / 2
     with pytest.warns(UserWarning, match="not calibrated"):
-        graph = PrivateGraph(budget=ZCDP(0.1), bound_fraction=1 / 32, random_state=0).fit(frame)
+        graph = PrivateGraph(budget=ZCDP(rho), bound_fraction=low, random_state=0).fit(frame)
     assert not graph.inference_calibrated_
     assert "not calibrated" in graph.privacy_.notes["inference_calibrated"]
     from dpggm.estimators.graph import graph_result_record
 
     record = graph_result_record(graph)["inference"]
     assert record["calibrated"] is False
-    # Re-measured FDR 0.64-0.82 there: the selection is withheld, and the record says why.
+    # The selection is withheld, and the record says why.
     assert graph.selection_withheld_ and not graph.adjacency_.any()
     assert "not calibrated" in record["withheld_by"]
-    fine = PrivateGraph(budget=ZCDP(0.1), bound_fraction=0.125).planned_inference(
+    fine = PrivateGraph(budget=ZCDP(rho), bound_fraction=float(auto)).planned_inference(
         n_samples=2000, n_features=30)
     assert fine["calibrated"]
 
@@ -224,11 +241,19 @@ def test_withholding_follows_the_plans_noise_on_a_partial_correlation():
     from dpggm.estimators.graph import NOISE_LIMIT
 
     budget = ApproxDP(1.0, 1e-6)
-    questionnaire = PrivateGraph(budget=budget).planned_inference(n_samples=2400,
-                                                                  n_features=25)
+    # Its items' scale (1-6) is public and declared: private ranges that keep 25 skewed
+    # items' levels apart would take half of this small budget.
+    scale = {j: (1.0, 6.0) for j in range(25)}
+    questionnaire = PrivateGraph(budget=budget, column_ranges=scale).planned_inference(
+        n_samples=2400, n_features=25)
     assert questionnaire["noise_std_error"] < NOISE_LIMIT and not questionnaire["withheld"]
     assert 0.3 < questionnaire["detectable"] < 0.45
-    clinical = PrivateGraph(budget=budget).planned_inference(n_samples=442, n_features=11)
+    # The clinical table's private ranges cannot even locate its columns at this budget:
+    # refused before any draw. With its columns' ranges declared, the release is withheld.
+    with pytest.raises(ValueError, match="cannot locate the columns"):
+        PrivateGraph(budget=budget).planned_inference(n_samples=442, n_features=11)
+    clinical = PrivateGraph(budget=budget, column_ranges={j: (0.0, 1.0) for j in range(11)}
+                            ).planned_inference(n_samples=442, n_features=11)
     assert clinical["noise_std_error"] > NOISE_LIMIT and clinical["withheld"]
     assert clinical["detectable"] == float("inf")
     assert "noise standard error" in clinical["withheld_by"]

@@ -136,7 +136,7 @@ def test_a_zero_delta_total_stays_pure(tmp_path):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    frame, _ = make_raw_chain(n_samples=300, n_features=4, random_state=0)
+    frame, _ = make_raw_chain(n_samples=1000, n_features=4, random_state=0)
     path = tmp_path_factory.mktemp("data") / "d.csv"
     frame.to_csv(path, index=False)
     return path

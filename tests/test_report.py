@@ -399,7 +399,7 @@ def test_an_empty_graph_is_explained_by_a_number(tmp_path):
     data = tmp_path / "raw.csv"
     frame.to_csv(data, index=False)
     done = subprocess.run(
-        [sys.executable, "-m", "dpggm", "graph", str(data), "--rho", "0.002", "--seed", "1",
+        [sys.executable, "-m", "dpggm", "graph", str(data), "--rho", "0.008", "--seed", "1",
          "--out", str(tmp_path / "g"), "--quiet"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": SRC})
     assert done.returncode == 0, done.stderr

@@ -104,7 +104,7 @@ def test_private_range_stages_never_cost_more_than_their_share(rho, p):
     X = np.random.default_rng(0).normal(size=(20, p))
     ranges = private_bounds.private_ranges(X, budget=ZCDP(rho), rng=0)
     per_column = Fraction(rho) / p
-    shares = private_bounds.range_shares(n=20, per_column=float(per_column))
+    shares = private_bounds.range_shares(n=20, per_column=float(per_column), columns=p)
     assert sum(shares.values()) == 1 and all(v > 0 for v in shares.values())
     for stage, share in shares.items():
         exact_share = per_column * share

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidGuaranteeError",
     "NoSolutionError",
     "NumericalError",
+    "ReleaseFailedError",
     "UnsupportedNeighborsError",
 ]
 
@@ -70,6 +71,23 @@ class NoSolutionError(NumericalError, ValueError):
     """The optimisation problem has no solution for this input (for example a graphical
     lasso on an indefinite matrix with too small a penalty). It is a ``ValueError`` too:
     the input, not the arithmetic, is at fault."""
+
+
+class ReleaseFailedError(RuntimeError):
+    """A release failed after its first random draw (a solver that broke down on the noisy
+    statistic, a full disk while writing it, ...).
+
+    Whether a run fails, and how, may depend on the noise drawn, so the message is
+    generic: the reason is withheld (a seeded run -- an experiment, never a release --
+    shows it), and the failure itself counts as a release of what ran. ``guarantee`` is
+    what to charge for it (a :class:`~dpggm.privacy.guarantee.PrivacyGuarantee` of the
+    whole plan: the steps that ran and the one that failed); the command line and the
+    functions that take a ledger charge it before they report the failure.
+    """
+
+    def __init__(self, message: str, *, guarantee: Any = None) -> None:
+        super().__init__(message)
+        self.guarantee = guarantee
 
 
 class UnsupportedNeighborsError(ValueError):

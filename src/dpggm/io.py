@@ -8,7 +8,9 @@ the package writes goes through one of them.
 A set of outputs (``result.json``, matrices, ``edges.csv``) is written into a staging
 directory beside the target, ``.dpggm-staging-<name>-<id>``, and the staging directory is
 renamed onto the target once, when everything is written and synced. A reader therefore
-sees the whole set or nothing.
+sees the whole set or nothing. A set of sibling files (``dpggm publish``: the noisy CSV
+and its metadata) is staged the same way and then placed file by file, the metadata
+first; an interrupted placement is finished by the next delivery (below).
 
 Permissions. An uncharged release must be readable by its owner only, at every moment:
 the staging directory is created with mode 0700 and every file in it with mode 0600
@@ -19,42 +21,136 @@ ledger is involved, at the commit otherwise -- do the files and the directory ge
 ordinary permissions (``0666`` and ``0777`` less the user's umask).
 
 Releases charged to a ledger (:meth:`StagedOutput.deliver`, the ``save`` of a fitted
-estimator, the command line). The staging directory holds ``.pending.json`` naming the
-ledger, dataset and an output id. The order is: check the target, fit in memory, write
-every file into staging, charge the ledger (the spend's details carry the output id),
-write ``ledger.json`` (the spend's sequence number) and rename into place. If the process
-dies:
+estimator, the command line). The staging directory holds ``.pending.json`` (the pending
+record: ledger, dataset, target, an output id, the owner's process) from its creation
+until after the rename. The steps, in order:
 
-* before the charge, nothing was spent; the staging directory is debris and is removed
-  by the next delivery into the same parent directory (:func:`recover_pending`);
-* after the charge, the staging directory already holds the complete output. The next
-  delivery into the same parent finds the spend carrying its output id in the ledger and
-  finishes the delivery (writes ``ledger.json``, renames), saying so. Nothing is charged
-  twice and nothing blocks the re-run.
+1. check the target; create the staging directory and its pending record;
+2. fit in memory and write every file into staging;
+3. charge the ledger (the spend's details carry the output id);
+4. write the receipt (``ledger.json``: the spend's sequence number and the output id) into
+   staging -- from here on the staging directory proves its own payment;
+5. give the files the ordinary permissions; with ``overwrite``, rename the old output
+   aside to ``<staging>-old``;
+6. rename the staging directory onto the target (a set of files: place each one);
+7. remove the pending record (now inside the target), then the old output.
 
-So after any crash and the next delivery, every output directory is complete or absent,
-no staging debris remains, and every spend in the ledger has its output.
+If the process dies, the next delivery into the same parent directory
+(:func:`recover_pending`, which every delivery runs first) puts things right:
+
+* a staging directory whose owner is still running is left alone;
+* one that holds its receipt -- or whose pending record names a spend the ledger holds
+  (killed between steps 3 and 4) -- is finished: the receipt written, the directory
+  renamed onto its target (with ``overwrite``, replacing what is there; without it, onto
+  ``<target>-recovered-<id>`` if the target now holds other files), saying so. Nothing is
+  charged twice and a paid-for output is never deleted;
+* one without a receipt or a spend was never charged: it is removed;
+* ``<staging>-old`` (killed during step 5 or 6 of an ``--overwrite``) is renamed back onto
+  its target when the target is missing, and removed otherwise;
+* a pending record left inside a delivered target (killed in step 7) is removed.
+
+So after any crash and the next delivery, every output is complete or absent, no staging
+debris remains, every spend in the ledger has its output and every output its spend (an
+output replaced with ``overwrite`` is replaced only by a complete, charged one).
+
+Fault injection. :func:`delivery_step` is called at every step boundary; it does nothing.
+The tests replace it to kill the process at each boundary in turn.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "STAGING_PREFIX", "StagedOutput", "check_target", "check_writable_dir",
-    "commit_directory", "current_umask", "place", "recover_pending", "write_atomic",
+    "FORMULA_TRIGGERS", "RECEIPT_NAME", "STAGING_PREFIX", "StagedOutput", "check_target",
+    "check_writable_dir", "csv_name", "csv_names_frame", "current_umask", "delivery_step",
+    "failed_release", "name_from_csv", "place", "recover_pending", "write_atomic",
 ]
 
 STAGING_PREFIX = ".dpggm-staging-"
+#: The receipt a charged output carries: the ledger, dataset, spend and output id.
+RECEIPT_NAME = "ledger.json"
 _PENDING = ".pending.json"
+# A set of files whose placement has begun (so that recovery finishes it, charged or not).
+_PLACING = ".placing"
+_OLD_SUFFIX = "-old"
+_STAGING_NAME = re.compile(r"^" + re.escape(STAGING_PREFIX) + r"(?P<target>.+)-(?P<id>[0-9a-f]{32})$")
+#: Seconds a staging directory without a pending record is presumed to belong to a process
+#: that has just created it (its record follows within microseconds).
+RECORDLESS_GRACE = 60.0
+
+
+# ------------------------------------------------------------------ names in CSV files
+
+#: The first characters that make a spreadsheet (Excel, LibreOffice Calc, Google Sheets)
+#: read a CSV cell as a formula: the OWASP "CSV injection" list (= + - @, tab, carriage
+#: return) and the null and line-feed characters of OWASP ASVS 5.0 (requirement 1.2.10).
+FORMULA_TRIGGERS = frozenset("=+-@\t\r\n\0")
+
+
+def csv_name(name: Any) -> str:
+    """A name (a column, a variable, a term) as it goes into a CSV file the library writes:
+    unchanged, unless a spreadsheet would read it as a formula -- its first character, or
+    its first after leading spaces, is one of :data:`FORMULA_TRIGGERS` -- and then with a
+    ``'`` in front, which spreadsheets take as "this cell is text" (OWASP's advice for
+    CSV injection).
+
+    Every name gets the same treatment whatever it looks like: ``"-2+3"`` (a legitimate
+    name that looks like arithmetic) and ``"-1"`` are written ``'-2+3`` and ``'-1`` in
+    every CSV file, so that a name never turns into a number or a formula in one file and
+    stays a name in another. Numbers in value cells are not names and are never changed.
+    :func:`name_from_csv` reads a name back.
+    """
+    text = str(name)
+    return "'" + text if _read_as_formula(text) else text
+
+
+def _read_as_formula(text: str) -> bool:
+    """Whether ``text`` needs the quote: a formula's first character (after spaces), or a
+    quote already in front of such a name (quoted again, so that reading back is exact)."""
+    stripped = text.lstrip(" ")
+    if not stripped:
+        return False
+    if stripped[0] in FORMULA_TRIGGERS:
+        return True
+    return text.startswith("'") and _read_as_formula(text[1:])
+
+
+def name_from_csv(cell: Any) -> str:
+    """The name :func:`csv_name` wrote into ``cell`` (the ``'`` it added taken off)."""
+    text = str(cell)
+    if text.startswith("'") and csv_name(text[1:]) == text:
+        return text[1:]
+    return text
+
+
+def csv_names_frame(frame: Any, name_columns: Sequence[str] = ()) -> Any:
+    """A copy of a table about to be written as CSV with its header and the cells of
+    ``name_columns`` (columns of names, such as ``source``/``target``) passed through
+    :func:`csv_name`; every other cell is left as it is."""
+    out = frame.copy()
+    out.columns = [csv_name(c) for c in frame.columns]
+    for column in name_columns:
+        if column in frame.columns:
+            out[csv_name(column)] = [csv_name(v) for v in frame[column]]
+    return out
+
+
+# ------------------------------------------------------------------ delivery
+
+
+def delivery_step(step: str) -> None:
+    """Called at every step boundary of a delivery (see the module documentation); does
+    nothing. The fault-injection tests replace it to kill the process there."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -112,7 +208,8 @@ def _ordinary_permissions(directory: Path) -> None:
     given it (``0666`` / ``0777`` less the umask): called only once it is charged for."""
     mask = current_umask()
     for entry in directory.iterdir():
-        if entry.is_file() and not entry.is_symlink():
+        # The pending record stays owner-only: it is removed just after the rename.
+        if entry.is_file() and not entry.is_symlink() and entry.name != _PENDING:
             os.chmod(entry, 0o666 & ~mask)
     os.chmod(directory, 0o777 & ~mask)
 
@@ -198,18 +295,61 @@ def check_target(target: Path, *, overwrite: bool) -> None:
         raise NotADirectoryError(f"--out {target}: {parent} is a file, not a directory")
 
 
+def _check_file_targets(paths: Sequence[Path], *, overwrite: bool) -> None:
+    for path in paths:
+        if path.is_dir():
+            raise IsADirectoryError(f"--out {path} is a directory; give the name of a file")
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"{path} exists; choose another --out or pass --overwrite")
+    parent = paths[0].parent
+    if parent.exists() and not parent.is_dir():
+        raise NotADirectoryError(f"--out {paths[0]}: {parent} is a file, not a directory")
+
+
 class StagedOutput:
-    """A set of output files for ``target``, made visible all at once by :meth:`commit`.
+    """A set of output files for ``target``, made visible all at once by :meth:`commit`
+    (or :meth:`deliver`, charging a ledger first).
 
     The staging directory is created at construction, so an unusable location (a file,
     no permission, a read-only or virtual file system) is found before any work is done.
+
+    Parameters
+    ----------
+    target : path
+        The output directory; with ``files``, the first of the files (it names the
+        staging directory).
+    overwrite : bool
+        Replace what is at the target(s).
+    pending : dict, optional
+        ``ledger`` (resolved path) and ``dataset`` of the charge to come, kept in the
+        pending record so that an interrupted delivery can be finished.
+    files : sequence of paths, optional
+        Deliver these sibling files (in this order) rather than a directory: each is
+        staged under its own name and placed onto its path.
+    receipt : str, default "ledger.json"
+        The name of the receipt in a delivered directory (``_ledger.json`` for a Parquet
+        data set, whose readers skip names starting with ``_``).
+    receipt_into : str, optional
+        A staged JSON file that also carries the receipt (under ``"ledger"``): the
+        metadata of a set of files, say.
     """
 
     def __init__(self, target: Path, *, overwrite: bool = False,
-                 pending: dict[str, Any] | None = None) -> None:
+                 pending: dict[str, Any] | None = None, files: Sequence[Path] | None = None,
+                 receipt: str = RECEIPT_NAME, receipt_into: str | None = None) -> None:
         self.target = Path(target)
         self.overwrite = overwrite
-        check_target(self.target, overwrite=overwrite)
+        self.files = None if files is None else [Path(f) for f in files]
+        if self.files is not None:
+            if not self.files or len({f.parent.resolve() for f in self.files}) != 1:
+                raise ValueError("files must be one or more paths in one directory")
+            if receipt_into is not None and receipt_into not in {f.name for f in self.files}:
+                raise ValueError(f"receipt_into={receipt_into!r} is not one of the files")
+            _check_file_targets(self.files, overwrite=overwrite)
+        else:
+            check_target(self.target, overwrite=overwrite)
+        self.receipt = receipt
+        self.receipt_into = receipt_into
         parent = self.target.parent
         self.output_id = uuid.uuid4().hex
         self.staging = parent / _staging_name(self.target, self.output_id)
@@ -224,62 +364,72 @@ class StagedOutput:
                 f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
             ) from None
         self.names: list[str] = []
+        self.pending = {
+            "output_id": self.output_id, "target": self.target.name, "pid": os.getpid(),
+            "host": socket.gethostname(), "overwrite": bool(overwrite),
+            "files": None if self.files is None else [f.name for f in self.files],
+            "receipt": receipt, "receipt_into": receipt_into, **(pending or {})}
         try:
-            self._write(_PENDING, lambda fh: json.dump(
-                {"output_id": self.output_id, "target": self.target.name, "pid": os.getpid(),
-                 "host": socket.gethostname(), **(pending or {})}, fh))
+            self._write(_PENDING, lambda fh: json.dump(self.pending, fh))
         except BaseException:
             self.discard()
             raise
+        delivery_step("created")
 
     def _write(self, name: str, write: Callable[[Any], None], *, binary: bool = False) -> Path:
         path = self.staging / name
         _write_file(path, write, binary=binary)
         return path
 
+    def _add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
+        delivery_step("wrote")
+
     def json(self, name: str, data: Any) -> None:
         self._write(name, lambda fh: json.dump(data, fh, indent=2))
-        self.names.append(name)
+        self._add(name)
 
     def npy(self, name: str, array: Any) -> None:
         import numpy as np
 
         self._write(name, lambda fh: np.save(fh, np.asarray(array)), binary=True)
-        self.names.append(name)
+        self._add(name)
 
     def text(self, name: str, text: str) -> None:
         self._write(name, lambda fh: fh.write(text))
-        self.names.append(name)
+        self._add(name)
 
     def bytes(self, name: str, content: bytes) -> None:
         self._write(name, lambda fh: fh.write(content), binary=True)
-        self.names.append(name)
+        self._add(name)
 
     @property
     def written(self) -> list[Path]:
+        if self.files is not None:
+            return list(self.files)
         return [self.target / name for name in self.names]
 
     def commit(self) -> None:
-        """Rename the staging directory onto the target (one rename; see the module docs).
+        """Make the staged output visible (see the module documentation).
 
         Call it only once the release is charged (when a ledger is involved): the files
         become readable by others here."""
         _fsync_dir(self.staging)
-        (self.staging / _PENDING).unlink()
-        _deliver(self.staging, self.target, overwrite=self.overwrite)
+        _finish(self.staging, self.pending, report=None)
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def deliver(self, *, ledger: Any = None, dataset: str | None = None, guarantee: Any = None,
                 mechanism: str = "", details: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """Charge ``guarantee`` to ``dataset`` in ``ledger`` (when given), write
-        ``ledger.json``, and commit: the staged files appear whole, charged for.
+        """Charge ``guarantee`` to ``dataset`` in ``ledger`` (when given), write the
+        receipt, and commit: the staged files appear whole, charged for.
 
         A refusal of the charge (another process spent meanwhile, an unconvertible notion,
-        an invalid release) discards the staged output unseen. If the rename fails after
-        the charge, the complete output stays in the staging directory and the next
-        delivery into the same parent finishes it (:func:`recover_pending`).
+        an invalid release) discards the staged output unseen. If the delivery fails after
+        the charge, the complete output stays in the staging directory with its receipt
+        and the next delivery into the same parent finishes it (:func:`recover_pending`).
 
         Returns the ledger record (``ledger``, ``dataset``, ``spend``, ``output_id``), or
         ``None`` without a ledger.
@@ -289,13 +439,15 @@ class StagedOutput:
             if ledger is not None:
                 spend = ledger.spend(dataset, guarantee, mechanism=mechanism,
                                      details={**(details or {}), "output_id": self.output_id})
+                delivery_step("charged")
                 record = _ledger_record(str(Path(ledger.path).resolve()), str(dataset),
                                         spend.sequence, self.output_id)
-                self.json("ledger.json", record)
         except BaseException:
             self.discard()
             raise
         try:
+            if record is not None:
+                _write_receipt(self.staging, record, self.pending)
             self.commit()
         except OSError as exc:
             spent = "" if record is None else (
@@ -306,75 +458,287 @@ class StagedOutput:
         return record
 
 
-def commit_directory(staging: Path, target: Path, *, overwrite: bool) -> None:
-    """Rename a complete staging directory onto ``target`` (one rename, the old target
-    removed after), with the ordinary permissions (see the module documentation)."""
-    _deliver(Path(staging), Path(target), overwrite=overwrite)
+def failed_release(exc: BaseException, guarantee: Any, *, ledger: Any = None,
+                   dataset: str | None = None, mechanism: str = "a release",
+                   details: dict[str, Any] | None = None) -> BaseException:
+    """What to raise for ``exc``, raised while a release was being computed or delivered.
+
+    ``guarantee`` is the release's (``privacy_`` of a completed fit), or ``None`` before
+    any draw; a :class:`~dpggm.exceptions.ReleaseFailedError` (a fit that failed after its
+    first draw) carries its own. Nothing drawn, or no valid release (a seeded run is an
+    experiment and shows its reasons), or an interruption: ``exc`` itself. Otherwise the
+    failure may depend on the noise: with a ``ledger`` the run is charged first (what ran
+    is spent although nothing is delivered; the spend's details say so), and a
+    :class:`~dpggm.exceptions.ReleaseFailedError` with a generic message is returned.
+    """
+    from dpggm.exceptions import ReleaseFailedError
+
+    if isinstance(exc, ReleaseFailedError) and exc.guarantee is not None:
+        guarantee = exc.guarantee
+    if (guarantee is None or not isinstance(exc, Exception)
+            or getattr(guarantee, "validity", None) != "valid"):
+        return exc
+    if ledger is not None:
+        try:
+            spend = ledger.spend(dataset, guarantee,
+                                 mechanism=f"{mechanism} (failed after its noise was drawn; "
+                                           "nothing delivered)",
+                                 details={**(details or {}), "output_id": None, "failed": True})
+            booked = (f"{guarantee.budget} was charged to {dataset!r} (ledger spend "
+                      f"#{spend.sequence}): what ran is spent although nothing was delivered")
+        except Exception as refusal:
+            booked = (f"it could not be charged to {dataset!r} ({refusal}); count it as spent "
+                      f"({guarantee.budget})")
+    else:
+        booked = f"no ledger was given: count the run as spent ({guarantee.budget})"
+    return ReleaseFailedError(
+        "the release failed after its noise was drawn; the reason is withheld because it "
+        "may depend on the noisy release (a seeded run, an experiment, shows it); nothing "
+        f"was written; {booked}", guarantee=guarantee)
 
 
-def _deliver(staging: Path, target: Path, *, overwrite: bool) -> None:
-    """Rename a complete (and, with a ledger, charged) staging directory onto ``target``,
-    with the ordinary permissions."""
+def _read_pending(staging: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads((staging / _PENDING).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _write_receipt(staging: Path, record: dict[str, Any], pending: dict[str, Any]) -> None:
+    """The receipt into staging (and, for a set of files, into the file that carries it):
+    from here on the staging directory proves that it was paid for."""
+    receipt = str(pending.get("receipt") or RECEIPT_NAME)
+    carrier = pending.get("receipt_into")
+    if carrier and (staging / carrier).exists():
+        data = json.loads((staging / carrier).read_text(encoding="utf-8"))
+        data["ledger"] = record
+        tmp = staging / f"{carrier}.tmp"
+        _write_file(tmp, lambda fh: json.dump(data, fh, indent=2), binary=False)
+        os.replace(tmp, staging / carrier)
+    _write_file(staging / receipt, lambda fh: json.dump(record, fh, indent=2), binary=False)
+    _fsync_dir(staging)
+    delivery_step("receipt written")
+
+
+def _read_receipt(staging: Path, pending: dict[str, Any] | None) -> dict[str, Any] | None:
+    names = [str(pending["receipt"])] if pending and pending.get("receipt") else [
+        RECEIPT_NAME, "_" + RECEIPT_NAME]
+    for name in names:
+        try:
+            value = json.loads((staging / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(value, dict) and value.get("output_id"):
+            return value
+    return None
+
+
+def _finish(staging: Path, pending: dict[str, Any], *, report: Callable[[str], None] | None,
+            target: Path | None = None) -> Path:
+    """Deliver a complete (and, with a ledger, charged) staging directory: steps 5-7 of
+    the module documentation. Returns where it went."""
+    parent = staging.parent
+    if target is None:
+        target = parent / str(pending.get("target") or _parse_staging(staging.name)[0])
+    if pending.get("files") is not None:
+        return _place_files(staging, pending, report=report)
     _ordinary_permissions(staging)
+    delivery_step("permissions")
     old = None
     if target.is_dir():
-        if any(target.iterdir()) and not overwrite:
+        if any(target.iterdir()) and not pending.get("overwrite"):
             raise FileExistsError(f"--out {target} appeared meanwhile; nothing was replaced")
-        old = target.parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex}-old"
+        old = parent / (staging.name + _OLD_SUFFIX)
         os.rename(target, old)
+        delivery_step("old moved aside")
     os.rename(staging, target)
-    _fsync_dir(target.parent)
+    _fsync_dir(parent)
+    delivery_step("renamed")
+    (target / _PENDING).unlink(missing_ok=True)
+    delivery_step("pending removed")
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+        delivery_step("old removed")
+    return target
 
 
-def recover_pending(parent: Path, *, report: Callable[[str], None] = print) -> list[Path]:
-    """Clean up after interrupted runs in ``parent``: finish deliveries that were paid for,
-    remove everything else. Returns the targets delivered."""
+def _place_files(staging: Path, pending: dict[str, Any], *,
+                 report: Callable[[str], None] | None) -> Path:
+    """Place every staged file of a set onto its path (in order), then remove staging."""
+    parent = staging.parent
+    names = [str(n) for n in pending["files"]]
+    if not (staging / _PLACING).exists():
+        mask = current_umask()
+        for name in names:
+            os.chmod(staging / name, 0o666 & ~mask)
+        _write_file(staging / _PLACING, lambda fh: None, binary=True)
+        _fsync_dir(staging)
+        delivery_step("permissions")
+    overwrite = bool(pending.get("overwrite"))
+    for name in names:
+        source, destination = staging / name, parent / name
+        if not source.exists():
+            continue  # placed before the interruption
+        if (not overwrite and destination.exists()
+                and not os.path.samefile(source, destination)):
+            if report is None:
+                raise FileExistsError(f"{destination} appeared meanwhile; nothing was replaced")
+            destination = parent / f"{name}-recovered-{pending.get('output_id', '')[:8]}"
+            report(f"{parent / name} now holds another file: the interrupted run's file was "
+                   f"put in {destination}")
+        if destination.exists() and os.path.samefile(source, destination):
+            source.unlink()
+        else:
+            place(source, destination, overwrite=True)
+        delivery_step("placed")
+    _fsync_dir(parent)
+    shutil.rmtree(staging, ignore_errors=True)
+    delivery_step("pending removed")
+    return parent / names[-1]
+
+
+def _parse_staging(name: str) -> tuple[str, str]:
+    """``(target name, output id)`` of a staging directory's name (``-old`` stripped)."""
+    if name.endswith(_OLD_SUFFIX):
+        name = name[: -len(_OLD_SUFFIX)]
+    match = _STAGING_NAME.match(name)
+    if match is None:
+        return "", ""
+    return match.group("target"), match.group("id")
+
+
+def recover_pending(parent: Path, *, report: Callable[[str], None] = print,
+                    grace: float = RECORDLESS_GRACE) -> list[Path]:
+    """Put ``parent`` right after interrupted deliveries (see the module documentation):
+    finish every output that was paid for, restore an old output whose replacement never
+    arrived, remove everything else. Staging directories of running processes are left
+    alone. Returns the outputs delivered.
+
+    ``grace``: a staging directory without a pending record younger than this many
+    seconds may belong to a process that is creating it, and is left alone.
+    """
     parent = Path(parent)
     delivered: list[Path] = []
     if not parent.is_dir():
         return delivered
-    for entry in sorted(parent.iterdir()):
+    entries = sorted(parent.iterdir())
+    for entry in entries:
         if not entry.name.startswith(STAGING_PREFIX):
             continue
-        if entry.is_file() or entry.name.endswith("-old"):
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+        if not entry.is_dir():
+            # A temporary file of write_atomic or a probe of check_writable_dir.
+            entry.unlink(missing_ok=True)
+            continue
+        if entry.name.endswith(_OLD_SUFFIX):
             continue
         try:
-            pending = json.loads((entry / _PENDING).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            # Just created by a running process that has not written its record yet?
-            if _age(entry) < 60:
-                continue
-            shutil.rmtree(entry, ignore_errors=True)
+            where = _recover_staging(entry, report=report, grace=grace)
+        except OSError as exc:
+            # Another process recovering the same directory, say: never fatal here.
+            report(f"could not finish {entry.name} yet ({exc}); it is left for the next run")
             continue
-        if _running(pending):
-            continue
-        record = _paid_spend(pending)
-        target = parent / str(pending.get("target", ""))
-        if record is None or not pending.get("target"):
-            shutil.rmtree(entry, ignore_errors=True)
-            report(f"removed the unfinished output of an interrupted run ({entry.name}); "
-                   "nothing had been charged for it")
-            continue
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            shutil.rmtree(entry, ignore_errors=True)
-            report(f"an interrupted run was charged (ledger spend #{record.sequence}) but "
-                   f"{target} now holds other files; its output was discarded")
-            continue
-        _write_file(entry / "ledger.json", lambda fh, r=record, p=pending: json.dump(
-            _ledger_record(p["ledger"], p["dataset"], r.sequence, p["output_id"]), fh, indent=2),
-            binary=False)
-        (entry / _PENDING).unlink()
-        _deliver(entry, target, overwrite=True)
-        delivered.append(target)
-        report(f"finished the output of an interrupted run into {target} (it had been charged "
-               f"as ledger spend #{record.sequence}; nothing new was charged)")
+        if where is not None:
+            delivered.append(where)
+    for entry in entries:
+        if entry.name.startswith(STAGING_PREFIX) and entry.name.endswith(_OLD_SUFFIX):
+            try:
+                _recover_old(entry, report=report)
+            except OSError as exc:
+                report(f"could not restore {entry.name} yet ({exc}); it is left for the next run")
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX):
+            _remove_stale_record(entry)
     return delivered
+
+
+def _recover_staging(entry: Path, *, report: Callable[[str], None],
+                     grace: float) -> Path | None:
+    pending = _read_pending(entry)
+    if pending is not None and _running(pending):
+        return None
+    receipt = _read_receipt(entry, pending)
+    if pending is None:
+        if receipt is None:
+            # Never charged (killed before its pending record was written) -- or being
+            # created right now by a running process.
+            if _age(entry) >= grace:
+                shutil.rmtree(entry, ignore_errors=True)
+            return None
+        target_name, output_id = _parse_staging(entry.name)
+        pending = {"target": target_name, "output_id": output_id, "overwrite": False,
+                   "ledger": receipt.get("ledger"), "dataset": receipt.get("dataset")}
+    if receipt is None and pending.get("ledger"):
+        # Killed between the charge and the receipt? The ledger knows.
+        try:
+            spend = _paid_spend(pending)
+        except _LedgerUnreadable as exc:
+            # Whether it was paid for cannot be told: removing a charged release would
+            # lose what the ledger counts as spent, so leave it as it is.
+            report(f"{entry} is an interrupted run that may have been charged, but its "
+                   f"ledger cannot be read ({exc}); left as it is: check the ledger "
+                   "(dpggm budget verify) and run again")
+            return None
+        if spend is not None:
+            receipt = _ledger_record(str(pending["ledger"]), str(pending["dataset"]),
+                                     spend.sequence, str(pending["output_id"]))
+            _write_receipt(entry, receipt, pending)
+    if receipt is None:
+        if pending.get("files") is not None and (entry / _PLACING).exists():
+            # An uncharged set of files whose placement had begun: finish it.
+            return _finish(entry, pending, report=report)
+        shutil.rmtree(entry, ignore_errors=True)
+        report(f"removed the unfinished output of an interrupted run ({entry.name}); "
+               "nothing had been charged for it")
+        return None
+    if receipt.get("output_id") != pending.get("output_id"):
+        report(f"{entry} holds a receipt of another output ({receipt.get('output_id')}); "
+               "left as it is: check it against the ledger")
+        return None
+    target = entry.parent / str(pending.get("target") or _parse_staging(entry.name)[0])
+    if pending.get("files") is None and target.exists() and (
+            not target.is_dir() or (any(target.iterdir()) and not pending.get("overwrite"))):
+        alternative = entry.parent / f"{target.name}-recovered-{str(pending['output_id'])[:8]}"
+        report(f"an interrupted run was charged (ledger spend #{receipt.get('spend')}) but "
+               f"{target} now holds other files: its output goes to {alternative}")
+        target = alternative
+    where = _finish(entry, pending, report=report, target=target)
+    report(f"finished the output of an interrupted run into {where} (it had been charged "
+           f"as ledger spend #{receipt.get('spend')}; nothing new was charged)")
+    return where
+
+
+def _recover_old(entry: Path, *, report: Callable[[str], None]) -> None:
+    """An output moved aside by an ``overwrite``: restored if its replacement never
+    arrived, removed otherwise."""
+    staging = entry.parent / entry.name[: -len(_OLD_SUFFIX)]
+    pending = _read_pending(staging) if staging.is_dir() else None
+    if pending is not None and _running(pending):
+        return
+    target_name = (pending or {}).get("target") or _parse_staging(entry.name)[0]
+    target = entry.parent / str(target_name)
+    if target_name and not target.exists():
+        os.rename(entry, target)
+        _fsync_dir(entry.parent)
+        report(f"restored {target}: an interrupted run had moved it aside to replace it "
+               "and never delivered its own output")
+        return
+    shutil.rmtree(entry, ignore_errors=True)
+
+
+def _remove_stale_record(entry: Path) -> None:
+    """The pending record left inside a delivered directory by a run killed just after
+    the rename."""
+    record = entry / _PENDING
+    try:
+        if not entry.is_dir() or entry.is_symlink() or not record.is_file():
+            return
+    except OSError:
+        return
+    pending = _read_pending(entry)
+    if pending is None or not pending.get("output_id") or _running(pending):
+        return
+    record.unlink(missing_ok=True)
 
 
 def _age(path: Path) -> float:
@@ -400,19 +764,25 @@ def _running(pending: dict[str, Any]) -> bool:
     return True
 
 
+class _LedgerUnreadable(Exception):
+    """The ledger of an interrupted run cannot be read: whether it was charged is unknown."""
+
+
 def _paid_spend(pending: dict[str, Any]) -> Any:
+    """The ledger's spend of the pending output, ``None`` when the ledger holds none;
+    :class:`_LedgerUnreadable` when the ledger (or its dataset) cannot be read."""
     if not pending.get("ledger"):
         return None
     from dpggm.privacy.ledger import Ledger
 
     try:
         book = Ledger(pending["ledger"], create=False)
-        for record in reversed(book.history(pending["dataset"])):
-            if record.details.get("output_id") == pending.get("output_id"):
-                return record
-    except Exception:
-        # An unreadable ledger proves no payment: the output is not delivered.
-        return None
+        history = book.history(pending["dataset"])
+    except Exception as exc:  # any failure to read it leaves the payment unknown
+        raise _LedgerUnreadable(f"{type(exc).__name__}: {exc}") from exc
+    for record in reversed(history):
+        if record.details.get("output_id") == pending.get("output_id"):
+            return record
     return None
 
 

@@ -13,7 +13,14 @@ The audit runs on synthetic data sets and seeded streams; it releases nothing pr
 
 from __future__ import annotations
 
-from dpggm.audit.core import AuditResult, MechanismRefused, Release, Target, audit_target
+from dpggm.audit.core import (
+    AuditResult,
+    MechanismRefused,
+    Release,
+    Target,
+    audit_target,
+    most_separated_pair,
+)
 from dpggm.audit.floats import gaussian_reachable, laplace_reachable, numpy_laplace_value
 from dpggm.audit.stats import clopper_pearson, epsilon_lower_bound
 from dpggm.audit.targets import TARGETS, get_target, register_target
@@ -55,7 +62,8 @@ def audit(
     samples : int, optional
         Runs per data set; default: the target's quick or full number.
     quick : bool
-        Use the target's reduced number of runs.
+        Use the target's reduced number of runs (and, for a target with a pilot and several
+        pairs, only the pair a pilot of ``quick_pilot`` runs chose).
     seed : int
     confidence : float
     relations : tuple of str, optional
@@ -69,13 +77,26 @@ def audit(
         One per relation; a relation the mechanism refuses gets verdict ``"refused"``.
     """
     target = get_target(name)
+    pilot = target.quick_pilot if quick and samples is None else 0
     if samples is None:
         samples = target.quick_samples if quick else target.full_samples
     results = []
     for relation in relations or target.relations:
         try:
-            results.append(audit_target(target, relation, samples=samples, seed=seed,
-                                        confidence=confidence, float_support=float_support))
+            pairs = None
+            if pilot and len(target.pairs(relation)) > 1:
+                # Two stages: a pilot of every pair (runs of its own) chooses the pair whose
+                # releases are furthest apart; the quick runs all go to that pair. The
+                # choice sees none of the runs the bound is computed from, so the bound
+                # stays valid; only the two data sets of one pair are run many times.
+                pairs = [most_separated_pair(target, relation, samples=pilot, seed=seed)]
+            result = audit_target(target, relation, samples=samples, seed=seed,
+                                  confidence=confidence, float_support=float_support,
+                                  pairs=pairs)
+            if pairs is not None:
+                result.note = (f"pair {' vs '.join(pairs[0])} chosen by a pilot of {pilot} "
+                               "runs per data set")
+            results.append(result)
         except MechanismRefused as exc:
             results.append(AuditResult(
                 mechanism=name, relation=relation, claimed={}, epsilon_lower_bound=0.0,

@@ -30,6 +30,7 @@ Statistics (all fixed from the first half only):
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +42,8 @@ from scipy import stats
 from dpggm.audit.floats import gaussian_reachable, laplace_reachable
 from dpggm.audit.stats import epsilon_lower_bound
 
-__all__ = ["AuditResult", "MechanismRefused", "Release", "Target", "audit_target"]
+__all__ = ["AuditResult", "MechanismRefused", "Release", "Target", "audit_target",
+           "most_separated_pair"]
 
 
 class MechanismRefused(Exception):
@@ -109,6 +111,9 @@ class Target:
         A deliberately broken test double, not a library mechanism.
     quick_samples, full_samples : int
         Runs per data set for ``--quick`` and for a full audit.
+    quick_pilot : int
+        With ``--quick`` and several pairs: runs per data set of a pilot audit that
+        chooses the one pair the quick runs go to (0: every pair gets the quick runs).
     """
 
     name: str
@@ -123,6 +128,7 @@ class Target:
     double: bool = False
     quick_samples: int = 1000
     full_samples: int = 5000
+    quick_pilot: int = 0
 
 
 @dataclass
@@ -287,6 +293,51 @@ def _selection_scores(ka: np.ndarray, kb: np.ndarray, n: int, delta: float,
     return bound + 1e-6 * np.tanh(point)
 
 
+def most_separated_pair(target: Target, relation: str, *, samples: int,
+                        seed: int = 0) -> tuple[str, str]:
+    """The pair whose two releases are furthest apart, from ``samples`` runs per data set
+    on streams of their own (a pilot: the audit that follows never sees these runs).
+
+    The separation of a pair is the difference of the means of the projection of its
+    outputs on the difference of their medians, in pooled standard deviations (a
+    Gaussian mechanism's is its ``Delta / sigma`` along the worst direction); a pair whose
+    outputs differ in whether a run raised counts as fully separated.
+    """
+    datasets = target.datasets(relation)
+    pairs = target.pairs(relation)
+    used = sorted({name for pair in pairs for name in pair}, key=list(datasets).index)
+    releases = {
+        name: target.release(datasets[name], relation,
+                             _generator(seed, target.name, relation, "pilot", name), samples)
+        for name in used
+    }
+    best, chosen = -1.0, pairs[0]
+    for pair in pairs:
+        first, second = releases[pair[0]], releases[pair[1]]
+        separation = _separation(first, second)
+        if separation > best:
+            best, chosen = separation, pair
+    return chosen
+
+
+def _separation(first: Release, second: Release) -> float:
+    if first.raised is not None and second.raised is not None and (
+            first.raised.mean() != second.raised.mean()):
+        return math.inf
+    a, b = first.values, second.values
+    direction = np.nanmedian(b, axis=0) - np.nanmedian(a, axis=0)
+    with np.errstate(invalid="ignore"):
+        ta, tb = a @ np.nan_to_num(direction), b @ np.nan_to_num(direction)
+    ta, tb = ta[np.isfinite(ta)], tb[np.isfinite(tb)]
+    if ta.size < 2 or tb.size < 2:
+        return 0.0
+    spread = math.sqrt((ta.var() + tb.var()) / 2)
+    gap = abs(tb.mean() - ta.mean())
+    if spread == 0:
+        return math.inf if gap > 0 else 0.0
+    return gap / spread
+
+
 # One piece (over 120 lines): selection half, held-out half and the Bonferroni bound are
 # one statistical procedure; the halves must not be computed apart.
 def audit_target(
@@ -298,6 +349,8 @@ def audit_target(
     confidence: float = 0.95,
     n_candidates: int = 5,
     float_support: bool = True,
+    pairs: list[tuple[str, str]] | None = None,
+    stream: str = "",
 ) -> AuditResult:
     """Audit ``target`` under ``relation``; see the module documentation.
 
@@ -315,6 +368,10 @@ def audit_target(
     float_support : bool
         Include the float-support event; without it the audit looks only for violations
         that exact (grid) noise would not remove.
+    pairs : list of (str, str), optional
+        Audit only these of the target's pairs (chosen by a pilot, say).
+    stream : str
+        Tag of the sample streams (a pilot's runs are independent of the audit's).
     """
     if int(samples) != samples or samples < 20:
         raise ValueError(f"samples must be an integer >= 20; got {samples!r}")
@@ -323,10 +380,11 @@ def audit_target(
     samples = int(samples)
     alpha = 1.0 - confidence
     datasets = target.datasets(relation)
-    pairs = target.pairs(relation)
+    pairs = target.pairs(relation) if pairs is None else list(pairs)
     used = sorted({name for pair in pairs for name in pair}, key=list(datasets).index)
+    names = (target.name, relation) if not stream else (target.name, relation, stream)
     releases = {
-        name: target.release(datasets[name], relation, _generator(seed, target.name, relation, name), samples)
+        name: target.release(datasets[name], relation, _generator(seed, *names, name), samples)
         for name in used
     }
     claims = {release.claim for release in releases.values()}

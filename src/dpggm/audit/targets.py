@@ -227,8 +227,8 @@ def _noisy_covariance(est: Any) -> tuple[np.ndarray, np.ndarray]:
 def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
                    relations=("replace", "add-remove"), expected: str = "pass",
                    float_noise: tuple[str, str] | None = None, outputs=_noisy_covariance, quick: int = 1000,
-                   full: int = 5000, summary: str = "", factory: Callable[..., Any] | None = None,
-                   **options: Any) -> Target:
+                   full: int = 5000, pilot: int = 200, summary: str = "",
+                   factory: Callable[..., Any] | None = None, **options: Any) -> Target:
     """The estimator registered as ``name`` (or built by ``factory``), audited as ``name``."""
     bounds = RowNorm(1.0) if pairs is _ROW_NORM else Box(1.0)
     make = factory or (lambda **params: make_estimator(name, **params))
@@ -253,14 +253,27 @@ def _method_target(name: str, budget: Any, *, pairs: RowPairs = _ROW_NORM,
         expected=expected,
         quick_samples=quick,
         full_samples=full,
+        quick_pilot=pilot,
     )
 
 
+# Runs of --quick (the CI step). A fit costs 1-5 ms (18 ms for threshold, whose fit also
+# computes the edge inference); the two-stage quick audit (a pilot of `pilot` runs per data
+# set chooses one pair per relation) puts the runs where they separate most. Measured
+# lower bounds at these numbers (seed 0; the claims are about 1):
+# * informative: ssp 0.22 / 0.23 (4000), laplace 0.25 / 0.27, publish 0.16,
+#   publish-discrete 0.17 (8000), and the primitives below (0.24-0.76);
+# * not cheaply informative, left at 1000 runs: sulq, private-mean and adassp split the
+#   budget over several outputs (each separates by a fraction of the claim); wishart's
+#   claim (Sheffet's analysis) is loose; the zCDP targets at rho = 0.02 (sigma = 5
+#   Delta) need about 50 000 runs per data set for a bound of 0.25 (about 15 CPU-minutes
+#   each); threshold and pace cost 18 and 45 ms a fit. Their full audits use more runs.
 _APPROX = ApproxDP(1.0, 1e-3)
 _RHO = ZCDP(0.02)  # about (1, 1e-6)
 
-register_target(_method_target("ssp", _APPROX, float_noise=("gaussian", "sigma")))
-register_target(_method_target("laplace", PureDP(1.0), float_noise=("laplace", "laplace_scale")))
+register_target(_method_target("ssp", _APPROX, float_noise=("gaussian", "sigma"), quick=4000))
+register_target(_method_target("laplace", PureDP(1.0), float_noise=("laplace", "laplace_scale"),
+                               quick=2000))
 register_target(_method_target("sulq", _APPROX))
 register_target(_method_target("wishart", ApproxDP(0.9, 1e-3)))
 register_target(_method_target(
@@ -275,7 +288,8 @@ register_target(_method_target(
     outputs=lambda est: (np.append(_upper(est.noisy_covariance_), est.noisy_trace_),
                          est.noisy_covariance_),
 ))
-register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma")))
+register_target(_method_target("threshold", _APPROX, float_noise=("gaussian", "sigma"),
+                               quick=300, pilot=60))
 
 # The float path (noise="float"): NumPy's samplers leak through floating-point gaps
 # (Mironov 2012). Such releases are reported "invalid"; the floating-point support event
@@ -305,7 +319,7 @@ def _pace_outputs(est: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 register_target(_method_target(
-    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=300,
+    "pace", _RHO, pairs=_BOX, outputs=_pace_outputs, quick=100, full=300, pilot=0,
     summary=f"`dpggm estimate --method pace` ({_RHO}); slow fit: fewer runs",
 ))
 
@@ -341,6 +355,7 @@ register_target(Target(
     datasets=_ROW_NORM.datasets,
     pairs=_ROW_NORM.pairs,
     release=_run_estimator(_private_mean_build, _private_mean_outputs),
+    quick_pilot=200,
 ))
 
 # AdaSSP: rows (x1, x2, y) with |x| <= 1 and |y| <= 1.
@@ -370,6 +385,7 @@ register_target(Target(
         lambda est: (np.concatenate([est.coef_, [est.ridge_, est.noisy_min_eigenvalue_]]), None),
         fit_args=lambda data: (data[:, :2], data[:, 2]),
     ),
+    quick_pilot=200,
 ))
 
 
@@ -416,6 +432,8 @@ register_target(Target(
     pairs=_ROW_NORM.pairs,
     release=_publish_release(False),
     exact_values=lambda data, relation: np.concatenate([[len(data)], data[0], data[-1]]),
+    quick_samples=8000,
+    quick_pilot=200,
 ))
 register_target(Target(
     name="publish-discrete",
@@ -424,6 +442,8 @@ register_target(Target(
     datasets=_INTEGER_ROWS.datasets,
     pairs=_INTEGER_ROWS.pairs,
     release=_publish_release(True),
+    quick_samples=8000,
+    quick_pilot=200,
 ))
 
 
@@ -454,7 +474,7 @@ register_target(Target(
     datasets=_exponential_datasets,
     pairs=lambda relation: [("u=0", "u=(+1,-1,...)"), ("u=0", "u=(-1,+1,...)")],
     release=_exponential_release,
-    quick_samples=4000,
+    quick_samples=40000,
     full_samples=100000,
 ))
 
@@ -475,7 +495,7 @@ register_target(Target(
     datasets=lambda relation: {"count=0": 0, "count=1": 1},
     pairs=lambda relation: [("count=0", "count=1")],
     release=_discrete_gaussian_release,
-    quick_samples=4000,
+    quick_samples=100000,
     full_samples=100000,
 ))
 
@@ -518,7 +538,7 @@ register_target(Target(
     datasets=_quantile_datasets,
     pairs=_quantile_pairs,
     release=_median_cell_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 
@@ -552,7 +572,7 @@ register_target(Target(
     datasets=_norm_datasets,
     pairs=_quantile_pairs,
     release=_norm_bound_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 
@@ -658,7 +678,7 @@ register_target(Target(
     datasets=_spread_datasets,
     pairs=_spread_pairs,
     release=_spread_cell_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 
@@ -701,7 +721,7 @@ register_target(Target(
     datasets=_missing_datasets,
     pairs=_missing_pairs,
     release=_median_cell_missing_release,
-    quick_samples=4000,
+    quick_samples=20000,
     full_samples=100000,
 ))
 

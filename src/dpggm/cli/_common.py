@@ -29,6 +29,7 @@ from dpggm.exceptions import (
     IncompatibleBudgetError,
     InvalidGuaranteeError,
     NumericalError,
+    ReleaseFailedError,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
     IncompatibleBudgetError,
     InvalidGuaranteeError,
     NumericalError,
+    ReleaseFailedError,
     sqlite3.Error,
     TimeoutError,
     # A missing optional dependency (a reader of a file format): its message names the

@@ -136,7 +136,7 @@ def estimate(
                           "dpggm estimate clips to --bound", markup=False, highlight=False)
     from dpggm.estimators._base import stage_estimate
     from dpggm.estimators.registry import make_estimator
-    from dpggm.io import StagedOutput, recover_pending
+    from dpggm.io import StagedOutput, failed_release, recover_pending
 
     budget = budget_from_options(epsilon, delta, rho, mu, non_private)
     bounds = load_bounds(bound, bound_file)
@@ -185,9 +185,13 @@ def estimate(
                 estimator.fit(records)
         record = result_record(method, estimator)
         stage_estimate(staged, estimator, record)
-    except BaseException:
+    except BaseException as exc:
         staged.discard()
-        raise
+        # After the first draw a failure is charged (with a ledger) and reported without
+        # anything that may depend on the noise (dpggm.io.failed_release).
+        raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
+                             dataset=dataset, mechanism=f"dpggm estimate --method {method}",
+                             details={"data": str(data), "out": str(out)}) from None
     try:
         charged = staged.deliver(
             ledger=book, dataset=dataset, guarantee=estimator.privacy_,

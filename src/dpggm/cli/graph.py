@@ -355,7 +355,7 @@ def graph(
                                                        missing) as source:
         # The file is being parsed (in the background) while the estimator, the solvers
         # and the plotting modules are imported.
-        from dpggm.io import StagedOutput, recover_pending
+        from dpggm.io import StagedOutput, failed_release, recover_pending
 
         estimator = make_estimator(ranges)
         recover_pending(Path(out).parent if str(out.parent) else Path("."),
@@ -382,9 +382,13 @@ def graph(
                     drawn_as = "spring"
                 stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name,
                                     layout=drawn_as, groups=declared)
-        except BaseException:
+        except BaseException as exc:
             staged.discard()
-            raise
+            # After the first draw a failure is charged (with a ledger) and reported without
+            # anything that may depend on the noise (dpggm.io.failed_release).
+            raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
+                                 dataset=dataset, mechanism="dpggm graph",
+                                 details={"data": str(data), "out": str(out)}) from None
         try:
             staged.deliver(ledger=book, dataset=dataset, guarantee=estimator.privacy_,
                            mechanism="dpggm graph",

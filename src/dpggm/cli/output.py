@@ -5,11 +5,11 @@ commands."""
 from __future__ import annotations
 
 from dpggm.io import (
+    RECEIPT_NAME,
     STAGING_PREFIX,
     StagedOutput,
     check_target,
     check_writable_dir,
-    commit_directory,
     current_umask,
     place,
     recover_pending,
@@ -17,6 +17,6 @@ from dpggm.io import (
 )
 
 __all__ = [
-    "STAGING_PREFIX", "StagedOutput", "check_target", "check_writable_dir",
-    "commit_directory", "current_umask", "place", "recover_pending", "write_atomic",
+    "RECEIPT_NAME", "STAGING_PREFIX", "StagedOutput", "check_target", "check_writable_dir",
+    "current_umask", "place", "recover_pending", "write_atomic",
 ]

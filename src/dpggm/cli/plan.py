@@ -262,28 +262,14 @@ def plan(
     if command == "estimate" and missing_share:
         raise UserError("--missing-share plans dpggm graph's imputation (the methods of "
                         "dpggm estimate refuse or drop missing values)")
-    if command == "graph":
-        if declared_ranges > columns:
-            raise UserError(f"--declared-ranges {declared_ranges} is more than the {columns} "
-                            "columns")
-        estimator = _graph_estimator(budget, bound=bound, center=center or "private",
-                                     method=method, bound_fraction=bound_fraction,
-                                     center_fraction=center_fraction, missing=missing,
-                                     fdr=fdr, missing_share=missing_share,
-                                     declared_ranges=declared_ranges)
-    else:
-        if declared_ranges:
-            raise UserError("--declared-ranges is for dpggm graph's --bound auto")
-        options = {"center": center, "diag_fraction": diag_fraction,
-                   "select_fraction": select_fraction, "max_rounds": max_rounds,
-                   "allow_invalid": True if allow_invalid else None}
-        accepted = METHODS[method][2]
-        given = {k for k, v in options.items() if v is not None}
-        if given - accepted:
-            raise UserError(f"--method {method} does not take "
-                            f"{', '.join('--' + k.replace('_', '-') for k in sorted(given - accepted))}")
-        estimator = _estimate_estimator(budget, method=method, bound=bound, neighbors=neighbors,
-                                        options=options)
+    estimator = _planned_estimator(
+        budget, command=command, columns=columns, method=method, bound=bound,
+        neighbors=neighbors, center=center, bound_fraction=bound_fraction,
+        declared_ranges=declared_ranges, center_fraction=center_fraction, missing=missing,
+        fdr=fdr, missing_share=missing_share,
+        options={"center": center, "diag_fraction": diag_fraction,
+                 "select_fraction": select_fraction, "max_rounds": max_rounds,
+                 "allow_invalid": True if allow_invalid else None})
     release_plan = estimator.plan(n_samples=rows, n_features=columns)
     record = release_plan.to_dict(estimator.get_params()["report_delta"])
     record["command"] = command
@@ -297,6 +283,39 @@ def plan(
     if as_json:
         console.print_json(json.dumps(record))
         return
+    _print_plan(record, release_plan, noise=noise, fdr=fdr)
+
+
+def _planned_estimator(budget: Any, *, command: str, columns: int, method: str, bound: str,
+                       neighbors: str, center: str | None, bound_fraction: str,
+                       declared_ranges: int, center_fraction: float, missing: str,
+                       fdr: float, missing_share: float, options: dict[str, Any]) -> Any:
+    """The estimator whose run ``dpggm plan`` describes, from its options."""
+    from dpggm.estimators.registry import METHODS
+
+    if command == "graph":
+        if declared_ranges > columns:
+            raise UserError(f"--declared-ranges {declared_ranges} is more than the {columns} "
+                            "columns")
+        return _graph_estimator(budget, bound=bound, center=center or "private",
+                                method=method, bound_fraction=bound_fraction,
+                                center_fraction=center_fraction, missing=missing,
+                                fdr=fdr, missing_share=missing_share,
+                                declared_ranges=declared_ranges)
+    if declared_ranges:
+        raise UserError("--declared-ranges is for dpggm graph's --bound auto")
+    accepted = METHODS[method][2]
+    given = {k for k, v in options.items() if v is not None}
+    if given - accepted:
+        raise UserError(f"--method {method} does not take "
+                        f"{', '.join('--' + k.replace('_', '-') for k in sorted(given - accepted))}")
+    return _estimate_estimator(budget, method=method, bound=bound, neighbors=neighbors,
+                               options=options)
+
+
+def _print_plan(record: dict[str, Any], release_plan: Any, *, noise: float | None,
+                fdr: float) -> None:
+    """The plan as a table and the sentences under it."""
     console.print(plan_table(record))
     if not release_plan.steps:
         console.print(f"no measurement: {release_plan.notes.get('reason', 'nothing spent')}",
@@ -305,6 +324,11 @@ def plan(
     forms = ", ".join(_budget_text(b) for b in record["forms"].values())
     console.print(f"total: {forms}; the steps add up to it exactly: "
                   f"{'yes' if record['spends_exactly_total'] else 'no'}", markup=False)
+    kept = release_plan.notes.get("tied_columns_keep_levels_from_untied_share")
+    if kept is not None:
+        console.print(f"private ranges: a column keeps its levels apart when at least "
+                      f"{100 * kept:.0f} % of its values lie off its most common one "
+                      "(declared ranges keep them all)", markup=False)
     if noise is not None:
         console.print(f"predicted privacy noise on one partial correlation (normal columns): "
                       f"standard deviation {noise:.3g}", markup=False)

@@ -17,6 +17,7 @@ from dpggm.cli._common import (
     err_console,
     guard,
     load_bounds,
+    open_ledger,
     parse_seed,
     summarised_warnings,
 )
@@ -193,6 +194,8 @@ def publish(
         help="random seed (integer: an experiment, not a release) or 'secure'")] = "secure",
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace existing output files")] = False,
+    ledger: Annotated[Path | None, typer.Option(help="budget ledger file to spend from")] = None,
+    dataset: Annotated[str | None, typer.Option(help="dataset name in the ledger")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the guarantee as JSON")] = False,
     columns: dopt.ColumnsOpt = None,
     drop: dopt.DropOpt = None,
@@ -209,7 +212,15 @@ def publish(
     sheet: dopt.SheetOpt = None,
     file_format: dopt.FormatOpt = None,
 ) -> None:
-    """Publish a noisy copy of DATA once (Guo et al.); data users recover graphs from it."""
+    """Publish a noisy copy of DATA once (Guo et al.); data users recover graphs from it.
+
+    With --ledger and --dataset the release is charged before either file appears: the
+    booking is checked before the records are read (the guarantee follows from the bound,
+    the number of columns and the noise level), and a release the ledger cannot book is
+    refused with nothing written or spent."""
+    import json
+
+    from dpggm.cli.output import recover_pending
     from dpggm.experiments.publish_io import publish_csv
 
     reading = dopt.data_options(columns=columns, delimiter=delimiter, decimal=decimal,
@@ -219,19 +230,29 @@ def publish(
                                 header=header)
     bounds = load_bounds(bound, bound_file)
     random_state: Any = parse_seed(seed)
+    if (ledger is None) != (dataset is None):
+        raise UserError("--ledger and --dataset go together")
     if not data.is_dir():
         _input_file(data, "file of records")
     _check_out_file(out, overwrite)
+    book = None if ledger is None else open_ledger(ledger, dataset)
+    recover_pending(out.parent if str(out.parent) else Path("."),
+                    report=lambda line: err_console.print(line, markup=False, highlight=False))
     release = publish_csv(
         dopt.table_file(data, reading), out, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
         snr_db=snr_db, discrete=discrete, grid=grid, neighbors=neighbors,
-        random_state=random_state, overwrite=overwrite,
+        random_state=random_state, overwrite=overwrite, ledger=book, dataset=dataset,
     )
+    metadata = out.with_suffix(".json")
     if as_json:
         console.print_json(release.privacy_.to_json())
     else:
         console.print(release.privacy_.summary(), markup=False)
-        console.print(f"wrote {out} and {out.with_suffix('.json')}", markup=False)
+        if book is not None:
+            receipt = json.loads(metadata.read_text(encoding="utf-8")).get("ledger", {})
+            console.print(f"charged {release.privacy_.budget} to {dataset!r} in {ledger} "
+                          f"(spend #{receipt.get('spend')})", markup=False)
+        console.print(f"wrote {out} and {metadata}", markup=False)
 
 
 @guard

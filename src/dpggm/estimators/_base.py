@@ -56,7 +56,7 @@ from dpggm.estimators._contract import (
 )
 from dpggm.estimators.data import too_few_variables
 from dpggm.estimators.records import SecondMoment, clipped_second_moment
-from dpggm.exceptions import InvalidGuaranteeError
+from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlanRun, ReleasePlan, guarantee_forms
@@ -314,17 +314,69 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> Any:
         """Validate, read and clip ``X``, plan, check, release, solve (see the module
-        documentation). Returns ``self``."""
+        documentation). Returns ``self``.
+
+        Raises
+        ------
+        ReleaseFailedError
+            Anything that fails after the first random draw of a valid release (a solver
+            breaking down on the noisy statistic, say): whether and how it fails may depend
+            on the noise, so the reason is withheld (a seeded run shows it) and the error
+            carries the guarantee to charge for what ran (``guarantee``: the whole plan).
+        """
         settings = self._settings()
-        with self._records(X, y, settings) as data:
-            plan = self._plan(settings, data.n_samples, data.n_features)
-            self._check_plan(settings, plan)
-            ctx = self._context(settings)
-            run = PlanRun(plan)
-            release = self._run(settings, plan, data, run, ctx)
-        self.plan_ = plan
-        self._finish(X, settings, plan, data, release, run, ctx)
+        ctx: ReleaseContext | None = None
+        plan: ReleasePlan | None = None
+        release: Any = None
+        ran = False
+        try:
+            with self._records(X, y, settings) as data:
+                plan = self._plan(settings, data.n_samples, data.n_features)
+                self._check_plan(settings, plan)
+                ctx = self._context(settings)
+                run = PlanRun(plan)
+                release = self._run(settings, plan, data, run, ctx)
+                ran = True
+            self.plan_ = plan
+            self._finish(X, settings, plan, data, release, run, ctx)
+        except Exception:
+            drew = ran or (ctx is not None and ctx.source.drawn)
+            failure = None if plan is None or not drew else self._failed_after_draw(
+                plan, ctx, release)
+            if failure is None:
+                raise
+            raise failure from None
         return self
+
+    def _failed_after_draw(self, plan: ReleasePlan, ctx: ReleaseContext | None,
+                           release: Any) -> Exception | None:
+        """The error for a failure after the first draw: ``None`` (re-raise it as it is)
+        when the run is no valid release anyway -- seeded (an experiment), non-private,
+        float noise, an invalid method --, else a generic :class:`ReleaseFailedError`
+        carrying what to charge: the guarantee of a release that ran in full (an inner
+        estimator's), or the whole plan in every form it holds."""
+        validity, _ = self.expected_validity()
+        if validity != "valid" or plan.non_private:
+            return None
+        guarantee = getattr(release, "privacy_", None)
+        if guarantee is None and ctx is not None:
+            budget = plan.accounting
+            record = ctx.guarantee(
+                budget=budget,
+                mechanism=f"{type(self).__name__} (failed after its noise was drawn; nothing "
+                          "was released)",
+                notes={"plan": plan.to_dict(ctx.report_delta),
+                       "failure": "the run failed after its first random draw; the reason "
+                                  "is withheld (it may depend on the noise)"})
+            forms = plan.forms(ctx.report_delta)
+            guarantee = replace(record,
+                                equivalent=tuple(b for b in forms.values() if b != budget))
+        spent = plan.accounting if guarantee is None else guarantee.budget
+        return ReleaseFailedError(
+            f"{type(self).__name__}: the release failed after its noise was drawn; the "
+            "reason is withheld because it may depend on the noisy release (a seeded run, "
+            "an experiment, shows it). Nothing was released; count the run as spent: "
+            f"{spent} (the error's guarantee)", guarantee=guarantee)
 
     def plan(self, *, n_samples: int, n_features: int) -> ReleasePlan:
         """The measurements a fit on ``n_samples`` records of ``n_features`` columns will

@@ -25,16 +25,14 @@ columns, neighbouring relation, target guarantee) by the in-memory code, so the 
 is identical to :func:`~dpggm.mechanisms.publish.publish` on the same records. Options
 that read the data to set the noise (``snr_db``) are refused here. The data are validated
 (NaN, non-numeric, bound length) in a first pass, before any noise is drawn; the output is
-written to a temporary sibling directory and renamed into place only when complete, so a
-failure leaves nothing visible.
+written to a staging directory beside the target and renamed into place only when
+complete (and, with a ledger, charged), so a failure leaves nothing visible
+(:mod:`dpggm.io`).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.estimators._dask import clipped_second_moment, partition_blocks
-from dpggm.io import commit_directory, write_atomic
+from dpggm.io import RECEIPT_NAME
 from dpggm.mechanisms.bounds import check_bounds, check_neighbors
 from dpggm.mechanisms.publish import publish
 from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
@@ -94,6 +92,9 @@ def _publish_partition(block: Any, seed: Any, columns: list[str], options: dict[
     return publish(frame, random_state=source, **options).data
 
 
+# One piece (over 120 lines, a third of it the parameter documentation): the order of the
+# delivery -- check the booking, validate, calibrate, stage, charge, rename -- reads top to
+# bottom.
 def publish_dask(
     X: Any,
     out: str | os.PathLike,
@@ -109,8 +110,11 @@ def publish_dask(
     report_delta: float | None = None,
     random_state: Any = "secure",
     overwrite: bool = False,
+    ledger: Any = None,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
-    """Release a noisy copy of a Dask DataFrame / Array as a Parquet data set.
+    """Release a noisy copy of a Dask DataFrame / Array as a Parquet data set, charged to
+    a ledger before it appears when ``ledger`` is given.
 
     Parameters
     ----------
@@ -125,13 +129,29 @@ def publish_dask(
     random_state : int, numpy Generator, "secure" or None, default="secure"
         One seed; partition ``k`` uses stream ``k`` of its :class:`~numpy.random.SeedSequence`.
     overwrite : bool, default=False
+    ledger : Ledger or path, optional
+        Charge the release to ``dataset`` in this ledger (an existing file). The booking
+        is checked before any partition is read (the guarantee follows from the bound, the
+        number of columns and the noise level); the data set is written into a staging
+        directory, the ledger charged, the receipt written (``_ledger.json``, and under
+        ``"ledger"`` in ``_release.json``) and the directory renamed into place
+        (:mod:`dpggm.io`: an interrupted delivery is finished by the next one into the
+        same parent directory, never charged twice).
+    dataset : str, optional
+        The dataset's name in ``ledger`` (given with ``ledger``).
 
     Returns
     -------
     dict
         The metadata written to ``_release.json`` (the same fields as
         :meth:`~dpggm.mechanisms.publish.NoisyRelease.to_json_metadata`, plus
-        ``partitions``).
+        ``partitions``; with a ledger, ``ledger``: the receipt).
+
+    Raises
+    ------
+    InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        The ledger cannot book the release (a seeded run, another notion or relation, not
+        enough left): refused before any data are read; nothing written or spent.
 
     Privacy
     -------
@@ -142,19 +162,37 @@ def publish_dask(
     import dask
     import dask.dataframe as dd
 
+    from dpggm.io import StagedOutput, check_target, failed_release, recover_pending
+    from dpggm.mechanisms.publish import check_publish_ledger
+    from dpggm.privacy.ledger import Ledger
+
     out = Path(out)
     if out.exists() and not overwrite:
         raise FileExistsError(f"{str(out)!r} exists; pass overwrite=True to replace it")
+    check_target(out, overwrite=overwrite)
+    if (ledger is None) != (dataset is None):
+        raise ValueError(
+            "ledger and dataset go together: give both (to charge the release) or neither; "
+            f"got ledger={ledger!r}, dataset={dataset!r}")
     bounds = check_bounds(bounds)
     check_neighbors(neighbors)
     blocks, columns = partition_blocks(X, "X")
     p = len(columns)
     bounds.check_dimension(p)
+    options = {"bounds": bounds, "discrete": discrete, "grid": grid, "neighbors": neighbors,
+               "report_delta": report_delta}
+    book = None
+    if ledger is not None:
+        if not isinstance(ledger, Ledger) and not Path(ledger).is_file():
+            raise FileNotFoundError(
+                f"no ledger at {str(ledger)!r}; declare the dataset first (dpggm budget init)")
+        book = ledger if isinstance(ledger, Ledger) else Ledger(ledger, create=False)
+        # Before any partition is read: the booking of the guarantee the release will have.
+        check_publish_ledger(book, dataset, n_features=p, random_state=random_state,
+                             sigma=sigma, mu=mu, epsilon=epsilon, delta=delta, **options)
     # Validation pass (NaN / infinite values with their row, record count) before any
     # noise is drawn.
     n = clipped_second_moment(X, bounds=bounds).n
-    options = {"bounds": bounds, "discrete": discrete, "grid": grid, "neighbors": neighbors,
-               "report_delta": report_delta}
     # Calibration from public parameters only: the in-memory code on two zero records
     # (inside every bound and on every lattice) gives sigma and the guarantee.
     calibration = publish(np.zeros((2, p)), sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
@@ -182,14 +220,24 @@ def publish_dask(
     parts = [dask.delayed(_publish_partition, pure=False)(block, seeds[k], columns, options)
              for k, block in enumerate(blocks)]
     released = dd.from_delayed(parts, meta=meta, verify_meta=False)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    recover_pending(out.parent if str(out.parent) else Path("."), report=lambda line: None)
+    pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
+                                       "dataset": dataset}
+    # Parquet readers skip names starting with "_" or ".": the receipt is "_ledger.json".
+    staged = StagedOutput(out, overwrite=overwrite, pending=pending,
+                          receipt="_" + RECEIPT_NAME, receipt_into=METADATA_NAME)
     try:
-        released.to_parquet(str(staging), write_index=False, write_metadata_file=True)
-        write_atomic(staging / METADATA_NAME, lambda fh: json.dump(metadata, fh, indent=2))
-        # One rename onto the target, with the ordinary permissions (dpggm.io).
-        commit_directory(staging, out, overwrite=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        released.to_parquet(str(staged.staging), write_index=False, write_metadata_file=True)
+        staged.json(METADATA_NAME, metadata)
+    except BaseException as exc:
+        staged.discard()
+        # The partitions draw their noise while they are written: every failure here is
+        # taken as one after the first draw (charged with a ledger, reported generically).
+        raise failed_release(exc, guarantee, ledger=book, dataset=dataset,
+                             mechanism="publish_dask", details={"out": str(out)}) from None
+    receipt = staged.deliver(ledger=book, dataset=dataset, guarantee=guarantee,
+                             mechanism="publish_dask (noisy copy of the records)",
+                             details={"out": str(out)})
+    if receipt is not None:
+        metadata["ledger"] = receipt
     return metadata

@@ -19,12 +19,15 @@ Budget forms
     exactly.
 
 Passes
-    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the
-    deviations' median (or nearest untied level) (each needs the previous stage's released cells), (4) the rescaled
-    rows' norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``,
-    ``Z^T 1`` and ``n``, from which the private mean and the second moment are both released
-    (the centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared
-    bound needs pass 5 only. The counts of passes 1-4 are histograms on public grids
+    With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the median of the
+    deviations not tied with the centre (each needs the previous stage's released cells;
+    every stage selects the cells of all columns in one batch), (4) the rescaled rows'
+    norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``, ``Z^T 1``
+    and ``n``, from which the private mean and the second moment are both released (the
+    centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared bound
+    needs pass 5 only. Columns with a declared range (``column_ranges``) are counted but
+    not selected: their ranges are used as given, and when every range is declared passes
+    2-3 do not run. The counts of passes 1-4 are histograms on public grids
     (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
 """
 
@@ -118,6 +121,10 @@ _MIN_PRESENT = 0.02
 #: stay exact), at least the first and at most the second.
 AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
 
+#: The largest automatic bound fraction spent to keep heavily tied columns' levels apart
+#: beyond locating every column (:func:`bound_fraction_for`).
+TIED_LEVELS_FRACTION = Fraction(1, 4)
+
 
 @dataclass(frozen=True)
 class GraphSettings:
@@ -183,9 +190,14 @@ def _notion_cost(budget: Budget) -> Fraction:
 
 def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | None:
     """The share of the accounting total for the bound step: ``bound_fraction``, or for
-    ``"auto"`` the smallest power of two (within :data:`AUTO_BOUND_FRACTIONS`) that lets
-    every private median and spread land inside its column, and the norm bound near its
-    quantile, with probability about ``1 - e**-3`` -- from ``n`` and ``p`` only."""
+    ``"auto"`` a power of two within :data:`AUTO_BOUND_FRACTIONS`, from ``n`` and ``p``
+    only: the smallest that lets every private centre land inside its column and every
+    spread inside its column's deviations (and the norm bound near its quantile), with
+    probability about ``1 - e**-3``; then doubled, while the share stays at most
+    :data:`TIED_LEVELS_FRACTION`, until the spreads also keep the levels of heavily tied
+    columns (Likert items, 0/1 flags) apart. The budget a plan keeps for tied columns is
+    capped because on continuous columns it buys nothing: the plan states which tied
+    columns it keeps apart (``kept_untied_share``), and declared ranges cost nothing."""
     if not settings.auto or settings.non_private:
         return None
     private = settings.private_range_columns(p)
@@ -194,20 +206,31 @@ def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | No
         return None
     if not isinstance(settings.bound_fraction, str):
         return Fraction(settings.bound_fraction)
-    notion = type(settings.accounting)
     available = _notion_cost(settings.accounting)
-    need = (Fraction(exact_cost(range_budget_needed(n=n, p=private, notion=notion),
-                                notion)[0]) if private else Fraction(0))
+    low, high = AUTO_BOUND_FRACTIONS
+    fraction = low
+    located = _bound_need(settings, n, private, keep_ties=False)
+    while fraction < high and fraction * available < located:
+        fraction *= 2
+    tied = _bound_need(settings, n, private, keep_ties=True)
+    while fraction < TIED_LEVELS_FRACTION and fraction * available < tied:
+        fraction *= 2
+    return fraction
+
+
+def _bound_need(settings: GraphSettings, n: int, private: int, *, keep_ties: bool) -> Fraction:
+    """The bound step's need (in the accounting notion's parameter) for ``private``
+    columns' ranges and, with a norm bound, its quantile."""
+    notion = type(settings.accounting)
+    need = (Fraction(exact_cost(range_budget_needed(n=n, p=private, notion=notion,
+                                                    keep_ties=keep_ties), notion)[0])
+            if private else Fraction(0))
     if settings.with_norm:
         need /= (1 - NORM_SHARE)
         norm_need = exact_cost(norm_budget_needed(
             n=n, quantile=float(settings.norm_quantile), notion=notion), notion)[0]
         need = max(need, Fraction(norm_need) / NORM_SHARE)
-    low, high = AUTO_BOUND_FRACTIONS
-    fraction = low
-    while fraction < high and fraction * available < need:
-        fraction *= 2
-    return fraction
+    return need
 
 
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:

@@ -543,19 +543,30 @@ class _SpillWriter:
     """Appends blocks to the temporary file from a background thread (a throttled disk
     then delays the parsing only when it falls ``depth`` blocks behind), reports each
     block once it is written (``written(rows)``) and hands its buffer back to the
-    recycler.
+    recycler; :meth:`read_into` reads them back.
 
     Column-major bytes: a block reads back as a column-major ``m x p`` array; the
     transpose of a column-major block is C-contiguous, so it is written without a copy.
+
+    Privacy: the file holds parsed private records, so it never has a name while it holds
+    any. It is created anonymous where the system allows (``O_TMPFILE`` in the directory
+    of ``path``) or created at ``path`` and unlinked before anything is written; it is
+    readable by its owner only (mode 0600 whatever the umask), reached through this
+    object's descriptor only, and its directory (made for it) is removed at once. When
+    the process ends -- :meth:`release`, an exception, or ``kill -9`` -- the system frees
+    the file: no copy of the records is left behind. (Where an open file cannot be
+    unlinked, on Windows, it keeps its name until :meth:`release`.)
     """
 
     def __init__(self, path: str, recycler: _Recycler, written: Callable[[int], None], *,
                  depth: int = 2) -> None:
-        self._handle = open(path, "wb", buffering=0)
+        self._fd = _anonymous_file(path)
+        self._named = path if os.path.exists(path) else None
         self._recycler = recycler
         self._written = written
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
+        self._finished = False
         self._thread = threading.Thread(target=self._drain, name="dpggm-spill", daemon=True)
         self._thread.start()
 
@@ -566,15 +577,17 @@ class _SpillWriter:
                 return
             if self._error is None:
                 try:
-                    data = memoryview(np.asfortranarray(block).T).cast("B")
-                    done = 0
-                    while done < len(data):
-                        done += self._handle.write(data[done:])
+                    self._write(memoryview(np.asfortranarray(block).T).cast("B"))
                     self._written(block.shape[0])
                 except BaseException as exc:  # raised in the parsing thread
                     self._error = exc
             self._recycler.give_back(block)
             del block
+
+    def _write(self, data: memoryview) -> None:
+        done = 0
+        while done < len(data):
+            done += os.write(self._fd, data[done:])
 
     def put(self, block: np.ndarray) -> None:
         if self._error is not None:
@@ -582,11 +595,66 @@ class _SpillWriter:
         self._queue.put(block)
 
     def close(self, *, raising: bool = True) -> None:
-        self._queue.put(None)
-        self._thread.join()
-        self._handle.close()
+        """No more blocks: wait until every block is written (the file stays readable
+        until :meth:`release`)."""
+        if not self._finished:
+            self._finished = True
+            self._queue.put(None)
+            self._thread.join()
         if raising and self._error is not None:
             raise self._error
+
+    def read_into(self, view: memoryview, offset: int) -> None:
+        """Fill ``view`` (bytes) from ``offset`` of the file (positional reads: any number
+        of threads at once)."""
+        done = 0
+        while done < len(view):
+            if hasattr(os, "preadv"):
+                count = os.preadv(self._fd, [view[done:]], offset + done)
+            else:  # pragma: no cover - systems without preadv
+                chunk = os.pread(self._fd, len(view) - done, offset + done)
+                view[done:done + len(chunk)] = chunk
+                count = len(chunk)
+            if not count:
+                raise OSError("the temporary file of the parsed records was truncated")
+            done += count
+
+    def release(self) -> None:
+        """Close the file: the system frees it (and its name, where it kept one)."""
+        self.close(raising=False)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._named is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._named)
+
+
+def _anonymous_file(path: str) -> int:
+    """A read-write descriptor of a new owner-only file without a name in the directory of
+    ``path`` (see :class:`_SpillWriter`); the directory is removed if it is left empty."""
+    directory = os.path.dirname(path) or "."
+    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
+    fd = -1
+    if hasattr(os, "O_TMPFILE"):
+        try:
+            fd = os.open(directory, flags | os.O_TMPFILE, 0o600)
+        except OSError:  # a file system without anonymous files
+            fd = -1
+    if fd < 0:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o600)
+        with contextlib.suppress(OSError):  # Windows keeps it until release()
+            os.unlink(path)
+    try:
+        os.fchmod(fd, 0o600)
+    except (OSError, AttributeError):  # pragma: no cover - no fchmod on Windows
+        pass
+    if hasattr(os, "posix_fadvise"):  # the passes read it from start to end
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    with contextlib.suppress(OSError):  # not empty where the name could not be removed
+        os.rmdir(directory)
+    return fd
 
 
 class _Closed(RuntimeError):
@@ -633,6 +701,7 @@ class FileRecords:
         self._kept: list[np.ndarray] = []
         self._kept_bytes = 0
         self._spill_dir: str | None = None
+        self._spill: _SpillWriter | None = None
         self._spill_offsets: list[int] = [0]  # rows before each spilled block
         self._condition = threading.Condition()
         self._available = 0  # blocks that can be read, in order
@@ -703,7 +772,8 @@ class FileRecords:
                         if writer is None:
                             self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-",
                                                                dir=self.scratch)
-                            writer = _SpillWriter(self._spill_path(), recycler, self._arrived)
+                            writer = self._spill = _SpillWriter(self._spill_path(), recycler,
+                                                                self._arrived)
                         self._spill_offsets.append(self._spill_offsets[-1] + block.shape[0])
                         writer.put(block)
                     del block
@@ -716,7 +786,7 @@ class FileRecords:
                 self._condition.notify_all()
         except BaseException as exc:  # raised in the threads that read the blocks
             if writer is not None:
-                writer.close(raising=False)
+                writer.release()
             # The parsed records are incomplete and of no further use: deleted at once.
             if self._spill_dir is not None:
                 shutil.rmtree(self._spill_dir, ignore_errors=True)
@@ -752,7 +822,6 @@ class FileRecords:
         self.start()
         self._wait(lambda: self.n_features > 0 or self._parsed)
         p = self.n_features
-        handles: dict[int, Any] = {}
         buffers: dict[int, np.ndarray] = {}
 
         def read(index: int, worker: int) -> np.ndarray:
@@ -761,24 +830,13 @@ class FileRecords:
             spilled = index - len(self._kept)
             first, last = self._spill_offsets[spilled], self._spill_offsets[spilled + 1]
             rows = last - first
-            # Each worker reads with its own handle into its own buffer.
-            handle = handles.get(worker)
-            if handle is None:
-                handle = handles[worker] = open(self._spill_path(), "rb", buffering=0)
-                if hasattr(os, "posix_fadvise"):
-                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            # Each worker reads into its own buffer (positional reads of the one file).
             buffer = buffers.get(worker)
             if buffer is None or buffer.size < rows * p:
                 buffer = buffers[worker] = np.empty(rows * p + rows * p // 8)
             flat = buffer[:rows * p]
-            view = memoryview(flat).cast("B")
-            handle.seek(first * 8 * p)
-            done = 0
-            while done < len(view):
-                count = handle.readinto(view[done:])
-                if not count:
-                    raise OSError(f"the temporary file {self._spill_path()} was truncated")
-                done += count
+            assert self._spill is not None
+            self._spill.read_into(memoryview(flat).cast("B"), first * 8 * p)
             return flat.reshape(p, rows).T
 
         try:
@@ -796,9 +854,6 @@ class FileRecords:
             if failure is not None and not isinstance(failure, _Closed):
                 raise failure from None
             raise
-        finally:
-            for handle in handles.values():
-                handle.close()
 
     def close(self) -> None:
         """Stop the parser, delete the temporary file and release the blocks' memory."""
@@ -812,6 +867,9 @@ class FileRecords:
         had_blocks = bool(self._kept) or self._spill_dir is not None
         self._kept = []
         self._kept_bytes = 0
+        if self._spill is not None:
+            self._spill.release()
+            self._spill = None
         if self._spill_dir is not None:
             shutil.rmtree(self._spill_dir, ignore_errors=True)
             self._spill_dir = None

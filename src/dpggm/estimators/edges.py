@@ -103,5 +103,10 @@ def edges_from_precision(
 
 
 def edges_csv_text(edges: pd.DataFrame) -> str:
-    """The CSV text of an edge table (header ``source,target,weight,partial_correlation``)."""
-    return edges.to_csv(index=False, float_format="%.10g", lineterminator="\n")
+    """The CSV text of an edge table (header ``source,target,weight,partial_correlation``);
+    a variable name a spreadsheet would read as a formula gets a ``'`` in front
+    (:func:`dpggm.io.csv_name`), the numbers are written as they are."""
+    from dpggm.io import csv_names_frame
+
+    return csv_names_frame(edges, ("source", "target")).to_csv(
+        index=False, float_format="%.10g", lineterminator="\n")

@@ -325,8 +325,9 @@ class PrivateGraph(DPEstimator):
         ``method="pace"`` runs in the ``epsilon**2 / 2``-zCDP it implies.
     bounds : "auto", RowNorm, Box or str, default="auto"
         ``"auto"`` chooses, from ``bound_fraction`` of the budget, per-column ranges
-        (private median +- ``range_width`` private spreads) that map every column onto
-        ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
+        (private median +- ``range_width`` private spreads, the spread being the median
+        of the deviations not tied with the centre, so that discrete columns keep their
+        levels) that map every column onto ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
         ``norm_quantile`` of the rescaled rows' norms. A declared bound (``"l2:B"``,
         ``"box:B"``, ``RowNorm``, ``Box``) is used as given, on the raw (or publicly
         centred) records.
@@ -353,10 +354,15 @@ class PrivateGraph(DPEstimator):
         The private quantiles' scores use the number of records, public under replace-one.
     bound_fraction : float in (0, 1) or "auto", default="auto"
         Share of the budget for ``bounds="auto"`` (a sixteenth of it for the row-norm
-        bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 that lets
-        every private median and spread land inside its column with probability about
-        ``1 - e**-3`` (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`): it
-        depends on ``n`` and ``p`` only, public under replace-one.
+        bound). ``"auto"`` takes the smallest power of two from 1/32 to 1/2 with which,
+        with probability about ``1 - e**-3`` a column, every private median lands inside
+        its column and every spread keeps the levels of a column with at least a quarter
+        of its values off its most common one
+        (:func:`~dpggm.mechanisms.private_bounds.range_budget_needed`): it depends on
+        ``n``, the number of columns without a declared range and the budget only, public
+        under replace-one. The plan states the untied share it resolves
+        (``plan_.notes["tied_columns_keep_levels_from_untied_share"]``); a budget whose
+        ranges cannot even locate their columns is refused before any draw.
     center_fraction : float in (0, 1), default=0.0625
         Share of the budget for ``center="private"``. The shares are dyadic, so the
         parts of a float budget are exact floats and add up to exactly the total.
@@ -496,9 +502,10 @@ class PrivateGraph(DPEstimator):
 
     Privacy
     -------
-    Sequential composition of (1) ``3 p'`` exponential-mechanism quantiles, ``p'`` the
+    Sequential composition of (1) ``3 p'`` exponential-mechanism selections, ``p'`` the
     number of columns without a declared range (each ``epsilon``-DP and
-    ``epsilon**2/8``-zCDP, score sensitivity 1; none when every range is declared),
+    ``epsilon**2/8``-zCDP: cells scored by rank distance, sensitivity 1, plus the cell's
+    count for the two centre stages, sensitivity 2; none when every range is declared),
     (2) one more for the row-norm bound, (3) a Gaussian (or, under pure DP, Laplace) mean
     of the bounded records and (4) the release of their second moment (or PACE-GGM's
     measurements under a zCDP filter). Every step is planned from public facts (``n``,

@@ -201,12 +201,15 @@ def coefficients_csv_text(estimator: Any) -> str:
     """The released coefficients of a fitted regression as the text of ``coef.csv``: header
     ``term,coefficient``; with ``fit_intercept=True`` a first row ``(Intercept)``, then
     one row per feature in the order of the columns (named as fitted: ``x0 .. x{p-1}``
-    without names), every number written with 17 significant digits (read back exactly)."""
+    without names; a name a spreadsheet would read as a formula with a ``'`` in front,
+    :func:`dpggm.io.csv_name`), every number written with 17 significant digits (read
+    back exactly)."""
     import pandas as pd
 
     from dpggm.estimators._contract import feature_names
+    from dpggm.io import csv_name
 
-    terms = list(feature_names(estimator))
+    terms = [csv_name(name) for name in feature_names(estimator)]
     values = [float(v) for v in np.asarray(estimator.coef_, dtype=float)]
     if estimator.fit_intercept:
         terms, values = [INTERCEPT_TERM, *terms], [float(estimator.intercept_), *values]

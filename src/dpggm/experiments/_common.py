@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.io import write_atomic
+from dpggm.io import csv_names_frame, write_atomic
 
 __all__ = [
     "NA_LIMIT",
@@ -297,15 +297,19 @@ def check_out_dir(out_dir: Any, names: Iterable[str], *, overwrite: bool) -> Pat
     return directory
 
 
-def write_csv(frame: pd.DataFrame, path: Any, *, overwrite: bool = False) -> Path:
-    """Write ``frame`` to ``path`` as CSV (no index), atomically.
+def write_csv(frame: pd.DataFrame, path: Any, *, overwrite: bool = False,
+              name_columns: tuple[str, ...] = ()) -> Path:
+    """Write ``frame`` to ``path`` as CSV (no index), atomically: the header and the cells
+    of ``name_columns`` (columns of names) through :func:`dpggm.io.csv_name`, so that no
+    name is read as a formula by a spreadsheet; every other cell as it is.
 
     Raises
     ------
     FileExistsError
         If ``path`` exists and ``overwrite`` is false.
     """
-    return write_atomic(Path(path), lambda fh: frame.to_csv(fh, index=False),
+    safe = csv_names_frame(frame, name_columns)
+    return write_atomic(Path(path), lambda fh: safe.to_csv(fh, index=False),
                         overwrite=overwrite)
 
 

@@ -28,7 +28,7 @@ from dpggm.estimators.data import TableFile, as_matrix, iter_chunks
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
-from dpggm.io import write_atomic
+from dpggm.io import name_from_csv, write_atomic
 from dpggm.mechanisms.publish import NoisyRelease, publish
 
 __all__ = ["default_metadata_path", "publish_csv", "read_metadata", "recover_from_csv"]
@@ -77,6 +77,8 @@ def _read_records(source: Any) -> pd.DataFrame:
     return frame
 
 
+# One piece (over 120 lines, half of it the parameter documentation): the order of the
+# delivery -- check everything, read, draw, stage, charge, place -- reads top to bottom.
 def publish_csv(
     input_csv: Any,
     output_csv: Any,
@@ -94,8 +96,19 @@ def publish_csv(
     random_state: Any = "secure",
     metadata_path: Any = None,
     overwrite: bool = False,
+    ledger: Any = None,
+    dataset: str | None = None,
 ) -> NoisyRelease:
-    """Release a noisy copy of a CSV file and write it with its metadata.
+    """Release a noisy copy of a CSV file and write it with its metadata, charged to a
+    ledger before either file appears when ``ledger`` is given.
+
+    Order of work: every parameter, the output location and (with a ledger) the booking
+    are checked before the records are read -- the release's guarantee follows from the
+    bound, the number of columns (the header) and the noise level alone
+    (:func:`~dpggm.mechanisms.publish.check_publish_ledger`) -- then the records are read,
+    the noise drawn, both files written into a staging directory, the ledger charged and
+    the files placed (the metadata first), as :mod:`dpggm.io` describes: an interrupted
+    delivery is finished by the next one into the same directory, never charged twice.
 
     Parameters
     ----------
@@ -104,16 +117,23 @@ def publish_csv(
         data path reads, or a :class:`~dpggm.estimators.data.TableFile` with its schema
         (dropped and identifier columns are not released) and reading options.
     output_csv : path
-        Where to write the released records (same header). Must differ from
-        ``input_csv``.
+        Where to write the released records (same header; a column name a spreadsheet
+        would read as a formula gets a ``'`` in front, :func:`dpggm.io.csv_name`). Must
+        differ from ``input_csv``.
     bounds, sigma, mu, epsilon, delta, snr_db, discrete, grid, neighbors, report_delta
         As for :func:`dpggm.mechanisms.publish.publish` (exactly one noise level).
     random_state : None, int, numpy.random.Generator or "secure", default="secure"
-        A production release should keep the default.
+        A production release should keep the default (a seeded run is never booked).
     metadata_path : path, optional
-        Where to write the JSON metadata; default :func:`default_metadata_path`.
+        Where to write the JSON metadata, in the directory of ``output_csv``; default
+        :func:`default_metadata_path`.
     overwrite : bool, default=False
         Replace existing output files.
+    ledger : Ledger or path, optional
+        Charge the release to ``dataset`` in this ledger (an existing file); the metadata
+        then carries the receipt under ``"ledger"`` (ledger, dataset, spend, output id).
+    dataset : str, optional
+        The dataset's name in ``ledger`` (given with ``ledger``).
 
     Returns
     -------
@@ -124,6 +144,9 @@ def publish_csv(
     FileExistsError
         An output file exists and ``overwrite`` is false (checked before any noise is
         drawn).
+    InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        The ledger cannot book the release (checked before the records are read; nothing
+        is written or spent).
     ValueError, TypeError
         As for :func:`~dpggm.mechanisms.publish.publish`, or unreadable input.
 
@@ -132,36 +155,87 @@ def publish_csv(
     The release's guarantee (``release.privacy_``); the metadata file carries it. The
     paper's data-dependent figures stay out of the file.
     """
+    from dpggm.io import StagedOutput, failed_release, recover_pending
+    from dpggm.mechanisms.publish import check_publish_ledger
+    from dpggm.privacy.ledger import Ledger
+
     output_csv = Path(output_csv)
     metadata_path = (
         default_metadata_path(output_csv) if metadata_path is None else Path(metadata_path)
     )
     if Path(getattr(input_csv, "path", input_csv)).resolve() == output_csv.resolve():
         raise ValueError("output_csv must differ from input_csv: the private file is kept")
+    if metadata_path.resolve().parent != output_csv.resolve().parent or (
+            metadata_path.name == output_csv.name):
+        raise ValueError(
+            f"metadata_path must be another file in the directory of output_csv (they are "
+            f"delivered together); got {str(metadata_path)!r} for {str(output_csv)!r}")
+    if (ledger is None) != (dataset is None):
+        raise ValueError(
+            "ledger and dataset go together: give both (to charge the release) or neither; "
+            f"got ledger={ledger!r}, dataset={dataset!r}")
     if not overwrite:
         for target in (output_csv, metadata_path):
             if target.exists():
                 raise FileExistsError(f"{str(target)!r} exists; pass overwrite=True to replace it")
-    frame = _read_records(input_csv)
-    release = publish(
-        frame,
-        bounds=bounds,
-        sigma=sigma,
-        mu=mu,
-        epsilon=epsilon,
-        delta=delta,
-        snr_db=snr_db,
-        discrete=discrete,
-        grid=grid,
-        neighbors=neighbors,
-        report_delta=report_delta,
-        random_state=random_state,
-    )
-    write_csv(release.data, output_csv, overwrite=overwrite)
-    _write_text(
-        metadata_path, json.dumps(release.to_json_metadata(), indent=2), overwrite=overwrite
-    )
+    options = {"bounds": bounds, "sigma": sigma, "mu": mu, "epsilon": epsilon, "delta": delta,
+               "snr_db": snr_db, "discrete": discrete, "grid": grid, "neighbors": neighbors,
+               "report_delta": report_delta}
+    book = None
+    if ledger is not None:
+        book = ledger if isinstance(ledger, Ledger) else _open_ledger(ledger)
+        check_publish_ledger(book, dataset, n_features=_n_variables(input_csv),
+                             random_state=random_state, **options)
+    parent = output_csv.parent if str(output_csv.parent) else Path(".")
+    recover_pending(parent, report=lambda line: None)
+    pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
+                                       "dataset": dataset}
+    staged = StagedOutput(output_csv, overwrite=overwrite, pending=pending,
+                          files=[metadata_path, output_csv], receipt_into=metadata_path.name)
+    release = None
+    try:
+        release = publish(_read_records(input_csv), random_state=random_state, **options)
+        metadata = release.to_json_metadata()
+        staged.text(output_csv.name, released_csv_text(release.data))
+        staged.json(metadata_path.name, metadata)
+    except BaseException as exc:
+        staged.discard()
+        # After the draw a failure is charged (with a ledger) and reported generically.
+        raise failed_release(exc, None if release is None else release.privacy_, ledger=book,
+                             dataset=dataset, mechanism="dpggm publish",
+                             details={"data": str(input_csv), "out": str(output_csv)}) from None
+    staged.deliver(ledger=book, dataset=dataset, guarantee=release.privacy_,
+                   mechanism="dpggm publish (noisy copy of the records)",
+                   details={"data": str(input_csv), "out": str(output_csv)})
     return release
+
+
+def released_csv_text(data: Any) -> str:
+    """The CSV text of released records: the header's names through
+    :func:`dpggm.io.csv_name` (a name a spreadsheet would read as a formula gets a ``'``),
+    every value as a number, written so that it reads back exactly."""
+    from dpggm.io import csv_names_frame
+
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(
+        np.asarray(data), columns=[f"x{j}" for j in range(np.shape(data)[1])])
+    return csv_names_frame(frame).to_csv(index=False, lineterminator="\n")
+
+
+def _n_variables(source: Any) -> int:
+    """The number of columns a data file's records will have once read (its schema
+    applied): from its column names only, never a value."""
+    table = source if isinstance(source, TableFile) else TableFile(source)
+    return len(table.resolve().variables)
+
+
+def _open_ledger(path: Any) -> Any:
+    """An existing ledger (a mistyped path never creates one)."""
+    from dpggm.privacy.ledger import Ledger
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(
+            f"no ledger at {str(path)!r}; declare the dataset first (dpggm budget init)")
+    return Ledger(path, create=False)
 
 
 def read_metadata(path: Any) -> dict[str, Any]:
@@ -253,6 +327,9 @@ def recover_from_csv(
     if grid is None and release is not None:
         grid = release.get("noise", {}).get("grid")
     frame = _read_csv(noisy_csv)
+    # The names as published (a name a spreadsheet would read as a formula was written
+    # with a quote in front: dpggm.io.csv_name).
+    frame.columns = [name_from_csv(c) for c in frame.columns]
     estimator = NoisyGraphicalLasso(
         alpha=alpha,
         noise_sigma=noise_sigma,
@@ -274,9 +351,11 @@ def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrit
     names = _names(estimator)
     precision = pd.DataFrame(estimator.precision_, columns=names)
     precision.insert(0, "variable", names)
-    write_csv(precision, directory / "precision.csv", overwrite=overwrite)
+    write_csv(precision, directory / "precision.csv", overwrite=overwrite,
+              name_columns=("variable",))
     edges = edges_from_precision(estimator.precision_, names)
-    write_csv(edges, directory / "edges.csv", overwrite=overwrite)
+    write_csv(edges, directory / "edges.csv", overwrite=overwrite,
+              name_columns=("source", "target"))
     summary: dict[str, Any] = {
         "alpha": estimator.alpha_,
         "noise_sigma": estimator.noise_sigma_,

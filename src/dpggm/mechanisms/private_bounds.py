@@ -18,13 +18,22 @@ Per column ``j`` (:class:`RangeStages`):
 
 1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
 2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
-   first cell and one cell's width either side; its midpoint is the centre ``m_j``;
-3. the cell of the positive geometric grid that holds the median absolute deviation
-   ``|x - m_j|``, unless more than half of the values are tied with the centre (within
-   ``tau_j``, half the refinement's cell width, a released quantity): then the first untied
-   deviation (:func:`spread_target`). That keeps the levels of an ordinal, binary or
-   heavily tied column distinct: when more than half of a Likert item answers "6", the
-   plain MAD is 0 and every other answer would be clipped onto one value.
+   first cell and one cell's width either side; its midpoint is the centre ``m_j``. Both
+   centre stages add a cell's count to its rank score (:data:`STAGE_COUNT_WEIGHTS`), so
+   that a column split about 50/50 between two values is centred on one of them rather
+   than in the empty cells between (most of them near 0 on a grid of every magnitude);
+3. the cell of a positive geometric grid (:data:`SPREAD_PER_OCTAVE` per octave) that holds
+   the median of the deviations ``|x - m_j|`` not tied with the centre (within ``tau_j``,
+   half the refinement's cell width, a released quantity; :func:`spread_target`): the
+   median absolute deviation of a continuous column, the distance to the nearest levels
+   of an ordinal, binary or heavily tied one -- when most of a Likert item answers "6",
+   the plain MAD is 0 and every other answer would be clipped onto one value.
+
+How each column's share is split among the stages, and how much the stages need, are
+public functions of ``n`` and the budget (:func:`range_shares`,
+:func:`stage_epsilons_needed`); the plan states which tied columns keep their levels
+(:func:`kept_untied_share`) and refuses ranges that cannot locate their columns
+(:func:`ranges_locate_columns`).
 
 The range is ``m_j +- width * s_j``; a record is mapped to ``z_j = (clip(x_j) - m_j) / (width
 s_j)`` in ``[-1, 1]``: a function of released values only (post-processing), and a diagonal
@@ -42,7 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.mechanisms.noise import exponential_mechanism, selection_epsilon
+from dpggm.mechanisms.noise import (
+    exponential_mechanism,
+    exponential_mechanisms,
+    selection_epsilon,
+)
 from dpggm.mechanisms.random import RandomSource
 from dpggm.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP, exact_cost, float_at_most
 from dpggm.privacy.calibration import EXPONENTIAL_MECHANISM_ZCDP, epsilon_for_zcdp
@@ -119,9 +132,10 @@ def target_rank(n: int, q: float) -> int:
     return int(round(q * n))
 
 
-def cell_scores(below: np.ndarray, target: int, count_weight: float = 0.0) -> np.ndarray:
+def cell_scores(below: np.ndarray, target: Any, count_weight: float = 0.0) -> np.ndarray:
     """Scores of the cells ``[e_k, e_{k+1})`` of a grid from the counts
-    ``below[k] = #{values < e_k}``: 0 when the target rank lies between the counts at the
+    ``below[k] = #{values < e_k}`` (a matrix: one row of counts and one target per column
+    of data): 0 when the target rank lies between the counts at the
     cell's two ends, otherwise minus the distance from the target to the nearer count;
     plus ``count_weight`` times the number of values in the cell.
 
@@ -141,7 +155,10 @@ def cell_scores(below: np.ndarray, target: int, count_weight: float = 0.0) -> np
     most of those empty cells lie close to zero.
     """
     below = np.asarray(below, dtype=np.int64)
-    lo, hi = below[:-1], below[1:]
+    lo, hi = below[..., :-1], below[..., 1:]
+    # One target per row for a matrix of counts (one row per column of data).
+    target = np.asarray(target, dtype=np.int64)
+    target = target[..., None] if target.ndim else target
     scores = -np.maximum(0, np.maximum(lo - target, target - hi)).astype(float)
     if count_weight:
         scores += count_weight * (hi - lo)
@@ -345,13 +362,13 @@ class RangeStages:
         """One cell per column; ``rng=None`` is the exact, non-private choice (the first
         highest-scoring cell), for reference runs."""
         weight = STAGE_COUNT_WEIGHTS[stage]
+        scores = cell_scores(below, targets, weight)
         if rng is None:
-            return np.array([int(np.argmax(cell_scores(below[j], int(targets[j]), weight)))
-                             for j in range(below.shape[0])], dtype=np.int64)
-        epsilon = self.epsilons[stage]
-        return np.array([choose_cell(below[j], int(targets[j]), epsilon=epsilon, rng=rng,
-                                     count_weight=weight)
-                         for j in range(below.shape[0])], dtype=np.int64)
+            return np.argmax(scores, axis=1).astype(np.int64)
+        # Every column's selection at once, on one stream in column order: the same cells
+        # as one choose_cell per column.
+        return exponential_mechanisms(scores, sensitivity=score_sensitivity(weight),
+                                      epsilon=self.epsilons[stage], rng=RandomSource.of(rng))
 
     def choose_median(self, below: np.ndarray, counted: np.ndarray,
                       rng: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -424,7 +441,9 @@ def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
 
 
 def _targets(counted: np.ndarray) -> np.ndarray:
-    return np.array([target_rank(int(m), 0.5) for m in np.asarray(counted)], dtype=np.int64)
+    """``target_rank(m, 0.5)`` for every count ``m``: ``round(m / 2)``, halves to even, as
+    Python's ``round`` (exact for every count below ``2**53``)."""
+    return np.rint(np.asarray(counted, dtype=np.int64) / 2).astype(np.int64)
 
 
 def _stage_candidates(grid_size: int | None = None) -> dict[str, int]:
@@ -445,14 +464,19 @@ def _epsilon_needed(*, n: int, candidates: int, gap: float, confidence: float) -
 
 
 def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: float = UNTIED_SHARE,
-                          locate: bool = False) -> dict[str, float]:
+                          locate: bool = False, columns: int = 1) -> dict[str, float]:
     """The ``epsilon`` each range stage needs, from public quantities only.
 
     The median and its refinement land within ``n / 2`` ranks of the middle, inside the
     column; their scores count the values in a cell too (:data:`STAGE_COUNT_WEIGHTS`), so
     that on a column with more than half of its values on one level the cell holding that
     level leads every empty cell by more than ``n / 2`` (a refinement that missed it by one
-    empty cell would count no ties and shrink the range onto that cell).
+    empty cell would count no ties and shrink the range onto that cell). A centre that
+    misses its column is a range far from the data, which squeezes the column onto a point
+    and upsets the inference of every pair (measured: one such column of 30 left the 90 %
+    intervals of all pairs covering nothing), so with ``locate=False`` the centre stages
+    aim at every one of ``columns`` columns landing with probability ``1 -
+    e**-confidence`` (``confidence + ln(columns)`` a column, a union bound).
 
     ``locate=False`` (what the plan aims at): the spread lands within ``untied_share * n /
     2`` ranks of its target, the middle of the untied deviations (:func:`spread_target`),
@@ -462,11 +486,13 @@ def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: floa
     ``locate=True`` (below this the plan is refused): the spread lands within ``n / 2``
     ranks of its target, inside the column.
 
-    Each with probability about ``1 - e**-confidence``.
+    Each with probability about ``1 - e**-confidence`` (a column).
     """
     gaps = {"median": 0.5, "refine": 0.5, "spread": 0.5 if locate else untied_share / 2}
+    centre = confidence if locate else confidence + math.log(max(int(columns), 1))
+    sure = {"median": centre, "refine": centre, "spread": confidence}
     # A score of sensitivity 1 + w needs 1 + w times the epsilon for the same ranks.
-    return {k: _epsilon_needed(n=n, candidates=c, gap=gaps[k], confidence=confidence)
+    return {k: _epsilon_needed(n=n, candidates=c, gap=gaps[k], confidence=sure[k])
             * score_sensitivity(STAGE_COUNT_WEIGHTS[k])
             for k, c in _stage_candidates().items()}
 
@@ -479,7 +505,8 @@ def _cost(epsilon: float, notion: type) -> float:
     raise TypeError(f"notion must be ZCDP or PureDP; got {notion!r}")
 
 
-def range_shares(*, n: int, per_column: float, notion: type = ZCDP) -> dict[str, Fraction]:
+def range_shares(*, n: int, per_column: float, notion: type = ZCDP,
+                 columns: int = 1) -> dict[str, Fraction]:
     """Shares of one column's range budget ``per_column`` (zCDP ``rho``, or pure
     ``epsilon``) for the three stages, from public quantities only (``n``, the budget).
     With ``F`` the needs the plan aims at and ``L`` those of locating the column
@@ -497,7 +524,8 @@ def range_shares(*, n: int, per_column: float, notion: type = ZCDP) -> dict[str,
     The shares are continuous in ``per_column``. The median's and refinement's shares are
     multiples of ``2**-30``, the spread takes the remainder: they add up to exactly 1.
     """
-    full = {k: _cost(e, notion) for k, e in stage_epsilons_needed(n=n).items()}
+    full = {k: _cost(e, notion)
+            for k, e in stage_epsilons_needed(n=n, columns=columns).items()}
     low = {k: _cost(e, notion) for k, e in stage_epsilons_needed(n=n, locate=True).items()}
     head = full["median"] + full["refine"]
     c = float(per_column)
@@ -523,11 +551,11 @@ def range_epsilons(budget: Budget, p: int, *, n: int) -> dict[str, float]:
     through :func:`exponential_epsilon` (rounded toward less privacy loss)."""
     if isinstance(budget, ZCDP):
         rho = exact_cost(budget, ZCDP)[0] / p
-        shares = range_shares(n=n, per_column=float(rho), notion=ZCDP)
+        shares = range_shares(n=n, per_column=float(rho), notion=ZCDP, columns=p)
         epsilons = {k: epsilon_for_zcdp(rho * share) for k, share in shares.items()}
     elif isinstance(budget, (PureDP, ApproxDP)):
         epsilon = Fraction(budget.epsilon) / p
-        shares = range_shares(n=n, per_column=float(epsilon), notion=PureDP)
+        shares = range_shares(n=n, per_column=float(epsilon), notion=PureDP, columns=p)
         epsilons = {k: float_at_most(epsilon * share) for k, share in shares.items()}
     else:
         raise TypeError(
@@ -538,15 +566,22 @@ def range_epsilons(budget: Budget, p: int, *, n: int) -> dict[str, float]:
     return epsilons
 
 
-def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, locate: bool = False) -> Budget:
+def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, locate: bool = False,
+                        keep_ties: bool = True) -> Budget:
     """What :func:`private_ranges` needs on ``p`` columns of ``n`` records for every stage
     to meet :func:`stage_epsilons_needed` (with ``locate=True``, to find the columns at
     all) under :func:`range_shares` (public quantities only).
 
+    ``keep_ties=False`` (ignored with ``locate=True``): the centres as planned, but the
+    spread only located (:func:`range_shares`' second regime) -- what a continuous column
+    needs; the spread's further share keeps the levels of heavily tied columns apart.
+
     ``notion`` is ``ZCDP`` (the budget's ``rho``) or ``PureDP`` (its ``epsilon``).
     """
-    per_column = sum(_cost(e, notion)
-                     for e in stage_epsilons_needed(n=n, locate=locate).values())
+    needs = stage_epsilons_needed(n=n, locate=locate, columns=p)
+    if not locate and not keep_ties:
+        needs["spread"] = stage_epsilons_needed(n=n, locate=True, columns=p)["spread"]
+    per_column = sum(_cost(e, notion) for e in needs.values())
     return ZCDP(p * per_column) if notion is ZCDP else PureDP(p * per_column)
 
 

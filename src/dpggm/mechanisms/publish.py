@@ -60,6 +60,7 @@ private data.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -69,7 +70,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.exceptions import BudgetRangeError, UnsupportedNeighborsError
+from dpggm.exceptions import (
+    BudgetRangeError,
+    InvalidGuaranteeError,
+    ReleaseFailedError,
+    UnsupportedNeighborsError,
+)
 from dpggm.mechanisms.additive import (
     GaussianMechanism,
     NoisePart,
@@ -106,6 +112,7 @@ __all__ = [
     "METADATA_FORMAT",
     "NoisyRelease",
     "RecordPublication",
+    "check_publish_ledger",
     "guarantee_from_dict",
     "paper_accounting",
     "publish",
@@ -609,62 +616,168 @@ def publish(
         if discrete:
             _check_lattice_budget(asked, sensitivity=sensitivity,
                                   step=Fraction(1) if grid is None else Fraction(grid))
-    if discrete:
-        outcome = _publish_discrete(
-            values, bounds=bounds, grid=grid, sensitivity=sensitivity, kind=kind,
-            request=request, ctx=ctx, integer_storage=integer_storage,
-        )
-    else:
-        outcome = _publish_continuous(
-            values, bounds=bounds, sensitivity=sensitivity, kind=kind, request=request, ctx=ctx
-        )
-    released, scale, budget, noise_record, guarantee_note, noise_variance, clipped = outcome
+    try:
+        if discrete:
+            outcome = _publish_discrete(
+                values, bounds=bounds, grid=grid, sensitivity=sensitivity, kind=kind,
+                request=request, ctx=ctx, integer_storage=integer_storage,
+            )
+        else:
+            outcome = _publish_continuous(
+                values, bounds=bounds, sensitivity=sensitivity, kind=kind, request=request, ctx=ctx
+            )
+        released, scale, budget, noise_record, guarantee_note, noise_variance, clipped = outcome
 
-    data_dependent: list[str] = []
-    if kind == "snr_db":
-        noise_record["snr_db"] = request["snr_db"]
-        data_dependent.append(
-            "sigma was set from the power (mean of X^2) of the private data via snr_db, so "
-            "the noise scale depends on the data and Delta/sigma is not a formal guarantee"
-        )
-    guarantee = ctx.guarantee(
-        budget=budget,
-        mechanism=(
-            "discrete Gaussian (exact, Canonne-Kamath-Steinke) noise added to every clipped record"
-            if discrete
-            else "Gaussian noise added to every clipped record (noisy data release)"
-        ),
-        noise=noise_record,
-        notes={
-            "guarantee": guarantee_note,
-            "clipping": (
-                "every record was clipped to the declared bound before the noise was added"
-                + (" and rounded toward zero onto the lattice" if discrete else "")
+        data_dependent: list[str] = []
+        if kind == "snr_db":
+            noise_record["snr_db"] = request["snr_db"]
+            data_dependent.append(
+                "sigma was set from the power (mean of X^2) of the private data via snr_db, so "
+                "the noise scale depends on the data and Delta/sigma is not a formal guarantee"
+            )
+        guarantee = ctx.guarantee(
+            budget=budget,
+            mechanism=(
+                "discrete Gaussian (exact, Canonne-Kamath-Steinke) noise added to every clipped record"
+                if discrete
+                else "Gaussian noise added to every clipped record (noisy data release)"
             ),
-        },
-        curator_notes={
-            "paper_accounting": paper_accounting(
-                clipped, sigma=scale, discrete=discrete, report_delta=report_delta
-            ),
-        },
-        data_dependent_reasons=data_dependent,
-    )
-    if isinstance(X, pd.DataFrame):
-        # Row labels are often identifiers: they are copied only when declared public.
-        data: Any = pd.DataFrame(
-            released, columns=list(X.columns), index=index if index_public else None
+            noise=noise_record,
+            notes={
+                "guarantee": guarantee_note,
+                "clipping": (
+                    "every record was clipped to the declared bound before the noise was added"
+                    + (" and rounded toward zero onto the lattice" if discrete else "")
+                ),
+            },
+            curator_notes={
+                "paper_accounting": paper_accounting(
+                    clipped, sigma=scale, discrete=discrete, report_delta=report_delta
+                ),
+            },
+            data_dependent_reasons=data_dependent,
         )
-    else:
-        data = released
-    return NoisyRelease(
-        data=data,
-        sigma=float(scale),
-        privacy_=guarantee,
-        discrete=discrete,
-        grid=grid,
-        noise_variance=float(noise_variance),
-        columns=columns,
-    )
+        if isinstance(X, pd.DataFrame):
+            # Row labels are often identifiers: they are copied only when declared public.
+            data: Any = pd.DataFrame(
+                released, columns=list(X.columns), index=index if index_public else None
+            )
+        else:
+            data = released
+        return NoisyRelease(
+            data=data,
+            sigma=float(scale),
+            privacy_=guarantee,
+            discrete=discrete,
+            grid=grid,
+            noise_variance=float(noise_variance),
+            columns=columns,
+        )
+    except Exception:
+        if not ctx.source.drawn or _CALIBRATING.get():
+            raise
+        failure = _failed_after_draw(
+            ctx, kind=kind, p=p, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon,
+            delta=delta, discrete=discrete, grid=grid, neighbors=neighbors, noise=noise,
+            report_delta=report_delta)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def _failed_after_draw(ctx: ReleaseContext, *, kind: str, p: int,
+                       **options: Any) -> Exception | None:
+    """The error for a release that failed after its first draw (see
+    :class:`~dpggm.exceptions.ReleaseFailedError`): ``None`` -- re-raise it as it is --
+    when the release would not have been valid anyway (seeded, float noise, ``snr_db``);
+    else a generic error carrying the guarantee the release would have had (computed on a
+    zero record, from public parameters)."""
+    if kind == "snr_db" or ctx.validity(ZCDP(1.0))[0] != "valid":
+        return None
+    token = _CALIBRATING.set(True)
+    try:
+        expected: PrivacyGuarantee | None = publish(
+            np.zeros((1, p)), random_state=None, **options).privacy_
+    except Exception:  # the calibration itself failed: no figure to state
+        expected = None
+    finally:
+        _CALIBRATING.reset(token)
+    if expected is not None and expected.validity != "valid":
+        return None
+    spent = "" if expected is None else f": {expected.budget} (the error's guarantee)"
+    return ReleaseFailedError(
+        "publish: the release failed after its noise was drawn; the reason is withheld "
+        "because it may depend on the noise (a seeded run, an experiment, shows it). "
+        f"Nothing was released; count the run as spent{spent}", guarantee=expected)
+
+
+#: Set while :func:`_failed_after_draw` computes the guarantee on a zero record (whose own
+#: failure is then raised as it is).
+_CALIBRATING: contextvars.ContextVar[bool] = contextvars.ContextVar("calibrating",
+                                                                    default=False)
+
+
+def check_publish_ledger(ledger: Any, dataset: str, *, n_features: int,
+                         random_state: Any = "secure", **options: Any) -> PrivacyGuarantee:
+    """Refuse, before any record is read, a release of ``n_features`` columns that
+    ``ledger`` could not book for ``dataset``; return the guarantee it will have.
+
+    The guarantee of :func:`publish` depends on public parameters only (the bound, the
+    number of columns, the relation, the noise level): it is computed here on a release of
+    one zero record (no private data). Refused: a release that will not be valid -- a
+    seeded ``random_state`` (an experiment), float noise, ``snr_db`` (the noise set from
+    the private data) -- one whose budget forms none converts into the dataset's notion,
+    one under another neighbouring relation, and one that exceeds what remains.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    dataset : str
+    n_features : int
+        The number of columns to be released.
+    random_state
+        As for :func:`publish`.
+    **options
+        The other keyword arguments of :func:`publish` (``bounds``, ``sigma``, ``mu``,
+        ``epsilon``, ``delta``, ``snr_db``, ``discrete``, ``grid``, ``neighbors``,
+        ``noise``, ``report_delta``).
+
+    Returns
+    -------
+    PrivacyGuarantee
+        The guarantee the release will hold (its budget is what the ledger will be
+        charged).
+
+    Raises
+    ------
+    InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        As :meth:`~dpggm.privacy.ledger.Ledger.check_forms`, and for an invalid release.
+    ValueError, TypeError
+        Every refusal :func:`publish` would make before drawing.
+
+    Privacy
+    -------
+    Reads no record; the draw on the zero record is discarded.
+    """
+    if options.get("snr_db") is not None:
+        raise InvalidGuaranteeError(
+            "snr_db sets the noise from the power of the private data, so the release has "
+            "no formal guarantee and is never booked against a ledger; give sigma, mu, or "
+            "epsilon with delta; nothing was read or spent")
+    expected = publish(np.zeros((1, int(n_features))), random_state=None, **options).privacy_
+    ctx = ReleaseContext(neighbors=expected.neighbors, bounds=check_bounds(options["bounds"]),
+                         random_state=random_state, report_delta=expected.report_delta,
+                         noise="exact" if options.get("discrete") else options.get(
+                             "noise", "exact"))
+    validity, reason = ctx.validity(expected.budget)
+    if expected.validity != "valid" or validity != "valid":
+        worst = validity if validity != "valid" else expected.validity
+        reasons = "; ".join(r for r in (expected.reason, reason) if r)
+        raise InvalidGuaranteeError(
+            f"this release would have validity {worst!r} ({reasons}), so it is never booked "
+            "against a ledger; nothing was read or spent")
+    ledger.check_forms(dataset, expected.forms, neighbors=expected.neighbors)
+    return expected
 
 
 def _continuous_mechanism(

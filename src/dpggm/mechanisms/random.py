@@ -99,10 +99,12 @@ class RandomSource:
     ``"invalid"``, see :data:`~dpggm.mechanisms.additive.FLOAT_NOISE_REASON`).
     """
 
-    __slots__ = ("_generator",)
+    __slots__ = ("_draws", "_generator")
 
     def __init__(self, random_state: Any = None) -> None:
         _check_seed(random_state)
+        # Whether anything was drawn, shared with the sources built from this one.
+        self._draws = random_state._draws if isinstance(random_state, RandomSource) else [False]
         if isinstance(random_state, RandomSource):
             self._generator = random_state._generator
         elif random_state is None or _is_secure_string(random_state):
@@ -128,8 +130,15 @@ class RandomSource:
         """Whether the words come from a seeded (PCG64) stream someone else may hold."""
         return self._generator is not None
 
+    @property
+    def drawn(self) -> bool:
+        """Whether any random word was drawn (by this source or one built from it): from
+        then on, whatever happens may depend on the noise."""
+        return self._draws[0]
+
     def words(self, count: int) -> np.ndarray:
         """``count`` uniform 64-bit words (``uint64``)."""
+        self._draws[0] = True
         count = int(count)
         if self._generator is None:
             return np.frombuffer(os.urandom(8 * count), dtype=np.uint64).copy()
@@ -147,6 +156,7 @@ class RandomSource:
 
     def normal(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
         if self._generator is not None:
+            self._draws[0] = True
             return self._generator.normal(loc, scale, size=size)
         from scipy import special
 
@@ -157,6 +167,7 @@ class RandomSource:
 
     def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
         if self._generator is not None:
+            self._draws[0] = True
             return self._generator.laplace(loc, scale, size=size)
         u = self._uniform(size)
         # Inverse CDF: log(2u) below one half, -log(2 - 2u) above (both exact doublings).
@@ -164,6 +175,7 @@ class RandomSource:
 
     def chisquare(self, df: Any, size: Any = None) -> Any:
         if self._generator is not None:
+            self._draws[0] = True
             return self._generator.chisquare(df, size=size)
         from scipy import special
 

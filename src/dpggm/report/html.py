@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.io import name_from_csv
 from dpggm.report.plots import (
     EVIDENCE_STYLES,
     FOREST_LIMIT,
@@ -752,8 +753,14 @@ def _picture_parts(edges: pd.DataFrame | None, precision: np.ndarray | None,
 def _read_edges(directory: Path) -> pd.DataFrame | None:
     if not (directory / "edges.csv").exists():
         return None
-    return pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
-                       keep_default_na=False)
+    edges = pd.read_csv(directory / "edges.csv", dtype={"source": str, "target": str},
+                        keep_default_na=False)
+    # The names as fitted (edges.csv quotes a name a spreadsheet would read as a formula:
+    # dpggm.io.csv_name).
+    for column in ("source", "target"):
+        if column in edges:
+            edges[column] = [name_from_csv(v) for v in edges[column]]
+    return edges
 
 
 def picture_files(directory: Path | str, *, layout: str | None = None, groups: Any = None,
