@@ -226,7 +226,7 @@ def test_clipping_correction_recovers_the_population_partial_correlations():
     theta = _chain_precision(p, 0.45)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
     model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
-                          box=None, recentre=False)
+                          box=None, recenter=False)
     Z = model.clip(X)
     S = Z.T @ Z / n
     truth = _partial(theta)[np.triu_indices(p, 1)]
@@ -251,7 +251,7 @@ def test_the_default_corrects_the_intervals_and_tests_the_release_as_clipped():
     theta = _chain_precision(p, 0.3)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
     model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
-                          box=None, recentre=False)
+                          box=None, recenter=False)
     Z = model.clip(X)
     S = Z.T @ Z / n + np.diag(np.full(p, 1e-4))
     default = edge_inference(S, n_samples=n, noise_variance=1e-8, clipping=model)
@@ -281,7 +281,7 @@ def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
 
 
 def test_bootstrap_simulates_the_clipping():
-    # Records clipped at their median norm (box, ball, recentring): the bootstrap re-simulates
+    # Records clipped at their median norm (box, ball, recentering): the bootstrap re-simulates
     # that from the released quantities and agrees with the closed form.
     rng = np.random.default_rng(10)
     p, n, sigma = 6, 3000, 1e-3
@@ -546,7 +546,7 @@ def test_heavy_tailed_records_keep_the_coverage_of_a_strong_edge():
     z = z * np.minimum(1, B / norms)[:, None]
     z -= z.mean(axis=0)
     S = z.T @ z / n
-    clipping = ClippingModel(row_norm_bound=B, box=1.0, recentre=False)
+    clipping = ClippingModel(row_norm_bound=B, box=1.0, recenter=False)
     honest = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping)
     trusting = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping,
                               tail_allowance=0.0)

@@ -42,9 +42,9 @@ def chain_release(n: int, p: int, snr_db: float, seed: int):
 
 def test_bias_corrected_covariance_closed_form():
     X = np.random.default_rng(0).normal(size=(50, 4)) + 3.0
-    centred = bias_corrected_covariance(X, noise_variance=0.3)
+    centered = bias_corrected_covariance(X, noise_variance=0.3)
     np.testing.assert_allclose(
-        centred, np.cov(X, rowvar=False, bias=True) - 0.3 * 49 / 50 * np.eye(4), atol=1e-12
+        centered, np.cov(X, rowvar=False, bias=True) - 0.3 * 49 / 50 * np.eye(4), atol=1e-12
     )
     raw = bias_corrected_covariance(X, noise_variance=0.3, assume_centered=True)
     np.testing.assert_allclose(raw, X.T @ X / 50 - 0.3 * np.eye(4), atol=1e-12)

@@ -544,7 +544,7 @@ def pace_ggm_structure() -> str:
     structure = read("pace_ggm_variants", "pace_ggm_structure.csv")
     if structure is None:
         return "*(not run)*"
-    shown = ("as run: d = 31, centred, clipped", "no diagnosis column (d = 30)",
+    shown = ("as run: d = 31, centered, clipped", "no diagnosis column (d = 30)",
              "record id as a 32nd column (d = 32)")
     rows = []
     for _, r in structure[structure["variant"].isin(shown)].iterrows():
@@ -555,7 +555,7 @@ def pace_ggm_structure() -> str:
             "e_off": fmt(r["e_off_before_clipping"]),
             "rank_eff": fmt(r["rank_eff_before_clipping"]),
             "e_off after clipping": fmt(r["e_off_as_used"]),
-            "values clipped": f"{100 * r['outside_box_after_centring']:.1f} %",
+            "values clipped": f"{100 * r['outside_box_after_centering']:.1f} %",
         })
     d, n, mean_r, max_r, e_off, rank_eff = PAPER_PACE_GGM_STRUCTURE
     rows.append({"data": "**paper** (BreastCancerWisconsin)", "d": d, "n": n,
@@ -953,7 +953,7 @@ SUMMARY_ROWS = (
      "variants** (post hoc); 3 repetitions",
      lambda: _cells_noisy_data("1b", True), None),
     ("Ferrando et al.", "Table 4, breast cancer, off-diagonal entries measured",
-     "honest: d = 31, declared ranges, centred and clipped; 10 trials",
+     "honest: d = 31, declared ranges, centered and clipped; 10 trials",
      lambda: _cells_pace_ggm(False), RELATIVE_TOLERANCE["pace_ggm"]),
     ("Ferrando et al.", "Table 4, breast cancer, off-diagonal entries measured",
      "the paper's choices: d = 32 with the record id, the data's own ranges, uniform "
@@ -1566,12 +1566,12 @@ def _values_pace_ggm() -> dict:
     return {
         "pace_ggm.variants.reps": _reps("pace_ggm_variants", "pace_ggm_variants.csv"),
         "pace_ggm.structure.id": structure_of("record id as a 32nd column (d = 32)"),
-        "pace_ggm.structure.as_run": structure_of("as run: d = 31, centred, clipped"),
+        "pace_ggm.structure.as_run": structure_of("as run: d = 31, centered, clipped"),
         "pace_ggm.structure.paper": f"{fmt(PAPER_PACE_GGM_STRUCTURE[2])} and "
                                f"{fmt(PAPER_PACE_GGM_STRUCTURE[5])}",
         "pace_ggm.clipped": share(float(structure.loc[structure["variant"] == "as run: d = 31, "
-                                                 "centred, clipped",
-                                                 "outside_box_after_centring"].iloc[0]), 1),
+                                                 "centered, clipped",
+                                                 "outside_box_after_centering"].iloc[0]), 1),
         "pace_ggm.honest.summary": f"we measure {summary}",
         "pace_ggm.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_pace_ggm(False))),
         "pace_ggm.honest.30": str(sum(bool(_near(c, RELATIVE_TOLERANCE["pace_ggm"]))

@@ -729,7 +729,7 @@ def make_sparse_covariance(
 def make_raw_chain(
     *, n_samples: int = 20000, n_features: int = 10, random_state=None
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """A chain graph (:func:`make_chain`) in raw, uncentred units of different sizes.
+    """A chain graph (:func:`make_chain`) in raw, uncentered units of different sizes.
 
     Column ``j`` has mean ``geomspace(3, 300)[j]`` and scale ``geomspace(0.5, 20)[j]``
     (alternated, so large means meet small scales), as raw measurements would: grams next

@@ -107,7 +107,7 @@ class _Accumulator:
     """Clipped sums of records added block by block.
 
     Each block is copied into one column-major ``_BLOCK_ROWS x (p + 1)`` buffer (the last
-    column all ones), checked, centred and clipped in place, and multiplied out by
+    column all ones), checked, centered and clipped in place, and multiplied out by
     ``dsyrk`` while it is in cache: the only full pass over the records is the copy, and
     no buffer is allocated per block.
     """
@@ -394,7 +394,7 @@ def clipped_second_moment(
 ) -> SecondMoment:
     """The clipped second moment of a Dask DataFrame / Array, reduced on the cluster.
 
-    Same checks and messages as in memory (bound length and centre before any work;
+    Same checks and messages as in memory (bound length and center before any work;
     NaN / infinite values with their 0-based row and column name); the result equals
     :func:`dpggm.estimators.data.clipped_second_moment` on the same records.
     """

@@ -229,7 +229,7 @@ class _ZCDPCovarianceBase(DPEstimator):
 
     def _centering_note(self, settings: Settings) -> str:
         if isinstance(settings["center"], str):
-            return "none: raw second moment X^T X / n (equals the covariance only for centred data)"
+            return "none: raw second moment X^T X / n (equals the covariance only for centered data)"
         return "public mean subtracted before clipping"
 
     def _empty_plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:

@@ -39,7 +39,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         count (``count_fraction`` of the budget) are released and divided afterwards.
     center : {"none", "private"} or array of shape (p,), default="none"
         ``"none"`` releases the raw second moment (costs nothing; it is the covariance only
-        when the data are centred, as the source papers assume). A vector is a public mean
+        when the data are centered, as the source papers assume). A vector is a public mean
         subtracted before clipping (costs nothing; must not be computed from the data).
         ``"private"`` spends ``mean_fraction`` of the budget on a private mean and returns
         ``S~ - m~ m~^T``.

@@ -1425,7 +1425,7 @@ class SecondMoment:
     Attributes
     ----------
     second_moment : ndarray (p, p)
-        ``X^T X / n`` of the clipped (and, with a public centre, centred) records.
+        ``X^T X / n`` of the clipped (and, with a public center, centered) records.
     total : ndarray (p,)
         Column sums of the same records.
     n : int
@@ -1447,7 +1447,7 @@ class SecondMoment:
 
 
 def check_center(center: Any, p: int) -> np.ndarray | None:
-    """A public centre must be a finite vector with one entry per column."""
+    """A public center must be a finite vector with one entry per column."""
     if center is None:
         return None
     center = np.asarray(center, dtype=float)

@@ -155,7 +155,7 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin):
     grid : float, optional
         Lattice step of a discrete release.
     assume_centered : bool, default=False
-        Use ``X^T X / n`` instead of centring the noisy data.
+        Use ``X^T X / n`` instead of centering the noisy data.
     standardize : bool, default=True
         Scale the corrected covariance to unit diagonal first.
     tol : float, default=1e-6

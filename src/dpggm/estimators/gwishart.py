@@ -60,7 +60,7 @@ Data
 The scatter is ``U = m S^`` with ``S^`` the bias-corrected covariance of the release
 (:func:`~dpggm.estimators.noisy_glasso.bias_corrected_covariance`), repaired to be positive
 definite exactly as :class:`~dpggm.estimators.noisy_glasso.NoisyGraphicalLasso` does;
-``m = n - 1`` when the release is centred by its own mean (the default), ``n`` with
+``m = n - 1`` when the release is centered by its own mean (the default), ``n`` with
 ``assume_centered=True``.
 
 Convergence
@@ -414,7 +414,7 @@ class GWishartGraph(PostProcessingEstimator):
     grid : float, optional
         Lattice step of a discrete release (default: as recorded in ``release``).
     assume_centered : bool, default=False
-        Use ``X~^T X~`` as the scatter (``n`` degrees of freedom) instead of centring the
+        Use ``X~^T X~`` as the scatter (``n`` degrees of freedom) instead of centering the
         noisy data (``n - 1``).
     b : float, default=3.0
         G-Wishart degrees of freedom of the prior, ``> 2``.

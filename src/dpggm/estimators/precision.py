@@ -158,7 +158,7 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         # zero); a declared box has no closed form.
         self._inference_clipping = (
             ClippingModel(row_norm_bound=bounds.bound, box=None, mean=release.noisy_mean,
-                          recentre=False) if isinstance(bounds, RowNorm) else None)
+                          recenter=False) if isinstance(bounds, RowNorm) else None)
         self.inference_ = None
         if self._inference_refusal is None:
             from dpggm.estimators._contract import feature_names
@@ -183,7 +183,7 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         ``(epsilon, delta)`` or GDP budget), whose noise is symmetric with one stated
         variance on every entry (``entry_noise_std_``), and for a non-private run. The
         estimand is the partial correlations of the clipped records' second moment (their
-        covariance with ``center="private"`` or a public centre); with a declared
+        covariance with ``center="private"`` or a public center); with a declared
         row-norm bound the intervals are corrected for the shrinkage of the rows onto it
         (``clipping_correction``, as :meth:`PrivateGraph.infer
         <dpggm.estimators.graph.PrivateGraph.infer>`). ``inference_`` is this at the

@@ -975,10 +975,10 @@ def run_ridge_precision_lda(
 
     As in the paper, each repetition splits the 351 records at random into a training set
     of 40, a validation set of 40 (which chooses the ridge penalty) and a test set (the
-    rest); the precision matrix of the training records, centred within each class, is
+    rest); the precision matrix of the training records, centered within each class, is
     released by DP-RP at ``(epsilon, 1e-3)``; the class means and priors are those of the
     training records, not private (the paper privatises the precision matrix only). The
-    34 features are documented to lie in ``[-1, 1]``, so a centred record lies in
+    34 features are documented to lie in ``[-1, 1]``, so a centered record lies in
     ``[-2, 2]`` per coordinate and the declared row bound is ``2·sqrt(34)``. The ridge
     penalties of the validation grid are post-processing of the one release. Needs the R
     package mlbench (``apt-get install r-cran-mlbench``).
