@@ -284,7 +284,7 @@ SPREAD_PER_OCTAVE = 4
 #: its answers on one level, a 0/1 flag split 75/25) keeps its levels apart
 #: (:func:`range_budget_needed`, :func:`kept_untied_share`). Smaller shares cost more:
 #: the budget a spread needs grows like ``1 / share**2``.
-UNTIED_SHARE = 0.25
+UNTIED_SHARE = 0.2
 
 #: Cells of the refinement grid per cell of the first median's grid.
 REFINE_POINTS = 64
@@ -490,7 +490,7 @@ def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: floa
     """
     gaps = {"median": 0.5, "refine": 0.5, "spread": 0.5 if locate else untied_share / 2}
     center = confidence if locate else confidence + math.log(max(int(columns), 1))
-    sure = {"median": center, "refine": center, "spread": confidence}
+    sure = {"median": center, "refine": center, "spread": center}
     # A score of sensitivity 1 + w needs 1 + w times the epsilon for the same ranks.
     return {k: _epsilon_needed(n=n, candidates=c, gap=gaps[k], confidence=sure[k])
             * score_sensitivity(STAGE_COUNT_WEIGHTS[k])
