@@ -1,4 +1,5 @@
-"""Pinned copy of dpggm.solvers.maxent at commit 5de87ab (before issue 13).
+"""Pinned copy of dpggm.solvers.maxent at commit 5de87ab (before its
+reconstruction was rewritten for speed).
 
 The reference path of benchmarks/bench_pace.py: PACE-GGM fits are re-run with this
 ``MaxEntropyReconstructor`` to measure the speed-up and the agreement of the estimates.

@@ -13,7 +13,7 @@ Usage::
     nice -n 10 python benchmarks/bench_audit.py            # full (tens of minutes)
     python benchmarks/bench_audit.py --quick                # a few minutes
     python benchmarks/bench_audit.py --only ssp laplace
-    python benchmarks/bench_audit.py --mironov              # issue 9's float-support attack
+    python benchmarks/bench_audit.py --mironov              # Mironov's float-support attack
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the node positions in the drawn SVG:
 * crossings per edge;
 * knot: the most edges passing within 1.5 % of the drawing's size of one spot at least 3 %
   away from every node -- also for the former drawing (a circle with edges bent towards its
-  centre), computed from its geometry;
+  center), computed from its geometry;
 * the time to draw the report and the nine picture files.
 
     python benchmarks/bench_figure_layout.py
@@ -31,7 +31,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 
-def node_centres(svg: str) -> dict[int, np.ndarray]:
+def node_centers(svg: str) -> dict[int, np.ndarray]:
     out = {}
     for column, path in re.findall(r'<g id="dpggm-node-(\d+)">\s*<path d="([^"]+)"', svg):
         points = np.array([float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", path)])
@@ -97,15 +97,15 @@ def main() -> None:
             picture_files(folder, layout=layout, groups=groups)
             files_time = time.perf_counter() - start
             svg = re.search(r"(?s)<svg.*?</svg>", page).group(0)
-            centres = node_centres(svg)
-            points = np.array([centres[j] for j in range(len(names))])
+            centers = node_centers(svg)
+            points = np.array([centers[j] for j in range(len(names))])
             lines = [(1 - t) * points[a] + t * points[b] for a, b in pairs]
             print(f"{layout:>7}: joined/unjoined {pair_distance_ratio(points, edges, names):.3f}"
                   f"; crossings per edge {crossings(points, pairs) / len(pairs):.2f}; knot "
                   f"{knot(points, lines)}; report {report_time:.1f} s, nine picture files "
                   f"{files_time:.1f} s")
         # The former drawing: a circle in column order, edges as quadratic curves whose
-        # control point is 0.45 of the way from the centre to the chord's middle.
+        # control point is 0.45 of the way from the center to the chord's middle.
         angles = [math.pi / 2 - 2 * math.pi * j / len(names) for j in range(len(names))]
         circle = np.array([[math.cos(a), math.sin(a)] for a in angles])
         arcs = []
@@ -114,7 +114,7 @@ def main() -> None:
             arcs.append((1 - t) ** 2 * circle[a] + 2 * (1 - t) * t * control
                         + t ** 2 * circle[b])
         print(f" former: joined/unjoined {pair_distance_ratio(circle, edges, names):.3f}; "
-              f"knot {knot(circle, arcs)} (arcs bent towards the centre)")
+              f"knot {knot(circle, arcs)} (arcs bent towards the center)")
 
 
 if __name__ == "__main__":

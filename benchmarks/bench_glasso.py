@@ -10,7 +10,7 @@ Problems
   a screening graph that falls apart at the penalty that recovers ~p edges).
 
 For each size ``p`` the data are ``n = 2p`` Gaussian samples and ``S`` is their empirical
-covariance (centred, divided by ``n``). ``alpha`` is chosen by bisection so that the
+covariance (centered, divided by ``n``). ``alpha`` is chosen by bisection so that the
 graphical lasso estimate has about as many edges as the true graph.
 
 Matching accuracy

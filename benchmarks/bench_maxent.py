@@ -2,12 +2,12 @@
 
 What is simulated
 -----------------
-The sequence of reconstructions that PACE-GGM (SPEC seed 003) performs, on scikit-learn's
+The sequence of reconstructions that PACE-GGM (Ferrando et al.) performs, on scikit-learn's
 breast-cancer data (n = 569, d = 30). This is a solver benchmark, not a private release:
 
 * features are scaled into [-1, 1] with bounds read off the data (min/max of each column);
   that leaks information and is done here only because no privacy is claimed;
-* ``S = X^T X / n`` of the scaled data (the raw second moment, not centred);
+* ``S = X^T X / n`` of the scaled data (the raw second moment, not centered);
 * every entry has sensitivity ``Delta = 2 B^2 / n`` with ``B = 1`` (the paper's value);
 * initialisation: every diagonal entry measured once with ``rho_diag = 0.3 rho`` split over
   the ``d`` entries, ``sigma^2 = Delta^2 / (2 rho_diag / d)``;

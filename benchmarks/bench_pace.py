@@ -1,11 +1,12 @@
-"""Speed of whole PACE-GGM fits: the current reconstruction against the pre-issue-13 one.
+"""Speed of whole PACE-GGM fits: the current reconstruction against the one before its rewrite
+(commit 5de87ab).
 
 What is run
 -----------
 :class:`dpggm.estimators.pace.PACECovariance` fits (``Box(1)``, default fractions) on
 
 * the bundled real data sets, mapped into ``[-1, 1]`` by their declared ranges
-  (:func:`dpggm.experiments.seed003.load_unit_box`): breast cancer (d = 30), wine (13),
+  (:func:`dpggm.experiments.pace_ggm.load_unit_box`): breast cancer (d = 30), wine (13),
   diabetes (10);
 * ``synthetic100``: a d = 100 factor model (5 factors, noise 0.3, n = 5000), whose
   measurements admit no positive-definite completion after a few rounds (the hard,
@@ -15,7 +16,7 @@ What is run
 
 Every fit runs twice with the same seed: with the library's current
 ``MaxEntropyReconstructor`` ("new") and with a pinned copy of the solver as it was before
-issue 13 (``benchmarks/_maxent_reference.py``, "old"). Noise drawing and selection are the
+that rewrite (``benchmarks/_maxent_reference.py``, "old"). Noise drawing and selection are the
 same code in both runs, so with equal reconstructions the measurement sequences are equal;
 ``same picks`` says whether they were. Printed per fit: both times, their ratio, the
 relative difference of the covariances (``max |new - old| / max |old|``), rounds and
@@ -56,7 +57,7 @@ import dpggm.solvers.maxent as maxent_module
 from dpggm import ZCDP, Box
 from dpggm.estimators.pace import PACECovariance
 from dpggm.exceptions import ConvergenceWarning
-from dpggm.experiments.seed003 import load_unit_box
+from dpggm.experiments.pace_ggm import load_unit_box
 
 HERE = pathlib.Path(__file__).resolve().parent
 

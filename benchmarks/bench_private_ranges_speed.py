@@ -114,9 +114,9 @@ def run(n: int, p: int, *, loop: bool) -> tuple[dict[str, float], dict[str, floa
     with clock("select refine"):
         lower, upper = stages.choose_refined(edges, refine.below(), refine.counted, stream)
     with clock("count spread"):
-        centre = (lower + upper) / 2
+        center = (lower + upper) / 2
         spread_counts = records.run(ValueCounts(stages.spread_edges, kernels.GEOMETRIC,
-                                                centres=centre,
+                                                centers=center,
                                                 tie_radius=stages.tie_radius(lower, upper)))
     with clock("select spread"):
         spread = stages.choose_spread(spread_counts.below(), spread_counts.tied,

@@ -1,4 +1,4 @@
-"""Start-up time of the command line against ``python -c "import numpy"`` (issue 10).
+"""Start-up time of the command line against ``python -c "import numpy"``.
 
 Runs each command several times in fresh interpreters and prints the best wall time and
 its ratio to the baseline measured in the same run. Target: at most 4x for ``--help``,

@@ -2,7 +2,7 @@
 
 For every cell (graph, p, n, rho) the study draws ``--fits`` independent samples in raw
 units (column means 3..300, scales 0.5..20), fits ``PrivateGraph(budget=ZCDP(rho))`` on each
-(private ranges, private row-norm bound, private centring, Gaussian release, graphical
+(private ranges, private row-norm bound, private centering, Gaussian release, graphical
 lasso) and runs the edge inference on the release alone. Against the population partial
 correlations of the generating model it measures:
 

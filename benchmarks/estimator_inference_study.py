@@ -75,7 +75,7 @@ def cell(mechanism: str, neighbors: str, p: int, n: int, rho: float, fits: int,
             # The Laplace release, which the estimators refuse to describe: the same
             # inference called directly, to show why.
             clipping = ClippingModel(row_norm_bound=bound, box=None, mean=est.noisy_mean_,
-                                     recentre=False)
+                                     recenter=False)
             table = edge_inference(est.noisy_covariance_, n_samples=int(est.n_samples_),
                                    noise_variance=est.entry_noise_std_ ** 2,
                                    clipping=clipping).to_frame(feature_names(est))

@@ -83,7 +83,7 @@ def run_graph(path: Path, options: tuple[str, ...], out: Path) -> tuple[dict, pd
 def outside_shares(export, record: dict) -> tuple[float, float, str]:
     """(largest share of respondents outside one item's released range, share outside
     any item's range); missing answers count as inside (they are imputed at the
-    centre)."""
+    center)."""
     features = record["features"]
     ranges = record["privacy"]["bounds"]["ranges"]
     low = dict(zip(features, ranges["lower"]))

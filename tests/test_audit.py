@@ -130,7 +130,7 @@ def test_exponential_passes():
 
 @pytest.mark.parametrize("name", ["private-median-cell", "private-norm-bound",
                                   "private-spread-cell", "private-median-cell-missing",
-                                  "private-centre-cell"])
+                                  "private-center-cell"])
 def test_private_bound_quantiles_pass_under_both_relations(name):
     results = audit(name, samples=4000)
     assert {r.relation for r in results} == {"replace", "add-remove"}
@@ -159,19 +159,19 @@ def test_a_quantile_with_a_third_of_its_sensitivity_fails():
     assert result.epsilon_lower_bound > 1.0
 
 
-def test_a_centre_cell_stated_at_sensitivity_1_fails():
-    # The centre's score moves by 2 (rank distance and count together) on this pair: run
+def test_a_center_cell_stated_at_sensitivity_1_fails():
+    # The center's score moves by 2 (rank distance and count together) on this pair: run
     # as if its sensitivity were 1, it loses 1.27 on an event of probability >= 0.1
     # (computed exactly) against the 1 it claims, and the audit sees it.
     import dataclasses
     import functools
 
     from dpggm.audit.core import audit_target
-    from dpggm.audit.targets import centre_cell_release, get_target
+    from dpggm.audit.targets import center_cell_release, get_target
 
     broken = dataclasses.replace(
-        get_target("private-centre-cell"),
-        release=functools.partial(centre_cell_release, sensitivity=1.0),
+        get_target("private-center-cell"),
+        release=functools.partial(center_cell_release, sensitivity=1.0),
         expected="fail", double=True)
     result = audit_target(broken, "replace", samples=20000, seed=0)
     assert result.verdict == "fail"
@@ -204,7 +204,7 @@ def test_laplace_reachable_on_draws_and_shifted_draws():
     draws = np.random.default_rng(2).laplace(0.0, 0.3, size=2000)
     assert laplace_reachable(draws, 0.0, 0.3).all()
     shifted = 0.1 + draws
-    assert laplace_reachable(shifted, 0.1, 0.3).all()  # reachable from its own centre
+    assert laplace_reachable(shifted, 0.1, 0.3).all()  # reachable from its own center
     assert laplace_reachable(shifted, 0.0, 0.3).mean() < 0.5  # mostly not from 0
     assert not laplace_reachable(np.array([np.nan]), 0.0, 0.3).any()
 
@@ -302,3 +302,12 @@ def test_audits_in_parallel_equal_the_serial_ones():
     parallel = _audit_all(names, options, jobs=2, report=None)
     assert {k: [r.to_dict() for r in v] for k, v in serial.items()} == {
         k: [r.to_dict() for r in v] for k, v in parallel.items()}
+
+
+def test_a_renamed_target_keeps_its_earlier_name_and_streams():
+    from dpggm.audit.targets import get_target
+
+    target = get_target("private-centre-cell")
+    assert target is get_target("private-center-cell")
+    # The runs recorded in docs/audit.md drew from the earlier name's streams.
+    assert target.streams == "private-centre-cell" != target.name

@@ -147,7 +147,7 @@ def test_separate_noise_figures(data):
     assert noise["eigenvector_sigma"] == pytest.approx(
         exact_gaussian_sigma_zcdp(sensitivity, k, rho / 2)[0], rel=1e-14
     )
-    # N(0, (sqrt(2) r^2 / n)^2 / rho) on the eigenvalues (SPEC, seed 003 baselines), up
+    # N(0, (sqrt(2) r^2 / n)^2 / rho) on the eigenvalues (Ferrando et al.'s baselines), up
     # to the grid's rounding allowance.
     assert noise["eigenvalue_sigma"] == pytest.approx(
         exact_gaussian_sigma_zcdp(sensitivity, p, rho / 2)[0], rel=1e-14

@@ -1,5 +1,5 @@
 """Budgets outside what a release can deliver are refused before any random draw, with a
-one-line error naming the budget's parameter and the range that works (issue 20)."""
+one-line error naming the budget's parameter and the range that works."""
 
 from __future__ import annotations
 

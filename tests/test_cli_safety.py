@@ -1,5 +1,5 @@
 """The command line spends only for what it delivers, takes options as typed, and answers
-every user error with one line (issues 8 and 10)."""
+every user error with one line."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _spends(path):
     return Ledger(path, create=False).history("d")
 
 
-# ------------------------------------------------------------------ issue 8, acceptance 1
+# ------------------------------------------------------------------ spend only what ran
 
 
 def test_pure_dp_ledger_refuses_pace_whose_release_is_zcdp(csv, tmp_path):
@@ -117,7 +117,7 @@ def test_seeded_run_is_an_experiment_and_never_booked(csv, tmp_path):
     assert _spends(ledger) == []
 
 
-# ------------------------------------------------------------------ issue 10: budget & output
+# ------------------------------------------------------------------ budget & output
 
 
 def test_mistyped_ledger_path_creates_nothing(csv, tmp_path):
@@ -258,8 +258,8 @@ def _bad_inputs(tmp_path, csv):
         ("recover", folder),
         ("recover", tmp_path / "missing.csv"),
         ("experiment", "seed999"),
-        ("experiment", "seed001", "--out", afile),
-        ("experiment", "seed001", "--repetitions", "0"),
+        ("experiment", "covariance_perturbation", "--out", afile),
+        ("experiment", "covariance_perturbation", "--repetitions", "0"),
         ("example-data", folder),
         ("example-data", tmp_path / "x.csv", "--rows", "1"),
     ]
@@ -378,7 +378,7 @@ def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
     assert not staging.exists()
 
 
-# ------------------------------------------------------------------ issue 20: staging modes
+# ------------------------------------------------------------------ staging modes
 
 
 def _modes(directory):

@@ -123,8 +123,8 @@ def test_every_range_declared_removes_the_range_step_and_its_share_goes_to_the_r
     # (a dyadic share of the total, rounded down to the total's last binary digit)
     assert float(Fraction(graph.plan_.notes["bound_fraction"])) == pytest.approx(
         float(norm / exact_cost(graph.plan_.accounting, notion)[0]), rel=1e-12)
-    assert exact_cost(steps["graph"].budget, notion)[0] > exact_cost(
-        undeclared["graph"].budget, notion)[0]
+    assert exact_cost(steps["second moment"].budget, notion)[0] > exact_cost(
+        undeclared["second moment"].budget, notion)[0]
     np.testing.assert_array_equal(graph.ranges_.lower, 1.0)
     np.testing.assert_array_equal(graph.ranges_.upper, 6.0)
     assert "private ranges" not in graph.privacy_.mechanism
@@ -136,16 +136,17 @@ def test_every_range_declared_without_a_norm_bound_has_no_bound_step(items):
     declared = {n: (1, 6) for n in items.columns}
     graph = PrivateGraph(budget=ZCDP(1.0), column_ranges=declared, norm_quantile=None,
                          random_state=0).fit(items)
-    assert [s.step for s in graph.plan_.steps] == ["missing counts", "centring", "graph"]
+    assert [s.step for s in graph.plan_.steps] == ["missing counts", "mean",
+                                                      "second moment"]
     assert "bound_fraction" not in graph.plan_.notes and graph.bound_fraction_ is None
     assert graph.privacy_.notes["spent_exactly_total"]
 
 
-def test_declared_ranges_are_in_raw_units_under_a_public_centre(items):
-    centre = np.full(8, 3.5)
-    graph = PrivateGraph(budget=ZCDP(1.0), center=centre, column_ranges={2: (1, 6)},
+def test_declared_ranges_are_in_raw_units_under_a_public_center(items):
+    center = np.full(8, 3.5)
+    graph = PrivateGraph(budget=ZCDP(1.0), center=center, column_ranges={2: (1, 6)},
                          random_state=0).fit(items)
-    # Seen minus the centre, and symmetric about it.
+    # Seen minus the center, and symmetric about it.
     assert (graph.ranges_.lower[2], graph.ranges_.upper[2]) == (-2.5, 2.5)
 
 

@@ -53,9 +53,9 @@ def _contribution(graph, record: np.ndarray | None, p: int) -> dict[str, np.ndar
     """What one record adds to each Gaussian step's statistic (``None``: no record)."""
     if record is None:
         return {"count": np.zeros(1), "missing counts": np.zeros(p),
-                "centring": np.zeros(p), "graph": np.zeros((p, p))}
-    return {"count": np.ones(1), "missing counts": np.ones(p), "centring": record,
-            "graph": np.outer(record, record)}
+                "mean": np.zeros(p), "second moment": np.zeros((p, p))}
+    return {"count": np.ones(1), "missing counts": np.ones(p), "mean": record,
+            "second moment": np.outer(record, record)}
 
 
 def _loss(steps: dict[str, dict], before: dict, after: dict) -> float:
@@ -131,8 +131,8 @@ def test_replacement_within_a_group_costs_its_case_at_most(data):
             worst[name] = max(worst.get(name, 0.0), loss)
     worst["missing counts"] = p / (2 * steps["missing counts"]["sigma"] ** 2)
     assert worst["count"] == 0.0
-    assert worst["centring"] == pytest.approx(4 * steps["centring"]["budget"].rho, rel=5e-3)
-    assert worst["graph"] == pytest.approx(2 * steps["graph"]["budget"].rho, rel=5e-3)
+    assert worst["mean"] == pytest.approx(4 * steps["mean"]["budget"].rho, rel=5e-3)
+    assert worst["second moment"] == pytest.approx(2 * steps["second moment"]["budget"].rho, rel=5e-3)
     total = sum(worst.values()) + sum(steps[n]["budget"].rho for n in EXPONENTIAL_STEPS)
     case = est.spend_.cases["record replaced within its group"].rho
     assert total <= case * (1 + 1e-12) and total == pytest.approx(case, rel=5e-3)

@@ -328,10 +328,10 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
              .partitions[2:5], frame[order].iloc[80:140]),  # row groups of 40, 10; 10; 40
         ]:
             assert _dask.parquet_pieces(lazy) is not None  # the direct path is taken
-            for bounds, centre in [(RowNorm(2.5), None), (Box((1.0, 2.0, 2.0, 0.5)), center)]:
-                remote = clipped_second_moment(lazy, bounds=bounds, center=centre)
+            for bounds, shift in [(RowNorm(2.5), None), (Box((1.0, 2.0, 2.0, 0.5)), center)]:
+                remote = clipped_second_moment(lazy, bounds=bounds, center=shift)
                 local = clipped_second_moment(expected.astype(float), bounds=bounds,
-                                              center=centre)
+                                              center=shift)
                 np.testing.assert_allclose(remote.second_moment, local.second_moment,
                                            rtol=1e-10, atol=0)
                 np.testing.assert_allclose(remote.total, local.total, rtol=1e-10, atol=1e-12)

@@ -1,4 +1,4 @@
-"""The data path: input validation, chunked second moments, centring."""
+"""The data path: input validation, chunked second moments, centering."""
 
 from __future__ import annotations
 

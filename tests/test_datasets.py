@@ -18,10 +18,10 @@ from dpggm.datasets.real import (
 from dpggm.datasets.synthetic import (
     SyntheticData,
     make_chain,
-    make_seed000_model,
-    make_seed001_uut,
+    make_precision_model,
     make_sparse_covariance,
     make_sparse_precision,
+    make_uut_precision,
     sample_gaussian,
 )
 from dpggm.exceptions import NumericalError
@@ -48,11 +48,11 @@ def max_abs_deviation_bound(covariance: np.ndarray, n_samples: int) -> float:
 
 
 # --------------------------------------------------------------------------------------
-# seed 000
+# Su, Guo & Zhang
 
 
 def test_model1_is_scaled_gram_and_dense():
-    data = make_seed000_model(
+    data = make_precision_model(
         1, n_samples=30, n_features=15, inner_dimension=400, random_state=np.random.default_rng(7)
     )
     assert_valid_truth(data, 30, 15)
@@ -63,18 +63,18 @@ def test_model1_is_scaled_gram_and_dense():
 
 def test_model1_needs_inner_dimension_at_least_p():
     with pytest.raises(ValueError, match="inner_dimension must be >= n_features"):
-        make_seed000_model(1, n_samples=5, n_features=20, inner_dimension=10, random_state=0)
+        make_precision_model(1, n_samples=5, n_features=20, inner_dimension=10, random_state=0)
 
 
 def test_model1_default_inner_dimension_matches_paper():
-    data = make_seed000_model(1, n_samples=5, n_features=10, random_state=0)
+    data = make_precision_model(1, n_samples=5, n_features=10, random_state=0)
     # With m = 10000 the diagonal of W Wᵀ/m is within a few 1/sqrt(m) of 1.
     assert np.max(np.abs(np.diag(data.precision) - 1.0)) < 6.0 * np.sqrt(2.0 / 10_000)
 
 
 def test_model2_covariance_matches_sherman_morrison():
     p = 12
-    data = make_seed000_model(2, n_samples=10, n_features=p, random_state=0)
+    data = make_precision_model(2, n_samples=10, n_features=p, random_state=0)
     assert_valid_truth(data, 10, p)
     # Θ = 0.5 I + 0.5 11ᵀ, so Σ = 2 (I − 11ᵀ/(1 + p)).
     expected = 2.0 * (np.eye(p) - np.ones((p, p)) / (1 + p))
@@ -84,7 +84,7 @@ def test_model2_covariance_matches_sherman_morrison():
 
 def test_model3_is_banded_toeplitz():
     p = 9
-    data = make_seed000_model(3, n_samples=10, n_features=p, random_state=0)
+    data = make_precision_model(3, n_samples=10, n_features=p, random_state=0)
     assert_valid_truth(data, 10, p)
     first_column = np.zeros(p)
     first_column[:3] = [1.0, 0.5, 0.25]
@@ -97,7 +97,7 @@ def test_model3_is_banded_toeplitz():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("p", [2, 20, 100])
 def test_model4_condition_number_and_unit_diagonal(seed, p):
-    data = make_seed000_model(4, n_samples=5, n_features=p, random_state=seed)
+    data = make_precision_model(4, n_samples=5, n_features=p, random_state=seed)
     assert_valid_truth(data, 5, p)
     eigenvalues = np.linalg.eigvalsh(data.precision)
     assert eigenvalues[-1] / eigenvalues[0] == pytest.approx(p, rel=1e-8)
@@ -110,24 +110,24 @@ def test_model4_condition_number_and_unit_diagonal(seed, p):
 
 def test_model4_edge_density_is_about_one_tenth():
     p = 100
-    data = make_seed000_model(4, n_samples=2, n_features=p, random_state=3)
+    data = make_precision_model(4, n_samples=2, n_features=p, random_state=3)
     pairs = p * (p - 1) / 2
     edges = data.adjacency.sum() / 2
     assert abs(edges - 0.1 * pairs) < 5.0 * np.sqrt(pairs * 0.1 * 0.9)
 
 
 @pytest.mark.parametrize("model", [0, 5, 2.0, True, "1"])
-def test_seed000_rejects_unknown_model(model):
+def test_private_precision_rejects_unknown_model(model):
     with pytest.raises(ValueError, match="model must be one of"):
-        make_seed000_model(model, n_samples=5, n_features=5, random_state=0)
+        make_precision_model(model, n_samples=5, n_features=5, random_state=0)
 
 
 # --------------------------------------------------------------------------------------
-# seed 001
+# Wang, Huai & Xu
 
 
-def test_seed001_precision_has_unit_determinant():
-    data = make_seed001_uut(n_samples=20, n_features=60, density=0.03, random_state=4)
+def test_covariance_perturbation_precision_has_unit_determinant():
+    data = make_uut_precision(n_samples=20, n_features=60, density=0.03, random_state=4)
     assert_valid_truth(data, 20, 60)
     # det(U Uᵀ) = det(U)² = 1 because U is a permuted unit triangular matrix.
     sign, logdet = np.linalg.slogdet(data.precision)
@@ -138,27 +138,27 @@ def test_seed001_precision_has_unit_determinant():
     np.testing.assert_array_equal(data.adjacency, (data.precision != 0) & ~np.eye(60, dtype=bool))
 
 
-def test_seed001_density_zero_gives_identity():
-    data = make_seed001_uut(n_samples=5, n_features=8, density=0.0, random_state=0)
+def test_covariance_perturbation_density_zero_gives_identity():
+    data = make_uut_precision(n_samples=5, n_features=8, density=0.0, random_state=0)
     np.testing.assert_array_equal(data.precision, np.eye(8))
     assert not data.adjacency.any()
 
 
-def test_seed001_row_normalisation():
-    data = make_seed001_uut(n_samples=50, n_features=30, normalize_rows=True, random_state=1)
+def test_covariance_perturbation_row_normalisation():
+    data = make_uut_precision(n_samples=50, n_features=30, normalize_rows=True, random_state=1)
     np.testing.assert_allclose(np.linalg.norm(data.X, axis=1), 1.0, rtol=1e-12)
     assert data.rows_normalized
     again = data.resample(n_samples=7, random_state=2)
     np.testing.assert_allclose(np.linalg.norm(again.X, axis=1), 1.0, rtol=1e-12)
 
 
-def test_seed001_rejects_bad_density():
+def test_covariance_perturbation_rejects_bad_density():
     with pytest.raises(ValueError, match=r"density must be a finite number in \[0.0, 1.0\]"):
-        make_seed001_uut(n_samples=5, n_features=5, density=1.5, random_state=0)
+        make_uut_precision(n_samples=5, n_features=5, density=1.5, random_state=0)
 
 
 # --------------------------------------------------------------------------------------
-# seed 002
+# Guo et al.
 
 
 def test_chain_structure():
@@ -210,7 +210,7 @@ def test_sparse_precision_validation():
 
 
 # --------------------------------------------------------------------------------------
-# seed 004
+# Wang, Xu & He
 
 
 @pytest.mark.parametrize("entries", ["uniform", "sign"])
@@ -253,11 +253,11 @@ def test_sparse_covariance_rejects_too_many_nonzeros():
 
 
 GENERATORS = {
-    "model1": lambda seed, n: make_seed000_model(
+    "model1": lambda seed, n: make_precision_model(
         1, n_samples=n, n_features=8, inner_dimension=50, random_state=seed
     ),
-    "model4": lambda seed, n: make_seed000_model(4, n_samples=n, n_features=8, random_state=seed),
-    "uut": lambda seed, n: make_seed001_uut(
+    "model4": lambda seed, n: make_precision_model(4, n_samples=n, n_features=8, random_state=seed),
+    "uut": lambda seed, n: make_uut_precision(
         n_samples=n, n_features=8, density=0.2, random_state=seed
     ),
     "chain": lambda seed, n: make_chain(n_samples=n, n_features=8, random_state=seed),

@@ -1,4 +1,4 @@
-"""The estimator contract (issue 15, item 2; issue 10, scikit-learn conventions), checked
+"""The estimator contract (scikit-learn's conventions and dpggm's own), checked
 for every registered method and every estimator exported from ``dpggm``: the same bound
 forms accepted, the same fitted attributes, clone and pickle round trips, a serialisable
 ``privacy_`` without curator-only figures, and bad parameters refused before the data are
@@ -189,7 +189,7 @@ def test_fitted_attributes(case):
         assert not graph.diagonal().any()
         np.testing.assert_array_equal(graph, graph.T)
     if name in FLOAT_NOISE:
-        # Float draws leak through floating-point gaps: never "valid" (issue 20).
+        # Float draws leak through floating-point gaps: never "valid".
         assert est.privacy_.validity == "invalid" and "Mironov 2012" in est.privacy_.reason
     elif name not in INVALID_BY_DESIGN and name not in POST_PROCESSING:
         assert est.privacy_.validity == "valid", est.privacy_.reason
@@ -358,7 +358,7 @@ def test_one_column_graph_refused_with_a_message():
     X = np.random.default_rng(1).uniform(-1, 1, size=(N, 1))
     with pytest.raises(ValueError, match="GraphicalLasso needs at least 2 variables"):
         GraphicalLasso(budget=ZCDP(1.0), bounds="l2:1").fit(X)
-    with pytest.raises(ValueError, match="at least 2 columns"):
+    with pytest.raises(ValueError, match="NeighborhoodSelection needs at least 2 variables"):
         NeighborhoodSelection(noise_sigma=0.0).fit(X)
 
 
@@ -373,9 +373,9 @@ def test_sparse_input_refused_by_name(make_sparse):
 
 def test_complex_input_refused():
     X, _ = _data()
-    with pytest.raises(ValueError, match="complex data are not supported"):
+    with pytest.raises(ValueError, match="Complex data not supported"):
         PrivateCovariance(budget=ZCDP(1.0), bounds="l2:1").fit(X + 1j)
-    with pytest.raises(ValueError, match="complex data are not supported"):
+    with pytest.raises(ValueError, match="Complex data not supported"):
         PACECovariance(budget=ZCDP(1.0), bounds="box:1").fit(pd.DataFrame(X + 0j))
 
 
@@ -398,7 +398,7 @@ def test_regressors_check_column_names_at_predict(regressor):
         np.testing.assert_array_equal(model.predict(X.to_numpy()), same)
     with pytest.raises(TypeError, match="sparse matrices are not supported"):
         model.predict(sp.csr_matrix(X.to_numpy()))
-    with pytest.raises(ValueError, match="complex data are not supported"):
+    with pytest.raises(ValueError, match="Complex data not supported"):
         model.predict(X.to_numpy() + 1j)
     unnamed = clone(regressor).fit(X.to_numpy(), y)
     with pytest.warns(UserWarning, match="fitted without feature names"):

@@ -1,4 +1,4 @@
-"""The shared experiment engine (issue 15, item 5): cells, failures, aggregation, output."""
+"""The shared experiment engine: cells, failures, aggregation, output."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Tiny configurations of the paper experiments (seeds 000, 001, 004) and their shared
-machinery: structure of the returned tables and the qualitative trends the papers
-report."""
+"""Tiny configurations of the paper experiments (private_precision,
+covariance_perturbation, thresholding) and their shared machinery: structure of the
+returned tables and the qualitative trends the papers report."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from dpggm.experiments._common import (
     repetition_rng,
     write_csv,
 )
-from dpggm.experiments.seed000 import run_seed000
-from dpggm.experiments.seed001 import run_seed001
-from dpggm.experiments.seed004 import run_seed004
+from dpggm.experiments.covariance_perturbation import run_covariance_perturbation
+from dpggm.experiments.private_precision import run_private_precision
+from dpggm.experiments.thresholding import run_thresholding
 
 # ---------------------------------------------------------------------------------------
 # shared machinery
@@ -138,11 +138,11 @@ def test_check_out_dir_reports_conflicts_before_work(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# seed 000
+# Su, Guo & Zhang
 
 
-def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
-    result = run_seed000(
+def test_private_precision_tiny_errors_fall_with_epsilon(tmp_path):
+    result = run_private_precision(
         models=(3,),
         n_features=8,
         sample_sizes=(200,),
@@ -173,15 +173,16 @@ def test_seed000_tiny_errors_fall_with_epsilon(tmp_path):
     for model in (3, 4):
         assert auc[(model, "non-private")] > auc[(model, "epsilon=1")]
     written = {p.name for p in tmp_path.iterdir()}
-    assert {"seed000_errors.csv", "seed000_roc.png", "seed000_trend.csv"} <= written
-    assert (tmp_path / "seed000_roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {"private_precision_errors.csv", "private_precision_roc.png",
+            "private_precision_trend.csv"} <= written
+    assert (tmp_path / "private_precision_roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(FileExistsError):
-        run_seed000(models=(3,), n_features=8, roc=False, out_dir=tmp_path)
+        run_private_precision(models=(3,), n_features=8, roc=False, out_dir=tmp_path)
 
 
-def test_seed000_paper_setting_steps(tmp_path):
+def test_private_precision_paper_setting_steps(tmp_path):
     n, epsilons = 200, (0.5, 2.0)
-    result = run_seed000(
+    result = run_private_precision(
         n_features=8, models=(2,), sample_sizes=(n,), epsilons=epsilons, repetitions=1,
         roc=False, settings=("paper", "honest", "data-max", "data-max+cv"), out_dir=tmp_path,
     )
@@ -204,17 +205,17 @@ def test_seed000_paper_setting_steps(tmp_path):
     # Cross-validated penalties differ from the fixed ones of the data-max step.
     penalty = table.set_index(["setting", "method", "epsilon"])["penalty_value_mean"]
     assert penalty[("data-max", "DP-AGL", 0.5)] != penalty[("data-max+cv", "DP-AGL", 0.5)]
-    assert (tmp_path / "seed000_paper_setting.csv").exists()
-    assert (tmp_path / "seed000_errors.csv").exists()
-    alone = run_seed000(n_features=8, models=(2,), sample_sizes=(n,), epsilons=(0.5,),
+    assert (tmp_path / "private_precision_paper_setting.csv").exists()
+    assert (tmp_path / "private_precision_errors.csv").exists()
+    alone = run_private_precision(n_features=8, models=(2,), sample_sizes=(n,), epsilons=(0.5,),
                         repetitions=1, roc=False, settings=("data-max",))
     assert set(alone) == {"paper_setting", "timing", "environment"}
     with pytest.raises(ValueError, match="settings must be"):
-        run_seed000(settings=("paper's",))
+        run_private_precision(settings=("paper's",))
 
 
-def test_seed000_heldout_likelihood_is_the_gaussian_log_density():
-    from dpggm.experiments.seed000 import _heldout_loglik
+def test_private_precision_heldout_likelihood_is_the_gaussian_log_density():
+    from dpggm.experiments.private_precision import _heldout_loglik
 
     rng = np.random.default_rng(3)
     X = rng.standard_normal((50, 4))
@@ -227,21 +228,22 @@ def test_seed000_heldout_likelihood_is_the_gaussian_log_density():
     assert _heldout_loglik(np.diag([1.0, -1.0, 1.0, 1.0]), S) == -math.inf
 
 
-def test_seed000_rejects_bad_arguments():
+def test_private_precision_rejects_bad_arguments():
     with pytest.raises(ValueError, match="repetitions must be an integer >= 1"):
-        run_seed000(repetitions=0)
+        run_private_precision(repetitions=0)
     with pytest.raises(ValueError, match="models must be a non-empty subset"):
-        run_seed000(models=(5,))
+        run_private_precision(models=(5,))
     with pytest.raises(ValueError, match="epsilons"):
-        run_seed000(epsilons=(-1.0,))
+        run_private_precision(epsilons=(-1.0,))
 
 
 # ---------------------------------------------------------------------------------------
-# seed 001
+# Wang, Huai & Xu
 
 
-def test_seed001_tiny_gaussian_beats_laplace_and_marks_invalid_methods():
-    result = run_seed001(n_features=5, ratios=(600.0,), epsilons=(0.5, 1.0), repetitions=2)
+def test_covariance_perturbation_tiny_gaussian_beats_laplace_and_marks_invalid_methods():
+    result = run_covariance_perturbation(n_features=5, ratios=(600.0,), epsilons=(0.5, 1.0),
+                                         repetitions=2)
     ordering = result["ordering"]
     floor = ordering[ordering["postprocessing"] == "library repair"].set_index("epsilon")
     assert floor.loc[1.0, "gaussian_mean"] < floor.loc[1.0, "laplace_mean"]
@@ -265,19 +267,19 @@ def test_seed001_tiny_gaussian_beats_laplace_and_marks_invalid_methods():
     assert gaussian[1.0] < gaussian[0.5]
 
 
-def test_seed001_rejects_bad_arguments(tmp_path):
+def test_covariance_perturbation_rejects_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="ratios"):
-        run_seed001(ratios=(0.0,))
+        run_covariance_perturbation(ratios=(0.0,))
     with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
-        run_seed001(alpha=-1.0)
+        run_covariance_perturbation(alpha=-1.0)
 
 
 # ---------------------------------------------------------------------------------------
-# seed 004
+# Wang, Xu & He
 
 
-def test_seed004_tiny_error_falls_with_n(tmp_path):
-    result = run_seed004(
+def test_thresholding_tiny_error_falls_with_n(tmp_path):
+    result = run_thresholding(
         sample_sizes=(300, 3_000, 30_000),
         repetitions=2,
         sparsity_ratios=(0.2,),
@@ -303,11 +305,11 @@ def test_seed004_tiny_error_falls_with_n(tmp_path):
     trend = result["trend"]
     assert (trend["slope_vs_n"].dropna() < 0).all()
     assert result["settings"]["clipped_fraction_mean"].max() < 0.01
-    assert (tmp_path / "seed004_figure1.png").exists()
+    assert (tmp_path / "thresholding_figure1.png").exists()
 
 
-def test_seed004_detectable_panel_keeps_true_entries_at_large_n(tmp_path):
-    result = run_seed004(
+def test_thresholding_detectable_panel_keeps_true_entries_at_large_n(tmp_path):
+    result = run_thresholding(
         panels=("detectable",), sample_sizes=(1_000, 100_000), repetitions=1,
         detectable_p=20, detectable_epsilons=(2.0,), out_dir=tmp_path,
     )
@@ -325,23 +327,23 @@ def test_seed004_detectable_panel_keeps_true_entries_at_large_n(tmp_path):
     assert settings_row["smallest_eigenvalue_U"] * settings_row["rescaling_factor_c"] ** 2 * 200 \
         == pytest.approx(1.0, rel=1e-9)
     assert 0 < settings_row["largest_correlation"] < 0.5
-    assert (tmp_path / "seed004_detectable.png").exists()
-    assert not (tmp_path / "seed004_figure1.png").exists()
+    assert (tmp_path / "thresholding_detectable.png").exists()
+    assert not (tmp_path / "thresholding_figure1.png").exists()
 
 
-def test_seed004_panels_do_not_change_each_others_numbers():
+def test_thresholding_panels_do_not_change_each_others_numbers():
     common = {"sample_sizes": (2_000,), "repetitions": 1, "privacy_p": 8, "epsilons": (1.0,),
               "detectable_p": 8, "detectable_epsilons": (1.0,)}
-    alone = run_seed004(panels=("privacy",), **common)["errors"]
-    both = run_seed004(panels=("privacy", "detectable"), **common)["errors"]
+    alone = run_thresholding(panels=("privacy",), **common)["errors"]
+    both = run_thresholding(panels=("privacy", "detectable"), **common)["errors"]
     both = both[both["panel"] == "privacy"].reset_index(drop=True)
     pd.testing.assert_frame_equal(alone, both)
 
 
-def test_seed004_rejects_bad_arguments():
+def test_thresholding_rejects_bad_arguments():
     with pytest.raises(ValueError, match="sparsity_ratios"):
-        run_seed004(sparsity_ratios=(1.5,))
+        run_thresholding(sparsity_ratios=(1.5,))
     with pytest.raises(ValueError, match="sample_sizes"):
-        run_seed004(sample_sizes=(1,))
+        run_thresholding(sample_sizes=(1,))
     with pytest.raises(ValueError, match="panels must be"):
-        run_seed004(panels=("figure 2",))
+        run_thresholding(panels=("figure 2",))

@@ -128,10 +128,10 @@ def test_groups_layout_keeps_each_group_together():
     groups = {name: "abcd"[j % 4] for j, name in enumerate(names)}
     xy = graph_layout(edges, names, layout="groups", groups=groups)
     labels = np.array(node_groups(groups, names))
-    centres = {g: xy[labels == g].mean(axis=0) for g in "abcd"}
+    centers = {g: xy[labels == g].mean(axis=0) for g in "abcd"}
     for j in range(len(names)):
-        own = np.linalg.norm(xy[j] - centres[labels[j]])
-        assert all(own < np.linalg.norm(xy[j] - centres[g]) for g in "abcd" if g != labels[j])
+        own = np.linalg.norm(xy[j] - centers[labels[j]])
+        assert all(own < np.linalg.norm(xy[j] - centers[g]) for g in "abcd" if g != labels[j])
 
 
 def test_layout_arguments_are_checked():
@@ -170,8 +170,8 @@ def test_groups_are_read_from_csv_json_and_names(tmp_path):
 # -- the drawing -------------------------------------------------------------------------
 
 
-def _node_centres(svg: str) -> dict[int, np.ndarray]:
-    """The centre of each node disc (``id="dpggm-node-<column>"``), in SVG points."""
+def _node_centers(svg: str) -> dict[int, np.ndarray]:
+    """The center of each node disc (``id="dpggm-node-<column>"``), in SVG points."""
     out = {}
     for column, path in re.findall(r'<g id="dpggm-node-(\d+)">\s*<path d="([^"]+)"', svg):
         numbers = np.array([float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", path)])
@@ -206,7 +206,7 @@ def _crossings(points: np.ndarray, pairs: list[tuple[int, int]]) -> int:
     return count
 
 
-def test_edges_are_straight_lines_between_node_centres():
+def test_edges_are_straight_lines_between_node_centers():
     edges, names = _chain(30)
     edges = edges.assign(partial_correlation=0.3)
     for layout in ("circle", "spring"):
@@ -227,8 +227,8 @@ def _font_sizes(svg: str) -> list[float]:
 def test_100_variables_are_readable_labels_and_nodes_adapt_to_p():
     edges, names = _clusters()
     svg = draw_graph(edges, names, fmt="svg")
-    centres = _node_centres(svg)
-    assert sorted(centres) == list(range(100))
+    centers = _node_centers(svg)
+    assert sorted(centers) == list(range(100))
     boxes = _label_boxes(svg)
     assert len(boxes) == 100
     # At least 7 pt (9.7 px at the page's 880-1100 px), and no label covering another
@@ -336,7 +336,7 @@ def test_the_report_of_a_wide_graph_stays_small_and_says_what_it_shows(tmp_path)
     assert "edges with the strongest evidence" in text and "edges.csv have every edge" in text
     assert "blocks of 4 × 4 variables" in text
     graph_svg = re.search(r"(?s)<svg.*?</svg>", page).group(0)
-    drawn = _node_centres(graph_svg)
+    drawn = _node_centers(graph_svg)
     assert 0 < len(drawn) <= GRAPH_NODE_LIMIT
     assert f"(of {m})" in graph_svg and f"(of {p})" in graph_svg
     # Only the strongest edges are drawn: their ends are the variables drawn.
@@ -483,10 +483,10 @@ def hundred_dir(tmp_path_factory):
 def test_a_100_variable_graph_has_no_knot_and_joined_variables_sit_together(hundred_dir):
     page = (hundred_dir / "report.html").read_text(encoding="utf-8")
     svg = re.search(r"(?s)<svg.*?</svg>", page).group(0)
-    centres = _node_centres(svg)
+    centers = _node_centers(svg)
     names = json.loads((hundred_dir / "result.json").read_text())["features"]
-    assert sorted(centres) == list(range(100))
-    points = np.array([centres[j] for j in range(100)])
+    assert sorted(centers) == list(range(100))
+    points = np.array([centers[j] for j in range(100)])
     edges = pd.read_csv(hundred_dir / "edges.csv")
     assert len(edges) > 100
     ratio = pair_distance_ratio(points, edges, names)
@@ -498,7 +498,7 @@ def test_a_100_variable_graph_has_no_knot_and_joined_variables_sit_together(hund
     # No knot: few edges cross (measured 0.42 crossings per edge, inside the scales'
     # dense clusters; 2.3 on a circle in column order), and no spot away from the nodes
     # has more than a few edges passing through it (measured 4; the former circle with
-    # arcs bent towards its centre: 17, at one spot).
+    # arcs bent towards its center: 17, at one spot).
     crossings = _crossings(points, pairs)
     assert crossings <= len(pairs), (crossings, len(pairs))
     span = np.ptp(points, axis=0).max()

@@ -121,7 +121,7 @@ def test_private_ranges_epsilons_fit_the_budget():
 
 def test_private_ranges_of_a_small_sample_at_the_needed_budget():
     # 178 records: at the budget range_budget_needed states, every column's range is
-    # centred within one standard deviation of its median and 1 to 10 deviations wide,
+    # centered within one standard deviation of its median and 1 to 10 deviations wide,
     # in 19 of 20 runs or more; at a tenth of it, ranges go wrong.
     X = np.random.default_rng(5).lognormal(size=(178, 6)) * np.geomspace(0.01, 1e4, 6)
     need = range_budget_needed(n=178, p=6)
@@ -199,8 +199,8 @@ def test_private_graph_recovers_raw_chain_and_spends_exactly(raw_chain):
     # The chain's partial correlations are -0.5; the estimate keeps their sign.
     assert (graph.edges_["partial_correlation"] < 0).all()
     steps = graph.privacy_.noise["breakdown"]
-    assert [s["step"] for s in steps] == ["bounds", "norm bound", "missing counts", "centring",
-                                          "graph"]
+    assert [s["step"] for s in steps] == ["bounds", "norm bound", "missing counts", "mean",
+                                          "second moment"]
     total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
     assert total == Fraction(1)
     assert graph.privacy_.budget == ZCDP(1.0)
@@ -256,12 +256,12 @@ def test_private_graph_with_pace_and_declared_bounds(raw_chain):
     frame, truth = raw_chain
     graph = PrivateGraph(budget=ZCDP(1.0), method="pace", random_state=0).fit(frame)
     assert support_f1(graph.adjacency_, truth) >= 0.8
-    centred = (frame - frame.mean()) / frame.std()
+    centered = (frame - frame.mean()) / frame.std()
     declared = PrivateGraph(budget=ZCDP(1.0), bounds="box:3", center="none",
-                            random_state=0).fit(centred)
+                            random_state=0).fit(centered)
     assert declared.privacy_.bounds == {"kind": "box", "bound": 3.0, "data_derived": False}
     assert [s["step"] for s in declared.privacy_.noise["breakdown"]] == ["missing counts",
-                                                                         "graph"]
+                                                                         "second moment"]
 
 
 def test_pace_refuses_a_row_norm_bound_and_says_which():
@@ -275,9 +275,9 @@ def test_private_graph_books_pace_as_its_planned_graph_step():
     graph = PrivateGraph(budget=ZCDP(1.0), method="pace", random_state=0).fit(frame)
     planned = {s.step: s.budget for s in graph.plan_.steps}
     steps = graph.privacy_.noise["breakdown"]
-    assert [s["step"] for s in steps] == ["bounds", "centring", "graph"] == list(planned)
+    assert [s["step"] for s in steps] == ["bounds", "mean", "second moment"] == list(planned)
     # The graph step is booked at what PACE-GGM delivered, which is the planned budget.
-    assert steps[-1]["budget"] == graph.graph_estimator_.privacy_.budget == planned["graph"]
+    assert steps[-1]["budget"] == graph.graph_estimator_.privacy_.budget == planned["second moment"]
     assert steps[-1]["rounds"] == graph.graph_estimator_.n_rounds_
     total = sum((exact_cost(s["budget"], ZCDP)[0] for s in steps), Fraction(0))
     assert total == Fraction(1)
@@ -403,13 +403,13 @@ def test_cli_estimate_takes_center(tmp_path, raw_chain):
         assert ("private mean" in notes["centering"]) == (center == "private")
 
 
-def test_private_graph_with_public_centre(raw_chain):
+def test_private_graph_with_public_center(raw_chain):
     frame, truth = raw_chain
     # A public mean (here the generator's own means, known without looking at the data).
-    centre = np.geomspace(3.0, 300.0, frame.shape[1])
-    graph = PrivateGraph(budget=ZCDP(1.0), center=centre, random_state=0).fit(frame)
+    center = np.geomspace(3.0, 300.0, frame.shape[1])
+    graph = PrivateGraph(budget=ZCDP(1.0), center=center, random_state=0).fit(frame)
     assert [s["step"] for s in graph.privacy_.noise["breakdown"]] == [
-        "bounds", "norm bound", "missing counts", "graph"]
+        "bounds", "norm bound", "missing counts", "second moment"]
     assert graph.privacy_.notes["centering"] == "public mean"
     np.testing.assert_allclose(graph.ranges_.center, 0.0, atol=1e-12)
     assert support_f1(graph.adjacency_, truth) >= 0.8
@@ -445,7 +445,7 @@ def test_a_binary_column_keeps_its_levels_inside_its_range():
     assert counts["rows"] == 2000
     # Half the rows are shrunk onto the median norm, by design.
     assert 800 < counts["over_norm_bound"] < 1200
-    # The spread leaves out the values tied with the centre: the other level is inside
+    # The spread leaves out the values tied with the center: the other level is inside
     # the range, not clipped onto it (a plain MAD of a 1/2 column is 0).
     assert counts["outside_by_column"]["sex"] == 0
     assert counts["tied_share_by_column"]["sex"] > 0.4

@@ -274,8 +274,8 @@ def test_without_release_privacy_is_unknown():
     assert est.privacy_.validity == "unknown"
 
 
-def test_seed002_table_1a_has_a_gwishart_column():
-    from dpggm.experiments.seed002 import run_table_1a
+def test_noisy_data_table_1a_has_a_gwishart_column():
+    from dpggm.experiments.noisy_data import run_table_1a
 
     table, runs, _ = run_table_1a(repetitions=1, sample_sizes=(300,), snr_levels=(40.0,),
                                   n_features=6, cv=2, gwishart_iter=4000)

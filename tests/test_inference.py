@@ -52,7 +52,7 @@ def _partial(theta: np.ndarray) -> np.ndarray:
 def test_noise_variance_of_debiased_entry_matches_simulation():
     # T = 2 Theta - Theta (S + E) Theta with Theta fixed: Var(T_jk) over 100 000 symmetric
     # noise draws against sigma^2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)^2
-    # - sum_l Theta_jl^2 Theta_lk^2] (SPEC section 5).
+    # - sum_l Theta_jl^2 Theta_lk^2] (the formula of dpggm.solvers.inference, step 3).
     rng = np.random.default_rng(0)
     p, sigma = 5, 0.05
     theta = _chain_precision(p) + 0.1 * np.eye(p)
@@ -226,7 +226,7 @@ def test_clipping_correction_recovers_the_population_partial_correlations():
     theta = _chain_precision(p, 0.45)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
     model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
-                          box=None, recentre=False)
+                          box=None, recenter=False)
     Z = model.clip(X)
     S = Z.T @ Z / n
     truth = _partial(theta)[np.triu_indices(p, 1)]
@@ -251,7 +251,7 @@ def test_the_default_corrects_the_intervals_and_tests_the_release_as_clipped():
     theta = _chain_precision(p, 0.3)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.1 * np.linalg.inv(theta)).T
     model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
-                          box=None, recentre=False)
+                          box=None, recenter=False)
     Z = model.clip(X)
     S = Z.T @ Z / n + np.diag(np.full(p, 1e-4))
     default = edge_inference(S, n_samples=n, noise_variance=1e-8, clipping=model)
@@ -358,7 +358,7 @@ def test_bootstrap_agrees_with_the_closed_form_on_a_simple_release():
 
 
 def test_bootstrap_simulates_the_clipping():
-    # Records clipped at their median norm (box, ball, recentring): the bootstrap re-simulates
+    # Records clipped at their median norm (box, ball, recentering): the bootstrap re-simulates
     # that from the released quantities and agrees with the closed form.
     rng = np.random.default_rng(10)
     p, n, sigma = 6, 3000, 1e-3
@@ -650,7 +650,7 @@ def test_heavy_tailed_records_keep_the_coverage_of_a_strong_edge():
     z = z * np.minimum(1, B / norms)[:, None]
     z -= z.mean(axis=0)
     S = z.T @ z / n
-    clipping = ClippingModel(row_norm_bound=B, box=1.0, recentre=False)
+    clipping = ClippingModel(row_norm_bound=B, box=1.0, recenter=False)
     honest = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping)
     trusting = edge_inference(S, n_samples=n, noise_variance=0.0, clipping=clipping,
                               tail_allowance=0.0)

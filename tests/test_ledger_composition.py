@@ -1,4 +1,4 @@
-"""An (epsilon, delta) ledger total composes its spends in zCDP (SPEC section 5): the rho of
+"""An (epsilon, delta) ledger total composes its spends in zCDP: the rho of
 its releases add up while their sum implies (epsilon, delta) by the tight conversion.
 
 Before, a (3, 1e-6) total booked one ``graph --rho 0.1`` as (2.14, 1e-6) by basic

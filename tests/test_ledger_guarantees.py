@@ -1,5 +1,5 @@
-"""Ledger and accountant charge what a release guarantees, under one relation (issue 8
-finding 1, issue 15 item 3)."""
+"""Ledger and accountant charge what a release guarantees, under one
+relation."""
 
 from __future__ import annotations
 

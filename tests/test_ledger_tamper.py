@@ -1,4 +1,4 @@
-"""The ledger file is private to its owner and tamper-evident (issue 29).
+"""The ledger file is private to its owner and tamper-evident.
 
 Before: a ledger was created 0644; with its append-only triggers dropped, deleting two
 spends and fixing the running total, or raising a dataset's total to 100, went unnoticed

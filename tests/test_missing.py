@@ -142,6 +142,6 @@ def test_an_imputed_record_stays_inside_the_bound():
     state = ArrayRecords(X, list("abc")).run(Moments(declared=__import__(
         "dpggm").Box(2.0)))
     gram, total, n = state.second_moment_sums()
-    # Imputed at the box's centre (0); the rest clipped to the box.
+    # Imputed at the box's center (0); the rest clipped to the box.
     np.testing.assert_allclose(total, [1.0, 2.0, -2.0])
     assert np.all(np.diag(gram) <= n * 4.0)

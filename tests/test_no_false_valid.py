@@ -1,4 +1,4 @@
-"""No release is reported "valid" when it is not (issue 20, first list): float noise and
+"""No release is reported "valid" when it is not: float noise and
 the Wishart mechanisms' float draws are "invalid" and never booked; a pipeline step fitted
 on the private data makes the record "data-dependent"."""
 
@@ -165,10 +165,10 @@ def test_fixed_public_per_record_function_is_silent_and_valid(positive, ledger, 
 def test_a_stateless_transform_that_mixes_records_is_not_a_fixed_function(positive):
     from sklearn.preprocessing import FunctionTransformer
 
-    centre = FunctionTransformer(lambda Z: Z - Z.mean(axis=0))
-    est, flagged = _pipeline_fit([("centre", centre)], _secure_covariance(), positive)
+    center = FunctionTransformer(lambda Z: Z - Z.mean(axis=0))
+    est, flagged = _pipeline_fit([("center", center)], _secure_covariance(), positive)
     assert est.privacy_.validity == "data-dependent"
-    assert "'centre'" in est.privacy_.reason and "other records" in est.privacy_.reason
+    assert "'center'" in est.privacy_.reason and "other records" in est.privacy_.reason
     assert len(flagged) == 1
 
 

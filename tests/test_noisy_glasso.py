@@ -1,4 +1,4 @@
-"""Tests of graph recovery from a noisy data release (seed 002, data-user side)."""
+"""Tests of graph recovery from a noisy data release (Guo et al., data-user side)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def chain_release(n: int, p: int, snr_db: float, seed: int):
 
 def test_bias_corrected_covariance_closed_form():
     X = np.random.default_rng(0).normal(size=(50, 4)) + 3.0
-    centred = bias_corrected_covariance(X, noise_variance=0.3)
+    centered = bias_corrected_covariance(X, noise_variance=0.3)
     np.testing.assert_allclose(
-        centred, np.cov(X, rowvar=False, bias=True) - 0.3 * 49 / 50 * np.eye(4), atol=1e-12
+        centered, np.cov(X, rowvar=False, bias=True) - 0.3 * 49 / 50 * np.eye(4), atol=1e-12
     )
     raw = bias_corrected_covariance(X, noise_variance=0.3, assume_centered=True)
     np.testing.assert_allclose(raw, X.T @ X / 50 - 0.3 * np.eye(4), atol=1e-12)
@@ -299,7 +299,7 @@ def test_baselines_validate_input():
 
 
 def test_table_1a_runner_small():
-    from dpggm.experiments.seed002 import run_table_1a
+    from dpggm.experiments.noisy_data import run_table_1a
 
     table, runs, roc = run_table_1a(
         repetitions=2, sample_sizes=(500,), snr_levels=(20.0,), n_features=10, cv=3
@@ -325,7 +325,7 @@ def test_table_1a_runner_small():
 def test_reference_auc_against_a_hand_made_graph():
     from types import SimpleNamespace
 
-    from dpggm.experiments.seed002 import _reference_auc, _reference_graph
+    from dpggm.experiments.noisy_data import _reference_auc, _reference_graph
 
     precision = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.1], [0.0, 0.1, 2.0]])
     fit = SimpleNamespace(precision_=precision,
@@ -343,7 +343,7 @@ def test_reference_auc_against_a_hand_made_graph():
 
 
 def test_table_1b_variants_small(tmp_path):
-    from dpggm.experiments.seed002 import VARIANTS_1B, run_table_1b, run_table_1b_variants
+    from dpggm.experiments.noisy_data import VARIANTS_1B, run_table_1b, run_table_1b_variants
 
     common = {"n_samples": 400, "n_features": 30, "sparsities": (0.9,)}
     tables = run_table_1b_variants(
@@ -362,24 +362,24 @@ def test_table_1b_variants_small(tmp_path):
     assert variants.iloc[1]["alpha_mean"] == pytest.approx(first["alpha_mean"] / 5)
     assert set(variants["auc_paper"]) == {0.626, 0.623}
     assert VARIANTS_1B[variants.iloc[2]["variant"]]["margin"] == 1e-6
-    assert (tmp_path / "seed002_1b_variants.csv").exists()
+    assert (tmp_path / "noisy_data_1b_variants.csv").exists()
     with pytest.raises(ValueError, match="variants must be among"):
         run_table_1b_variants(variants=("no such",))
 
 
-def test_run_seed002_writes_files(tmp_path, monkeypatch):
-    from dpggm.experiments import seed002
+def test_run_noisy_data_writes_files(tmp_path, monkeypatch):
+    from dpggm.experiments import noisy_data
 
-    original_1a, original_1b = seed002.run_table_1a, seed002.run_table_1b
+    original_1a, original_1b = noisy_data.run_table_1a, noisy_data.run_table_1b
     monkeypatch.setattr(
-        seed002,
+        noisy_data,
         "run_table_1a",
         lambda **kw: original_1a(
             repetitions=1, sample_sizes=(200,), snr_levels=(20.0,), n_features=8, cv=3
         ),
     )
     monkeypatch.setattr(
-        seed002,
+        noisy_data,
         "run_table_1b",
         lambda **kw: original_1b(
             full=False,
@@ -389,18 +389,18 @@ def test_run_seed002_writes_files(tmp_path, monkeypatch):
             random_state=kw["random_state"],
         ),
     )
-    result = seed002.run_seed002(out_dir=tmp_path)
+    result = noisy_data.run_noisy_data(out_dir=tmp_path)
     for name in ("table_1a", "runs_1a", "table_1b", "runs_1b"):
-        assert (tmp_path / f"seed002_{name}.csv").exists()
+        assert (tmp_path / f"noisy_data_{name}.csv").exists()
         assert name in result
-    assert (tmp_path / "seed002_roc.png").stat().st_size > 0
+    assert (tmp_path / "noisy_data_roc.png").stat().st_size > 0
     assert list(result["table_1b"]["noise"]) == ["no noise", "60 dB", "20 dB"]
     # The environment of the whole run (both tables), in the result and beside the tables.
     environment = dict(zip(result["environment"]["key"], result["environment"]["value"]))
-    assert environment["experiment"] == "seed002" and environment["random_state"] == "0"
+    assert environment["experiment"] == "noisy_data" and environment["random_state"] == "0"
     # wall_seconds is rounded to the millisecond, the cells' timings are not.
     assert float(environment["wall_seconds"]) >= result["timing"]["seconds"].sum() - 0.0005
-    written = pd.read_csv(tmp_path / "seed002_environment.csv", dtype=str, keep_default_na=False)
+    written = pd.read_csv(tmp_path / "noisy_data_environment.csv", dtype=str, keep_default_na=False)
     assert written.equals(result["environment"])
     with pytest.raises(FileExistsError, match="already holds"):
-        seed002.run_seed002(out_dir=tmp_path)
+        noisy_data.run_noisy_data(out_dir=tmp_path)

@@ -158,7 +158,7 @@ def test_reconstruction_converges_where_a_barrier_stage_used_to_stall(path, monk
 
     from dpggm.exceptions import ConvergenceWarning
     from dpggm.experiments._common import repetition_rng
-    from dpggm.experiments.seed003 import load_unit_box
+    from dpggm.experiments.pace_ggm import load_unit_box
 
     X = load_unit_box("breast_cancer")[0]
     rng = repetition_rng(0, "breast_cancer", 0.1, 3, "pace")

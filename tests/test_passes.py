@@ -66,13 +66,13 @@ def test_linear_and_deviation_counts_equal_searchsorted():
     below = ArrayRecords(X, ["a", "b"]).run(ValueCounts(edges, kernels.LINEAR)).below()
     for j in range(2):
         np.testing.assert_array_equal(below[j], _reference_below(X[:, j], edges[j]))
-    centre = np.array([5.0, 3.2])
+    center = np.array([5.0, 3.2])
     radius = np.array([0.01, 0.25])
     spread = RangeStages(epsilons={}).spread_edges
     state = ArrayRecords(X, ["a", "b"]).run(
-        ValueCounts(spread, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+        ValueCounts(spread, kernels.GEOMETRIC, centers=center, tie_radius=radius))
     for j in range(2):
-        deviations = np.abs(X[:, j] - centre[j])
+        deviations = np.abs(X[:, j] - center[j])
         np.testing.assert_array_equal(state.below()[j], _reference_below(deviations, spread))
         assert state.tied[j] == np.sum(deviations <= radius[j])
 

@@ -1,4 +1,5 @@
-"""Covariance-perturbation precision estimators (seeds 000, 001, 004)."""
+"""Covariance-perturbation precision estimators (Su, Guo & Zhang; Wang, Huai & Xu;
+Wang, Xu & He)."""
 
 from __future__ import annotations
 

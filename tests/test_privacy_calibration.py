@@ -118,10 +118,10 @@ def renyi_divergence_gaussian(shift: float, sd: float, order: float) -> float:
             order * _normal_logpdf(x, shift, sd) + (1.0 - order) * _normal_logpdf(x, 0.0, sd)
         )
 
-    # The integrand is an unnormalised Gaussian centred at order * shift.
-    centre = order * shift
+    # The integrand is an unnormalised Gaussian centered at order * shift.
+    center = order * shift
     value, _ = integrate.quad(
-        integrand, centre - 40 * sd, centre + 40 * sd, points=[centre], epsabs=0.0, epsrel=1e-12
+        integrand, center - 40 * sd, center + 40 * sd, points=[center], epsabs=0.0, epsrel=1e-12
     )
     return math.log(value) / (order - 1.0)
 

@@ -155,7 +155,7 @@ def test_wrong_budget_for_mechanism(X):
         PrivateCovariance(budget=ZCDP(1.0), bounds=RowNorm(1.0), mechanism="laplace").fit(X)
 
 
-def test_private_mean_centring(X):
+def test_private_mean_centering(X):
     shifted = X + np.array([0.2, -0.1, 0.0, 0.1, 0.05])
     est = PrivateCovariance(
         budget=ZCDP(50.0), bounds=RowNorm(2.0), center="private", mean_fraction=0.2,

@@ -1,4 +1,4 @@
-"""Tests of the noisy data release (seed 002, publisher side)."""
+"""Tests of the noisy data release (Guo et al., publisher side)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Release noise under random_state=None or "secure" comes from the operating system's
-cryptographic generator, through one RandomSource (issue 20, first list)."""
+cryptographic generator, through one RandomSource."""
 
 from __future__ import annotations
 

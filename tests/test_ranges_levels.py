@@ -1,5 +1,5 @@
 """Private ranges that keep the levels of discrete columns apart: skewed Likert items, 0/1
-flags split 50/50 or 90/10, mixed tables; the spread's target and the centre's score keep
+flags split 50/50 or 90/10, mixed tables; the spread's target and the center's score keep
 their sensitivities; the plan states what it keeps and refuses ranges it cannot locate."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_spread_target_is_the_median_of_the_untied_deviations():
 
 
 def test_a_tied_column_spread_lands_on_the_next_level():
-    # 78 of 100 values tied with the centre (deviation 0), the rest at deviation 1 or 2.
+    # 78 of 100 values tied with the center (deviation 0), the rest at deviation 1 or 2.
     stages = RangeStages(epsilons={"spread": 50.0})
     deviations = np.sort(np.r_[np.zeros(78), np.ones(15), np.full(7, 2.0)])
     below = np.searchsorted(deviations, stages.spread_edges, side="left")[None, :]
@@ -162,7 +162,7 @@ def test_the_spread_score_has_sensitivity_one_under_both_relations():
             assert change.max() <= 1.0, (a, b)
 
 
-def test_the_centre_score_has_sensitivity_one_plus_its_count_weight():
+def test_the_center_score_has_sensitivity_one_plus_its_count_weight():
     edges = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0])
     domain = [-5.0, 0.0, 0.7, 1.0, 2.0, 2.5, 9.0]
     weight = STAGE_COUNT_WEIGHTS["median"]
@@ -180,7 +180,7 @@ def test_the_centre_score_has_sensitivity_one_plus_its_count_weight():
     assert seen == 2.0  # the bound is reached
 
 
-def test_the_centre_of_a_column_split_half_and_half_lands_on_a_value():
+def test_the_center_of_a_column_split_half_and_half_lands_on_a_value():
     # 0/1 split 50/50: every empty cell between 0 and 1 is a median; the count term makes
     # the mechanism pick a cell that holds one of the two values.
     values = np.sort(np.r_[np.zeros(500), np.ones(500)])

@@ -155,7 +155,7 @@ def test_linear_regression_bad_input(problem):
     with pytest.raises(NotFittedError):
         PrivateLinearRegression(covariance_estimator=estimator).predict(X)
     model = PrivateLinearRegression(covariance_estimator=estimator).fit(X, y)
-    with pytest.raises(ValueError, match="X has 3 features, but the model was fitted with 4"):
+    with pytest.raises(ValueError, match="X has 3 features, but PrivateLinearRegression is expecting 4 features"):
         model.predict(X[:, :3])
 
 

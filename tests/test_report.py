@@ -66,7 +66,7 @@ def test_report_of_graph_output_is_self_contained(graph_dir):
     assert html.count("<svg") == 3 and "<img " not in html
     for remote in ("https://", "<script", "<link", "xlink:href=\"http", "src=\"http"):
         assert remote not in html
-    assert "How the budget was spent" in html and "bounds" in html and "centring" in html
+    assert "How the budget was spent" in html and "bounds" in html and "second moment" in html
     assert "x0" in html and "<th>partial correlation</th>" in html
 
 
@@ -391,7 +391,7 @@ def test_report_of_a_threshold_graph_says_no_error_control(tmp_path):
     assert record["min_partial_correlation"] == graph.min_partial_correlation_
     text = " ".join(_visible_text(build_report(out)).split())
     assert "No error control was applied" in text and "may be false" not in text
-    assert "centred on the de-biased estimate" in text
+    assert "centered on the de-biased estimate" in text
 
 
 def test_an_empty_graph_is_explained_by_a_number(tmp_path):

@@ -114,7 +114,7 @@ def test_every_run_has_its_committed_files_and_the_command_line_lists_them(capsy
             for metric in comparison.metrics:
                 assert f"{metric}_mean" in frame and f"{metric}_{comparison.spread}" in frame
     assert main(["list"]) == 0
-    assert "seed003" in capsys.readouterr().out
+    assert "pace_ggm" in capsys.readouterr().out
 
 
 @pytest.mark.reproduction

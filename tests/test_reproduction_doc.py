@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from dpggm.cli.experiment import EXPERIMENTS
+from dpggm.cli.experiment import ALIASES, EXPERIMENTS
 from dpggm.cli.main import app
 from dpggm.experiments.reproduction import RUNS
 
@@ -36,8 +36,8 @@ def _commands() -> list[str]:
 
 
 def test_every_paper_has_its_section_in_order():
-    headings = re.findall(r"^## (Seed 00\d) — (.+)$", _text(), re.M)
-    assert [number for number, _ in headings] == [f"Seed 00{k}" for k in range(5)]
+    headings = re.findall(r"^## `(\w+)` — (.+)$", _text(), re.M)
+    assert [name for name, _ in headings] == list(EXPERIMENTS)
     assert all(title.strip() for _, title in headings)
 
 
@@ -60,12 +60,12 @@ def test_the_dpggm_experiment_commands_on_the_page_are_valid_cli_invocations():
             name, sub, rest = group.resolve_command(parent, arguments)
             assert name == "experiment"
             with sub.make_context(name, rest, parent=parent) as context:
-                assert context.params["name"] in EXPERIMENTS, command
+                assert context.params["name"] in {**EXPERIMENTS, **ALIASES}, command
 
 
 def test_an_invalid_command_would_be_caught():
     group = typer.main.get_command(app)
-    arguments = ["experiment", "seed000", "--fulll"]
+    arguments = ["experiment", "private_precision", "--fulll"]
     with group.make_context("dpggm", list(arguments)) as parent:
         name, sub, rest = group.resolve_command(parent, arguments)
         # Typer's own copy of click raises its usage error; its message is the contract.
@@ -96,7 +96,7 @@ def test_the_page_is_built_from_the_template_and_the_csv_files_beside_it(tmp_pat
 
 def test_a_changed_csv_changes_the_page(tmp_path):
     docs, module = _build(tmp_path)
-    measured = docs / "reproduction" / "seed003" / "seed003_measured.csv"
+    measured = docs / "reproduction" / "pace_ggm" / "pace_ggm_measured.csv"
     text = measured.read_text(encoding="utf-8").replace("breast_cancer,31,1.0,",
                                                         "breast_cancer,31,1.0,99")
     measured.write_text(text, encoding="utf-8")
@@ -134,17 +134,18 @@ def test_the_summary_says_what_was_compared_and_where_it_agrees():
     rows = _summary_rows()
     assert "like for like" not in _text().lower()
     papers = [row["paper"] for row in rows]
-    assert set(papers) == {"Seed 000", "Seed 001", "Seed 002", "Seed 003"}
+    assert set(papers) == {"Su, Guo & Zhang", "Wang, Huai & Xu", "Guo et al.", "Ferrando et al."}
     for row in rows:
         assert re.fullmatch(r"\d+/\d+ \(\d+ %\)|–", row["within 2 SE of the difference"]), row
         assert row["where (2 SE; stated tolerance in brackets)"], row
-    # Seed 000 Table 2 in the paper's setting does not run the paper's algorithm, and says so.
-    agl = [r for r in rows if r["paper"] == "Seed 000" and r["table"].startswith("Table 2")]
+    # Su, Guo & Zhang's Table 2 in the paper's setting does not run the paper's algorithm,
+    # and says so.
+    agl = [r for r in rows if r["paper"] == "Su, Guo & Zhang" and r["table"].startswith("Table 2")]
     assert len(agl) == 2 and "not its algorithm" in agl[1]["compared"]
-    # Seed 002 Table 1(b)'s second row was chosen after seeing the variants, and says so.
+    # Guo et al.'s Table 1(b): second row was chosen after seeing the variants, and says so.
     post_hoc = [r for r in rows if r["table"] == "Table 1(b), AUC"][1]
     assert "after seeing the variants" in post_hoc["compared"]
-    # Seed 000 Table 1's agreement is split by column and regime.
+    # Su, Guo & Zhang's Table 1: agreement is split by column and regime.
     where = [r for r in rows if r["table"].startswith("Table 1 (DP-RP)")][1]
     where = where["where (2 SE; stated tolerance in brackets)"]
     assert "ε ≥ 1.2" in where and "ε ≤ 0.8" in where and "ℓ2" in where

@@ -1,4 +1,4 @@
-"""`import dpggm` and the command line's start-up import only what they use (issue 10).
+"""`import dpggm` and the command line's start-up import only what they use.
 
 Timings are in benchmarks/bench_startup.py; here the imported modules are checked, which
 is what decides the start-up time and does not depend on the machine's load.

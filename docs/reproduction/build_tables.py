@@ -3,7 +3,7 @@
 Every table of the page sits between ``<!-- BEGIN table:NAME -->`` and
 ``<!-- END table:NAME -->``; this script replaces what is between the two markers with the
 table NAME built from ``docs/reproduction/seedNNN/*.csv`` (the files the runs wrote) and
-the papers' published numbers (below, and ``paper_seed000_tables.csv``, parsed from the
+the papers' published numbers (below, and ``paper_private_precision_tables.csv``, parsed from the
 paper's text). The prose around the markers is written by hand.
 
 Usage::
@@ -24,8 +24,8 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "reproduction.md"
 
-# Seed 001, Tables 1-2, synthetic columns (r = n/p); "NA" is the paper's "above 200".
-PAPER_001 = {
+# Wang, Huai & Xu, Tables 1-2, synthetic columns (r = n/p); "NA" is the paper's "above 200".
+PAPER_COVARIANCE_PERTURBATION = {
     ("epsilon-DP", "Wishart-pure (Jiang et al.)"): {
         0.5: ("0.993", "0.9918", "0.9914"), 1.0: ("0.986", "0.9863", "0.9856"),
         1.5: ("0.9817", "0.9815", "0.9806")},
@@ -43,17 +43,17 @@ PAPER_001 = {
         0.5: ("0.1285", "0.1607", "0.1759"), 1.0: ("0.1254", "0.1605", "0.1737"),
         1.5: ("0.1242", "0.1585", "0.1701")},
 }
-# Seed 003: BreastCancerWisconsin (d = 32 in the paper), Table 4 (measured off-diagonal
+# Ferrando et al.: BreastCancerWisconsin (d = 32 in the paper), Table 4 (measured off-diagonal
 # entries per trial) and Table 5 (seconds per trial, mean ± SE).
-PAPER_003_MEASURED = {1e-4: 5.2, 1e-3: 5.6, 1e-2: 6.1, 0.1: 9.4, 1.0: 23.9, 2.0: 27.5, 10.0: 49.0}
-PAPER_003_SECONDS = {1e-4: "0.19 ± 0.02", 1e-2: "0.20 ± 0.03", 1.0: "0.90 ± 0.17",
+PAPER_PACE_GGM_MEASURED = {1e-4: 5.2, 1e-3: 5.6, 1e-2: 6.1, 0.1: 9.4, 1.0: 23.9, 2.0: 27.5, 10.0: 49.0}
+PAPER_PACE_GGM_SECONDS = {1e-4: "0.19 ± 0.02", 1e-2: "0.20 ± 0.03", 1.0: "0.90 ± 0.17",
                      10.0: "1.78 ± 0.15"}
-# Seed 003, Table 3 (BreastCancerWisconsin): d, n, mean |r|, max |r|, e_off, rank_eff.
-PAPER_003_STRUCTURE = (32, 569, 0.383, 1.000, 0.739, 5.5)
+# Ferrando et al., Table 3 (BreastCancerWisconsin): d, n, mean |r|, max |r|, e_off, rank_eff.
+PAPER_PACE_GGM_STRUCTURE = (32, 569, 0.383, 1.000, 0.739, 5.5)
 # The tolerances of the summary table.
-RELATIVE_TOLERANCE = {"000": 0.25, "001": 0.25, "003": 0.30}
+RELATIVE_TOLERANCE = {"private_precision": 0.25, "covariance_perturbation": 0.25, "pace_ggm": 0.30}
 AUC_TOLERANCE = 0.01
-LIKE_FOR_LIKE_003 = "all of the paper's choices at once"
+LIKE_FOR_LIKE_PACE_GGM = "all of the paper's choices at once"
 LIKE_FOR_LIKE_1B = "like for like: penalty factor 0.1, the paper's diagonal"
 # How the page names a variant whose key (in the runs' CSV files) says more than it is.
 VARIANT_LABELS = {LIKE_FOR_LIKE_1B: "the paper's diagonal with the penalty factor 0.1 "
@@ -117,16 +117,16 @@ def environment(run: str) -> str:
     }))
 
 
-# ------------------------------------------------------------------ seed 000
+# ------------------------------------------------------------------ Su, Guo & Zhang
 
 
-def seed000(algorithm: str, model: int) -> str:
+def private_precision(algorithm: str, model: int) -> str:
     """One model of the paper's Table 1 (DP-RP) or Table 2 (DP-AGL): ours beside the
     paper's, per norm."""
-    errors = read("seed000", "seed000_errors.csv")
+    errors = read("private_precision", "private_precision_errors.csv")
     if errors is None:
         return "*(not run)*"
-    paper = pd.read_csv(HERE / "paper_seed000_tables.csv")
+    paper = pd.read_csv(HERE / "paper_private_precision_tables.csv")
     table = "1" if algorithm == "DP-RP" else "2"
     paper = paper[(paper["table"].astype(str) == table) & (paper["model"] == model)]
     ours = errors[(errors["method"] == algorithm) & (errors["model"] == model)]
@@ -164,14 +164,14 @@ def _within(ours: float, paper: float, tolerance: float) -> bool:
     return bool(math.isfinite(ours) and paper > 0 and abs(ours / paper - 1) <= tolerance)
 
 
-def _paper000() -> pd.DataFrame:
-    return pd.read_csv(HERE / "paper_seed000_tables.csv")
+def _paper_private_precision() -> pd.DataFrame:
+    return pd.read_csv(HERE / "paper_private_precision_tables.csv")
 
 
-def _seed000_pairs(frame: pd.DataFrame, algorithm: str) -> list[tuple[float, float, str]]:
+def _private_precision_pairs(frame: pd.DataFrame, algorithm: str) -> list[tuple[float, float, str]]:
     """(ours, paper, norm) for every cell of the paper's Table 1 (DP-RP) or 2 (DP-AGL)
     that ``frame`` (rows of one method) has."""
-    paper = _paper000()
+    paper = _paper_private_precision()
     paper = paper[paper["table"].astype(str) == ("1" if algorithm == "DP-RP" else "2")]
     pairs = []
     for _, cell in paper.iterrows():
@@ -183,27 +183,27 @@ def _seed000_pairs(frame: pd.DataFrame, algorithm: str) -> list[tuple[float, flo
     return pairs
 
 
-def _seed000_honest(algorithm: str) -> pd.DataFrame | None:
-    errors = read("seed000", "seed000_errors.csv")
+def _private_precision_honest(algorithm: str) -> pd.DataFrame | None:
+    errors = read("private_precision", "private_precision_errors.csv")
     if errors is None:
         return None
     ours = errors[errors["method"] == algorithm]
     return ours[ours["penalty"] == AGL_PENALTY] if algorithm == "DP-AGL" else ours
 
 
-def _seed000_step(step: str, algorithm: str) -> pd.DataFrame | None:
-    frame = read("seed000_paper", "seed000_paper_setting.csv")
+def _private_precision_step(step: str, algorithm: str) -> pd.DataFrame | None:
+    frame = read("private_precision_paper", "private_precision_paper_setting.csv")
     if frame is None:
         return None
     return frame[(frame["setting"] == step) & (frame["method"] == algorithm)]
 
 
-def seed000_paper(algorithm: str) -> str:
+def private_precision_paper(algorithm: str) -> str:
     """The paper's own setting (like for like) beside the paper, one row per cell."""
-    ours = _seed000_step("paper", algorithm)
+    ours = _private_precision_step("paper", algorithm)
     if ours is None:
         return "*(not run)*"
-    paper = _paper000()
+    paper = _paper_private_precision()
     paper = paper[paper["table"].astype(str) == ("1" if algorithm == "DP-RP" else "2")]
     rows = []
     for model in sorted(set(paper["model"])):
@@ -225,10 +225,10 @@ def seed000_paper(algorithm: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed000_steps() -> str:
+def private_precision_steps() -> str:
     """From the honest run to the paper's setting, one step at a time: the median ratio of
     our error to the paper's and the share of cells within the tolerance."""
-    tolerance = RELATIVE_TOLERANCE["000"]
+    tolerance = RELATIVE_TOLERANCE["private_precision"]
     steps = [("honest (the tables above)", None), ("1. + data-max normalisation", "data-max"),
              ("2. + cross-validated penalties", "data-max+cv"),
              ("3. + the classical formula's noise (the paper's setting)", "paper")]
@@ -236,8 +236,9 @@ def seed000_steps() -> str:
     for label, step in steps:
         row = {"step": label}
         for algorithm, table in (("DP-RP", "Table 1"), ("DP-AGL", "Table 2")):
-            frame = _seed000_honest(algorithm) if step is None else _seed000_step(step, algorithm)
-            pairs = [] if frame is None else _seed000_pairs(frame, algorithm)
+            frame = (_private_precision_honest(algorithm) if step is None
+                     else _private_precision_step(step, algorithm))
+            pairs = [] if frame is None else _private_precision_pairs(frame, algorithm)
             if not pairs:
                 return "*(not run)*"
             for norm, label_norm in (("l1", "ℓ1"), ("fro", "F"), ("spectral", "ℓ2")):
@@ -249,7 +250,7 @@ def seed000_steps() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def _seed000_in_original_units(frame: pd.DataFrame, algorithm: str,
+def _private_precision_in_original_units(frame: pd.DataFrame, algorithm: str,
                                 step: str | None) -> pd.DataFrame:
     """Per cell (model, n, ε): the noise σ and the penalty in the units of the data as
     sampled, and the relative Frobenius error (relative errors do not depend on the
@@ -266,28 +267,28 @@ def _seed000_in_original_units(frame: pd.DataFrame, algorithm: str,
     })
 
 
-SEED000_STEPS = (("1. data-max normalisation", "data-max"),
+PRIVATE_PRECISION_STEPS = (("1. data-max normalisation", "data-max"),
                  ("2. cross-validated penalties", "data-max+cv"),
                  ("3. the classical formula's noise", "paper"))
 
 
-def seed000_causes() -> str:
+def private_precision_causes() -> str:
     """What each step to the paper's setting changes, cell by cell (the paper's models,
     every n and ε): the noise and the penalty in the data's units and the Frobenius
     error, each as the median (range) of its ratio to the previous step's."""
     rows = []
     for algorithm, table in (("DP-RP", "Table 1"), ("DP-AGL", "Table 2")):
-        paper = _paper000()
+        paper = _paper_private_precision()
         paper_models = set(paper.loc[paper["table"].astype(str) == table[-1], "model"])
-        previous = _seed000_honest(algorithm)
+        previous = _private_precision_honest(algorithm)
         if previous is None:
             return "*(not run)*"
-        previous = _seed000_in_original_units(previous, algorithm, None)
-        for label, step in SEED000_STEPS:
-            frame = _seed000_step(step, algorithm)
+        previous = _private_precision_in_original_units(previous, algorithm, None)
+        for label, step in PRIVATE_PRECISION_STEPS:
+            frame = _private_precision_step(step, algorithm)
             if frame is None or not len(frame):
                 return "*(not run)*"
-            current = _seed000_in_original_units(frame, algorithm, step)
+            current = _private_precision_in_original_units(frame, algorithm, step)
             both = previous.merge(current, on=["model", "n", "epsilon"],
                                   suffixes=("_before", "_after"))
             both = both[both["model"].isin(paper_models)]
@@ -303,10 +304,10 @@ def seed000_causes() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed000_raw() -> str:
+def private_precision_raw() -> str:
     """The paper's own DP-AGL pipeline (the graphical lasso on the raw release): how often
     it had a solution, per model and penalty."""
-    errors = read("seed000", "seed000_errors.csv")
+    errors = read("private_precision", "private_precision_errors.csv")
     if errors is None:
         return "*(not run)*"
     raw = errors[errors["method"] == "DP-AGL raw release (paper)"]
@@ -320,8 +321,8 @@ def seed000_raw() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed000_trend() -> str:
-    trend = read("seed000", "seed000_trend.csv")
+def private_precision_trend() -> str:
+    trend = read("private_precision", "private_precision_trend.csv")
     if trend is None:
         return "*(not run)*"
     trend = trend[trend["norm"] == "fro"]
@@ -332,8 +333,8 @@ def seed000_trend() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed000_roc() -> str:
-    auc = read("seed000", "seed000_roc_auc.csv")
+def private_precision_roc() -> str:
+    auc = read("private_precision", "private_precision_roc_auc.csv")
     if auc is None:
         return "*(not run)*"
     rows = [{"model": r["model"], "budget": r["budget"],
@@ -342,8 +343,8 @@ def seed000_roc() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed000_settings() -> str:
-    settings = read("seed000", "seed000_settings.csv")
+def private_precision_settings() -> str:
+    settings = read("private_precision", "private_precision_settings.csv")
     if settings is None:
         return "*(not run)*"
     rows = [{"model": r["model"], "p": r["p"], "declared row bound B": fmt(r["row_bound_B"]),
@@ -352,13 +353,13 @@ def seed000_settings() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------ seed 001
+# ------------------------------------------------------------------ Wang, Huai & Xu
 
 
 SHEFFET = "Wishart (Sheffet)"
 
 
-def _seed001_cell(cell: pd.Series | None, method: str, epsilon: float) -> str:
+def _covariance_perturbation_cell(cell: pd.Series | None, method: str, epsilon: float) -> str:
     if cell is None:
         # The errors table leaves out what was not run: Sheffet's mechanism at ε ≥ 1.
         return "n/a (ε ≥ 1)" if method == SHEFFET and epsilon >= 1 else "–"
@@ -373,8 +374,8 @@ def _seed001_cell(cell: pd.Series | None, method: str, epsilon: float) -> str:
     return text
 
 
-def seed001(family: str) -> str:
-    errors = read_runs("seed001", "seed001_errors.csv")
+def covariance_perturbation(family: str) -> str:
+    errors = read_runs("covariance_perturbation", "covariance_perturbation_errors.csv")
     if errors is None:
         return "*(not run)*"
     key = "epsilon-DP" if family == "pure" else "approx"
@@ -388,12 +389,12 @@ def seed001(family: str) -> str:
     for epsilon in sorted(set(subset["epsilon"].astype(float))):
         for method in methods:
             row = {"ε": f"{epsilon:g}", "method": method}
-            published = PAPER_001.get((key, method), {}).get(epsilon, ("–",) * 3)
+            published = PAPER_COVARIANCE_PERTURBATION.get((key, method), {}).get(epsilon, ("–",) * 3)
             for ratio in ratios:
                 for post, label in (("library repair", "ours"), ("none (paper)", "ours, raw")):
                     found = subset[(subset["epsilon"] == epsilon) & (subset["method"] == method)
                                    & (subset["r"] == ratio) & (subset["postprocessing"] == post)]
-                    row[f"r={ratio:g} {label}"] = _seed001_cell(
+                    row[f"r={ratio:g} {label}"] = _covariance_perturbation_cell(
                         found.iloc[0] if len(found) else None, method, epsilon
                     )
                 if ratio in (0.5, 1.0, 1.5):
@@ -402,18 +403,18 @@ def seed001(family: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------ seed 002
+# ------------------------------------------------------------------ Guo et al.
 
 
-def seed002(table: str) -> str:
-    # A run of one table alone (seed002_1a/) replaces that table of the run of both.
-    frame = read(f"seed002_{table}", f"seed002_table_{table}.csv")
+def noisy_data(table: str) -> str:
+    # A run of one table alone (noisy_data_1a/) replaces that table of the run of both.
+    frame = read(f"noisy_data_{table}", f"noisy_data_table_{table}.csv")
     if frame is None:
-        frame = read("seed002", f"seed002_table_{table}.csv")
+        frame = read("noisy_data", f"noisy_data_table_{table}.csv")
     if frame is None:
         return "*(not run)*"
     key = "n" if table == "1a" else "sparsity"
-    like = _seed002_like_for_like() if table == "1b" else None
+    like = _noisy_data_like_for_like() if table == "1b" else None
     rows = []
     for _, r in frame.iterrows():
         row = {key: (int(r[key]) if key == "n" else f"{100 * r[key]:g} %"), "noise": r["noise"],
@@ -440,18 +441,18 @@ def seed002(table: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def _seed002_variants() -> pd.DataFrame | None:
-    return read("seed002_1b_variants", "seed002_1b_variants.csv")
+def _noisy_data_variants() -> pd.DataFrame | None:
+    return read("noisy_data_1b_variants", "noisy_data_1b_variants.csv")
 
 
-def _seed002_like_for_like() -> pd.DataFrame | None:
-    variants = _seed002_variants()
+def _noisy_data_like_for_like() -> pd.DataFrame | None:
+    variants = _noisy_data_variants()
     return None if variants is None else variants[variants["variant"] == LIKE_FOR_LIKE_1B]
 
 
-def seed002_causes() -> str:
+def noisy_data_causes() -> str:
     """Table 1(b) without noise: what the penalty and the diagonal do to the AUC."""
-    variants = _seed002_variants()
+    variants = _noisy_data_variants()
     if variants is None:
         return "*(not run)*"
     clean = variants[variants["noise"] == "no noise"]
@@ -476,23 +477,23 @@ def seed002_causes() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------ seed 003
+# ------------------------------------------------------------------ Ferrando et al.
 
 
-def seed003_measured() -> str:
-    measured = read("seed003", "seed003_measured.csv")
-    runtime = read("seed003", "seed003_runtime.csv")
+def pace_ggm_measured() -> str:
+    measured = read("pace_ggm", "pace_ggm_measured.csv")
+    runtime = read("pace_ggm", "pace_ggm_runtime.csv")
     if measured is None or runtime is None:
         return "*(not run)*"
     bc = measured[measured["dataset"] == "breast_cancer"]
     rt = runtime[(runtime["dataset"] == "breast_cancer") & (runtime["method"] == "pace")]
-    like = _seed003_variant(LIKE_FOR_LIKE_003)
+    like = _pace_ggm_variant(LIKE_FOR_LIKE_PACE_GGM)
     d = int(bc["d"].iloc[0])
     rows = []
     for _, r in bc.iterrows():
         rho = float(r["rho"])
         seconds = rt[rt["rho"] == r["rho"]].iloc[0]
-        paper = PAPER_003_MEASURED.get(rho, math.nan)
+        paper = PAPER_PACE_GGM_MEASURED.get(rho, math.nan)
         row = {
             "ρ": f"{rho:g}",
             f"off-diagonal measured, ours (d = {d}, 10 trials)": mean_se(
@@ -505,19 +506,19 @@ def seed003_measured() -> str:
         row["**paper** (d = 32, 10 trials)"] = fmt(paper)
         row["ours / paper"] = fmt(r["measured_offdiag_mean"] / paper)
         row["seconds per fit, ours"] = mean_se(seconds["seconds_mean"], seconds["seconds_se"])
-        row["**paper** seconds"] = PAPER_003_SECONDS.get(rho, "–")
+        row["**paper** seconds"] = PAPER_PACE_GGM_SECONDS.get(rho, "–")
         rows.append(row)
     return markdown(pd.DataFrame(rows))
 
 
-def _seed003_variant(variant: str) -> pd.DataFrame | None:
-    variants = read("seed003_variants", "seed003_variants.csv")
+def _pace_ggm_variant(variant: str) -> pd.DataFrame | None:
+    variants = read("pace_ggm_variants", "pace_ggm_variants.csv")
     return None if variants is None else variants[variants["variant"] == variant]
 
 
-def seed003_variants() -> str:
+def pace_ggm_variants() -> str:
     """Measured off-diagonal entries on breast cancer, one change at a time."""
-    variants = read("seed003_variants", "seed003_variants.csv")
+    variants = read("pace_ggm_variants", "pace_ggm_variants.csv")
     if variants is None:
         return "*(not run)*"
     rhos = list(dict.fromkeys(variants["rho"]))
@@ -533,17 +534,17 @@ def seed003_variants() -> str:
         rows.append(row)
     paper = {"variant": "**paper** (10 trials)", "d": 32}
     for rho in rhos:
-        paper[f"ρ={rho:g}"] = fmt(PAPER_003_MEASURED.get(float(rho), math.nan))
+        paper[f"ρ={rho:g}"] = fmt(PAPER_PACE_GGM_MEASURED.get(float(rho), math.nan))
     rows.append(paper)
     return markdown(pd.DataFrame(rows))
 
 
-def seed003_structure() -> str:
+def pace_ggm_structure() -> str:
     """The paper's Table 3 properties of the breast cancer data, ours beside the paper's."""
-    structure = read("seed003_variants", "seed003_structure.csv")
+    structure = read("pace_ggm_variants", "pace_ggm_structure.csv")
     if structure is None:
         return "*(not run)*"
-    shown = ("as run: d = 31, centred, clipped", "no diagnosis column (d = 30)",
+    shown = ("as run: d = 31, centered, clipped", "no diagnosis column (d = 30)",
              "record id as a 32nd column (d = 32)")
     rows = []
     for _, r in structure[structure["variant"].isin(shown)].iterrows():
@@ -554,17 +555,17 @@ def seed003_structure() -> str:
             "e_off": fmt(r["e_off_before_clipping"]),
             "rank_eff": fmt(r["rank_eff_before_clipping"]),
             "e_off after clipping": fmt(r["e_off_as_used"]),
-            "values clipped": f"{100 * r['outside_box_after_centring']:.1f} %",
+            "values clipped": f"{100 * r['outside_box_after_centering']:.1f} %",
         })
-    d, n, mean_r, max_r, e_off, rank_eff = PAPER_003_STRUCTURE
+    d, n, mean_r, max_r, e_off, rank_eff = PAPER_PACE_GGM_STRUCTURE
     rows.append({"data": "**paper** (BreastCancerWisconsin)", "d": d, "n": n,
                  "mean abs(r)": fmt(mean_r), "max abs(r)": f"{max_r:.3f}", "e_off": fmt(e_off),
                  "rank_eff": fmt(rank_eff), "e_off after clipping": "–", "values clipped": "–"})
     return markdown(pd.DataFrame(rows))
 
 
-def seed003_other_measured() -> str:
-    measured = read("seed003", "seed003_measured.csv")
+def pace_ggm_other_measured() -> str:
+    measured = read("pace_ggm", "pace_ggm_measured.csv")
     if measured is None:
         return "*(not run)*"
     others = measured[measured["dataset"] != "breast_cancer"]
@@ -576,8 +577,8 @@ def seed003_other_measured() -> str:
     return markdown(wide)
 
 
-def seed003_errors(metric: str) -> str:
-    errors = read("seed003", "seed003_errors.csv")
+def pace_ggm_errors(metric: str) -> str:
+    errors = read("pace_ggm", "pace_ggm_errors.csv")
     if errors is None:
         return "*(not run)*"
     rows = []
@@ -591,8 +592,8 @@ def seed003_errors(metric: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed003_regression() -> str:
-    frame = read("seed003", "seed003_regression.csv")
+def pace_ggm_regression() -> str:
+    frame = read("pace_ggm", "pace_ggm_regression.csv")
     if frame is None:
         return "*(not run)*"
     rows = []
@@ -609,11 +610,11 @@ def seed003_regression() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------ seed 004
+# ------------------------------------------------------------------ Wang, Xu & He
 
 
-def seed004() -> str:
-    errors = read("seed004", "seed004_errors.csv")
+def thresholding() -> str:
+    errors = read("thresholding", "thresholding_errors.csv")
     if errors is None:
         return "*(not run)*"
     rows = []
@@ -630,11 +631,12 @@ def seed004() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed004_paper_model() -> str:
+def thresholding_paper_model() -> str:
     """What the private release keeps in the paper's model: its largest off-diagonal entry
     (at most 1/200 before the rescaling, i.e. gamma/50 after it, gamma = 1/(4 c^2) the
     variance) against the private threshold at the largest n."""
-    errors, settings = read("seed004", "seed004_errors.csv"), read("seed004", "seed004_settings.csv")
+    errors = read("thresholding", "thresholding_errors.csv")
+    settings = read("thresholding", "thresholding_settings.csv")
     if errors is None or settings is None:
         return "*(not run)*"
     largest_n = max(errors["n"])
@@ -661,8 +663,8 @@ def seed004_paper_model() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed004_detectable() -> str:
-    errors = read("seed004_detectable", "seed004_errors.csv")
+def thresholding_detectable() -> str:
+    errors = read("thresholding_detectable", "thresholding_errors.csv")
     if errors is None:
         return "*(not run)*"
     rows = []
@@ -678,8 +680,8 @@ def seed004_detectable() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def seed004_detectable_model() -> str:
-    settings = read("seed004_detectable", "seed004_settings.csv")
+def thresholding_detectable_model() -> str:
+    settings = read("thresholding_detectable", "thresholding_settings.csv")
     if settings is None:
         return "*(not run)*"
     r = settings.iloc[0]
@@ -695,8 +697,8 @@ def seed004_detectable_model() -> str:
     }]))
 
 
-def seed004_trend() -> str:
-    trend = read("seed004", "seed004_trend.csv")
+def thresholding_trend() -> str:
+    trend = read("thresholding", "thresholding_trend.csv")
     if trend is None:
         return "*(not run)*"
     per_setting = trend[trend["p"].astype(str) != "all"]
@@ -716,9 +718,9 @@ def seed004_trend() -> str:
 
 # ------------------------------------------------------------------ summary
 
-# Seed 002, Table 1: the paper's "±" (standard deviation over its 10 repetitions), by noise
+# Guo et al., Table 1: the paper's "±" (standard deviation over its 10 repetitions), by noise
 # level (None: no noise) and n (a) or sparsity (b).
-PAPER_002_SD = {
+PAPER_NOISY_DATA_SD = {
     "1a": {None: {50: 0.0, 500: 0.0, 5000: 0.0},
            100.0: {50: 2.3e-5, 500: 1.8e-3, 5000: 1.8e-3},
            80.0: {50: 1.0e-5, 500: 2.0e-3, 5000: 3.2e-3},
@@ -732,8 +734,8 @@ PAPER_002_SD = {
            40.0: {0.99: 7.54e-4, 0.98: 2.56e-4, 0.95: 7.54e-4, 0.90: 7.49e-4},
            20.0: {0.99: 8.87e-4, 0.98: 3.20e-4, 0.95: 9.08e-4, 0.90: 8.54e-4}},
 }
-#: The papers' repetitions per cell (seed 001 reports one run).
-PAPER_REPS = {"000": 50, "001": 1, "002": 10, "003": 10}
+#: The papers' repetitions per cell (Wang, Huai & Xu reports one run).
+PAPER_REPS = {"private_precision": 50, "covariance_perturbation": 1, "noisy_data": 10, "pace_ggm": 10}
 #: A published cell is consistent with ours when the two differ by at most this many
 #: standard errors of the difference (plus half a unit of the paper's last printed digit).
 Z_AGREEMENT = 2.0
@@ -766,12 +768,13 @@ def _near(cell: dict, tolerance: float | None) -> bool | None:
     return _within(cell["ours"], cell["paper"], tolerance)
 
 
-def _cells_000(algorithm: str, step: str | None) -> list[dict]:
-    """Every published cell of seed 000's Table 1 (DP-RP) or 2 (DP-AGL) with ours."""
-    frame = _seed000_honest(algorithm) if step is None else _seed000_step(step, algorithm)
+def _cells_private_precision(algorithm: str, step: str | None) -> list[dict]:
+    """Every published cell of Su, Guo & Zhang's Table 1 (DP-RP) or 2 (DP-AGL) with ours."""
+    frame = (_private_precision_honest(algorithm) if step is None
+             else _private_precision_step(step, algorithm))
     if frame is None:
         return []
-    paper = _paper000()
+    paper = _paper_private_precision()
     paper = paper[paper["table"].astype(str) == ("1" if algorithm == "DP-RP" else "2")]
     cells = []
     for _, published in paper.iterrows():
@@ -789,13 +792,13 @@ def _cells_000(algorithm: str, step: str | None) -> list[dict]:
     return cells
 
 
-def _cells_001(family: str) -> list[dict]:
-    errors = read_runs("seed001", "seed001_errors.csv")
+def _cells_covariance_perturbation(family: str) -> list[dict]:
+    errors = read_runs("covariance_perturbation", "covariance_perturbation_errors.csv")
     if errors is None:
         return []
     ours = errors[errors["postprocessing"] == "library repair"]
     cells = []
-    for (fam, method), by_epsilon in PAPER_001.items():
+    for (fam, method), by_epsilon in PAPER_COVARIANCE_PERTURBATION.items():
         if fam != family:
             continue
         for epsilon, values in by_epsilon.items():
@@ -818,8 +821,8 @@ def _cells_001(family: str) -> list[dict]:
     return cells
 
 
-def _cells_002(table: str, like_for_like: bool) -> list[dict]:
-    frame = read(f"seed002_{table}", f"seed002_table_{table}.csv")
+def _cells_noisy_data(table: str, like_for_like: bool) -> list[dict]:
+    frame = read(f"noisy_data_{table}", f"noisy_data_table_{table}.csv")
     if frame is None:
         return []
     key = "n" if table == "1a" else "sparsity"
@@ -828,7 +831,7 @@ def _cells_002(table: str, like_for_like: bool) -> list[dict]:
         rows = [(r[key], r["noise"], r[f"{column}_mean"], r[f"{column}_sd"], r["n_reps"],
                  r["auc_paper"]) for _, r in frame.iterrows()]
     elif like_for_like:
-        like = _seed002_like_for_like()
+        like = _noisy_data_like_for_like()
         if like is None:
             return []
         rows = [(r[key], r["noise"], r["auc_mean"], r["auc_sd"], r["n_reps"], r["auc_paper"])
@@ -839,7 +842,7 @@ def _cells_002(table: str, like_for_like: bool) -> list[dict]:
     cells = []
     for level, noise, mean, sd, reps, published in rows:
         snr = None if noise == "no noise" else float(str(noise).split()[0])
-        paper_sd = PAPER_002_SD[table][snr][float(level) if table == "1b" else int(level)]
+        paper_sd = PAPER_NOISY_DATA_SD[table][snr][float(level) if table == "1b" else int(level)]
         cells.append({"ours": float(mean), "ours_se": float(sd) / math.sqrt(int(reps)),
                       "paper": float(published), "paper_se": paper_sd / math.sqrt(10),
                       "half_unit": 0.0005,
@@ -847,11 +850,11 @@ def _cells_002(table: str, like_for_like: bool) -> list[dict]:
     return cells
 
 
-def _cells_003(like_for_like: bool) -> list[dict]:
+def _cells_pace_ggm(like_for_like: bool) -> list[dict]:
     if like_for_like:
-        frame = _seed003_variant(LIKE_FOR_LIKE_003)
+        frame = _pace_ggm_variant(LIKE_FOR_LIKE_PACE_GGM)
     else:
-        frame = read("seed003", "seed003_measured.csv")
+        frame = read("pace_ggm", "pace_ggm_measured.csv")
         frame = None if frame is None else frame[frame["dataset"] == "breast_cancer"]
     if frame is None or not len(frame):
         return []
@@ -864,18 +867,18 @@ def _cells_003(like_for_like: bool) -> list[dict]:
                       "ours_se": float(r["measured_offdiag_se"]),
                       # The paper gives no spread for Table 4: its 10 trials are taken to
                       # spread as ours do.
-                      "paper": PAPER_003_MEASURED[rho], "paper_se": sd / math.sqrt(10),
+                      "paper": PAPER_PACE_GGM_MEASURED[rho], "paper_se": sd / math.sqrt(10),
                       "half_unit": 0.05, "group": "ρ ≤ 0.1" if rho <= 0.1 else "ρ ≥ 1"})
     return cells
 
 
-def _cells_003_registry(setting: str) -> list[dict]:
+def _cells_pace_ggm_registry(setting: str) -> list[dict]:
     frame = read("pace_registry_data", "pace_registry_data_measured.csv")
     if frame is None:
         return []
     cells = []
     for _, r in frame[frame["setting"] == setting].iterrows():
-        published = PAPER_003_REGISTRY.get(r["dataset"])
+        published = PAPER_PACE_GGM_REGISTRY.get(r["dataset"])
         if published is None:
             continue
         count = int(r["n_reps"]) - int(r["n_failed"])
@@ -883,7 +886,7 @@ def _cells_003_registry(setting: str) -> list[dict]:
         rho = float(r["rho"])
         cells.append({"ours": float(r["measured_offdiag_mean"]),
                       "ours_se": float(r["measured_offdiag_se"]),
-                      "paper": published[1][list(PAPER_003_MEASURED).index(rho)],
+                      "paper": published[1][list(PAPER_PACE_GGM_MEASURED).index(rho)],
                       "paper_se": sd / math.sqrt(10), "half_unit": 0.05,
                       "group": "ρ ≤ 0.1" if rho <= 0.1 else "ρ ≥ 1"})
     return cells
@@ -915,53 +918,53 @@ def _by_group(cells: list[dict], tolerance: float | None) -> str:
 
 SUMMARY_ROWS = (
     # paper, table, what was compared, cells, stated tolerance (ours) or None
-    ("Seed 000", "Table 1 (DP-RP), models 1-3",
+    ("Su, Guo & Zhang", "Table 1 (DP-RP), models 1-3",
      "honest: declared bounds, fixed public penalties, exact calibration; 5 repetitions",
-     lambda: _cells_000("DP-RP", None), RELATIVE_TOLERANCE["000"]),
-    ("Seed 000", "Table 1 (DP-RP), models 1-3",
+     lambda: _cells_private_precision("DP-RP", None), RELATIVE_TOLERANCE["private_precision"]),
+    ("Su, Guo & Zhang", "Table 1 (DP-RP), models 1-3",
      "the paper's setting, the same closed-form algorithm: data-max normalisation, "
      "cross-validated ridge, the classical formula's noise; 3 repetitions",
-     lambda: _cells_000("DP-RP", "paper"), RELATIVE_TOLERANCE["000"]),
-    ("Seed 000", "Table 2 (DP-AGL), models 2-4",
+     lambda: _cells_private_precision("DP-RP", "paper"), RELATIVE_TOLERANCE["private_precision"]),
+    ("Su, Guo & Zhang", "Table 2 (DP-AGL), models 2-4",
      "honest (as above), dpggm's repaired release and adaptive ADMM; 5 repetitions",
-     lambda: _cells_000("DP-AGL", None), RELATIVE_TOLERANCE["000"]),
-    ("Seed 000", "Table 2 (DP-AGL), models 2-4",
+     lambda: _cells_private_precision("DP-AGL", None), RELATIVE_TOLERANCE["private_precision"]),
+    ("Su, Guo & Zhang", "Table 2 (DP-AGL), models 2-4",
      "the paper's inputs (normalisation, cross-validated α, classical noise) but "
      "**not its algorithm**: dpggm's repaired release and adaptive ADMM, not the paper's "
      "ADMM on the raw release; 3 repetitions",
-     lambda: _cells_000("DP-AGL", "paper"), RELATIVE_TOLERANCE["000"]),
-    ("Seed 001", "Table 1 (ε-DP), synthetic",
+     lambda: _cells_private_precision("DP-AGL", "paper"), RELATIVE_TOLERANCE["private_precision"]),
+    ("Wang, Huai & Xu", "Table 1 (ε-DP), synthetic",
      "honest, dpggm's repaired release; the paper's data handling is not stated, so its "
      "setting is not run",
-     lambda: _cells_001("epsilon-DP"), RELATIVE_TOLERANCE["001"]),
-    ("Seed 001", "Table 2 ((ε, δ)-DP), synthetic", "as above",
-     lambda: _cells_001("approx"), RELATIVE_TOLERANCE["001"]),
-    ("Seed 002", "Table 1(a), AUC", "honest: scored against the true graph; 10 repetitions",
-     lambda: _cells_002("1a", False), None),
-    ("Seed 002", "Table 1(a), AUC",
+     lambda: _cells_covariance_perturbation("epsilon-DP"), RELATIVE_TOLERANCE["covariance_perturbation"]),
+    ("Wang, Huai & Xu", "Table 2 ((ε, δ)-DP), synthetic", "as above",
+     lambda: _cells_covariance_perturbation("approx"), RELATIVE_TOLERANCE["covariance_perturbation"]),
+    ("Guo et al.", "Table 1(a), AUC", "honest: scored against the true graph; 10 repetitions",
+     lambda: _cells_noisy_data("1a", False), None),
+    ("Guo et al.", "Table 1(a), AUC",
      "the same fits scored as the paper scores (against the graphical lasso on the "
      "noiseless data); 10 repetitions",
-     lambda: _cells_002("1a", True), None),
-    ("Seed 002", "Table 1(b), AUC",
+     lambda: _cells_noisy_data("1a", True), None),
+    ("Guo et al.", "Table 1(b), AUC",
      "honest: penalty factor 0.5, diagonal margin 0.1; 10 repetitions",
-     lambda: _cells_002("1b", False), None),
-    ("Seed 002", "Table 1(b), AUC",
+     lambda: _cells_noisy_data("1b", False), None),
+    ("Guo et al.", "Table 1(b), AUC",
      "the paper's diagonal with the penalty factor 0.1, **chosen after seeing the "
      "variants** (post hoc); 3 repetitions",
-     lambda: _cells_002("1b", True), None),
-    ("Seed 003", "Table 4, breast cancer, off-diagonal entries measured",
-     "honest: d = 31, declared ranges, centred and clipped; 10 trials",
-     lambda: _cells_003(False), RELATIVE_TOLERANCE["003"]),
-    ("Seed 003", "Table 4, breast cancer, off-diagonal entries measured",
+     lambda: _cells_noisy_data("1b", True), None),
+    ("Ferrando et al.", "Table 4, breast cancer, off-diagonal entries measured",
+     "honest: d = 31, declared ranges, centered and clipped; 10 trials",
+     lambda: _cells_pace_ggm(False), RELATIVE_TOLERANCE["pace_ggm"]),
+    ("Ferrando et al.", "Table 4, breast cancer, off-diagonal entries measured",
      "the paper's choices: d = 32 with the record id, the data's own ranges, uniform "
      "sensitivity, not clipped; 40 trials",
-     lambda: _cells_003(True), RELATIVE_TOLERANCE["003"]),
-    ("Seed 003", "Table 4, spambase (R package kernlab), off-diagonal entries measured",
+     lambda: _cells_pace_ggm(True), RELATIVE_TOLERANCE["pace_ggm"]),
+    ("Ferrando et al.", "Table 4, spambase (R package kernlab), off-diagonal entries measured",
      "the paper's choices: the data's own ranges, uniform sensitivity, not clipped; "
      "10 trials",
-     lambda: _cells_003_registry(
+     lambda: _cells_pace_ggm_registry(
          "the paper's choices: data's own ranges, uniform sensitivity, not clipped"),
-     RELATIVE_TOLERANCE["003"]),
+     RELATIVE_TOLERANCE["pace_ggm"]),
 )
 
 
@@ -1054,7 +1057,7 @@ def runs_table() -> str:
     return markdown(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------ seed 003, more
+# ------------------------------------------------------------------ Ferrando et al., more
 
 
 def _variant_effect(variants: pd.DataFrame, variant: str, base: str) -> pd.DataFrame:
@@ -1065,10 +1068,10 @@ def _variant_effect(variants: pd.DataFrame, variant: str, base: str) -> pd.DataF
     return pd.DataFrame({"diff": diff, "z": diff / se})
 
 
-def seed003_variant_effects() -> str:
+def pace_ggm_variant_effects() -> str:
     """Every variant minus the first row, per rho: the difference in entries measured and
     in standard errors of the difference."""
-    variants = read("seed003_variants", "seed003_variants.csv")
+    variants = read("pace_ggm_variants", "pace_ggm_variants.csv")
     if variants is None:
         return "*(not run)*"
     names = list(dict.fromkeys(variants["variant"]))
@@ -1096,9 +1099,9 @@ def ridge_lda() -> str:
 def _values_lda() -> dict:
     frame = read("ridge_precision_lda", "ridge_precision_lda_errors.csv")
     if frame is None:
-        return {"000.lda.summary": "not run"}
+        return {"private_precision.lda.summary": "not run"}
     private = frame[frame["budget"] != "non-private"]
-    return {"000.lda.summary": (
+    return {"private_precision.lda.summary": (
         f"the non-private error is {fmt(_one(frame, 'error_mean', budget='non-private'), 2)}; "
         "the private errors are " + ", ".join(
             f"{fmt(r['error_mean'], 2)} at {r['budget'].replace('epsilon=', 'ε = ')}"
@@ -1120,7 +1123,7 @@ def pace_registry() -> str:
             row[f"ρ={r['rho']:g}"] = mean_se(r["measured_offdiag_mean"], r["measured_offdiag_se"])
         rows.append(row)
     for dataset in dict.fromkeys(frame["dataset"]):
-        paper = PAPER_003_REGISTRY.get(dataset)
+        paper = PAPER_PACE_GGM_REGISTRY.get(dataset)
         if paper:
             row = {"data set": dataset, "setting": "**paper**", "d": paper[0], "trials": 10}
             row.update({f"ρ={rho:g}": fmt(value) for rho, value in zip(rhos, paper[1])})
@@ -1129,30 +1132,30 @@ def pace_registry() -> str:
 
 
 # The paper's Table 4 rows of the registry data sets: d, entries at the seven rho.
-PAPER_003_REGISTRY = {"spambase": (57, (7.8, 7.8, 8.5, 8.1, 10.9, 11.5, 16.9))}
+PAPER_PACE_GGM_REGISTRY = {"spambase": (57, (7.8, 7.8, 8.5, 8.1, 10.9, 11.5, 16.9))}
 
 # What each paper's real-data sections use, and whether a package registry ships it.
 REAL_DATA = (
-    ("Seed 000", "Ionosphere (LDA, Figure 2)", "yes: R package mlbench "
-     "(`apt-get install r-cran-mlbench`)", "**run** (seed 000, Figure 2; curves only in the "
+    ("Su, Guo & Zhang", "Ionosphere (LDA, Figure 2)", "yes: R package mlbench "
+     "(`apt-get install r-cran-mlbench`)", "**run** (Su, Guo & Zhang, Figure 2; curves only in the "
      "paper, nothing to count)"),
-    ("Seed 000", "cell signalling (Sachs et al.; ROC, Figure 3)", "no: no Debian or PyPI "
+    ("Su, Guo & Zhang", "cell signalling (Sachs et al.; ROC, Figure 3)", "no: no Debian or PyPI "
      "package found that ships the flow-cytometry measurements", "not run"),
-    ("Seed 001", "colon cancer (Alon et al.), Parkinson's (Little et al.)", "no: not in "
+    ("Wang, Huai & Xu", "colon cancer (Alon et al.), Parkinson's (Little et al.)", "no: not in "
      "Debian's R packages (the colon data are in Bioconductor's colonCA, not packaged)",
      "not run"),
-    ("Seed 002", "cell signalling, 11- and 115-bus power grids, brain fMRI, U.S. Congress "
+    ("Guo et al.", "cell signalling, 11- and 115-bus power grids, brain fMRI, U.S. Congress "
      "votes, MovieLens, county-level chickenpox, soil microbiome (Table 2)", "no: none "
      "ships in Debian's R packages or a PyPI package's files (loaders that download at run "
      "time cannot work here)", "not run"),
-    ("Seed 003", "spambase (Table 4)", "yes: R package kernlab (`apt-get install "
+    ("Ferrando et al.", "spambase (Table 4)", "yes: R package kernlab (`apt-get install "
      "r-cran-kernlab`)", "**run**: below, and in the summary"),
-    ("Seed 003", "BreastCancerWisconsin (Table 4)", "yes: scikit-learn ships it (30 "
+    ("Ferrando et al.", "BreastCancerWisconsin (Table 4)", "yes: scikit-learn ships it (30 "
      "features and the diagnosis; the record id from `wdbc_ids.csv`)", "run (above)"),
-    ("Seed 003", "adult, SeoulBike, LifeExpectancy, Parkinsons, thyroid_ann, ibm, pol_reg, "
+    ("Ferrando et al.", "adult, SeoulBike, LifeExpectancy, Parkinsons, thyroid_ann, ibm, pol_reg, "
      "bank32nh, ailerons, communities_crime, indian_pines, madeline", "no: not in Debian's R "
      "data packages as the paper used them, nor in a PyPI package's files", "not run"),
-    ("Seed 004", "none (synthetic only)", "–", "–"),
+    ("Wang, Xu & He", "none (synthetic only)", "–", "–"),
 )
 
 
@@ -1212,16 +1215,16 @@ def _reps(run: str, file: str, **where) -> str:
     return "/".join(str(v) for v in values)
 
 
-# seed 000
+# Su, Guo & Zhang
 
 
-def _paper000_table(table: str) -> pd.DataFrame:
-    paper = _paper000()
+def _paper_private_precision_table(table: str) -> pd.DataFrame:
+    paper = _paper_private_precision()
     return paper[paper["table"].astype(str) == table]
 
 
-def _ratios_000(frame: pd.DataFrame, table: str, norms, epsilons=None) -> list[float]:
-    paper = _paper000_table(table)
+def _ratios_private_precision(frame: pd.DataFrame, table: str, norms, epsilons=None) -> list[float]:
+    paper = _paper_private_precision_table(table)
     out = []
     for _, cell in paper.iterrows():
         if cell["norm"] not in norms or (epsilons is not None and cell["epsilon"] not in epsilons):
@@ -1234,12 +1237,14 @@ def _ratios_000(frame: pd.DataFrame, table: str, norms, epsilons=None) -> list[f
 
 
 def _step_ratios(algorithm: str, index: int, column: str) -> np.ndarray:
-    """Cell by cell, ``column`` after step ``index`` of SEED000_STEPS over before it."""
+    """Cell by cell, ``column`` after step ``index`` of PRIVATE_PRECISION_STEPS over before it."""
     table = "Table 1" if algorithm == "DP-RP" else "Table 2"
-    models = set(_paper000_table(table[-1])["model"])
-    previous = _seed000_in_original_units(_seed000_honest(algorithm), algorithm, None)
-    for i, (_, step) in enumerate(SEED000_STEPS):
-        current = _seed000_in_original_units(_seed000_step(step, algorithm), algorithm, step)
+    models = set(_paper_private_precision_table(table[-1])["model"])
+    previous = _private_precision_in_original_units(_private_precision_honest(algorithm),
+                                                    algorithm, None)
+    for i, (_, step) in enumerate(PRIVATE_PRECISION_STEPS):
+        current = _private_precision_in_original_units(_private_precision_step(step, algorithm),
+                                                       algorithm, step)
         if i == index:
             both = previous.merge(current, on=["model", "n", "epsilon"],
                                   suffixes=("_before", "_after"))
@@ -1253,7 +1258,7 @@ def _step_ratios(algorithm: str, index: int, column: str) -> np.ndarray:
 def _eps_error_step(frame_values: dict) -> list[float]:
     """(0.8 · e(0.8)) / (1.2 · e(1.2)) per (model, n, norm): the step of ε × error at 1."""
     out = []
-    for key, by_epsilon in frame_values.items():
+    for _key, by_epsilon in frame_values.items():
         if 0.8 in by_epsilon and 1.2 in by_epsilon:
             out.append(0.8 * by_epsilon[0.8] / (1.2 * by_epsilon[1.2]))
     return out
@@ -1272,17 +1277,17 @@ def _drop(values: dict, norm: str) -> list[float]:
             and 0.1 in v and 0.3 in v]
 
 
-def _paper000_values() -> dict:
-    paper = _paper000_table("1")
+def _paper_private_precision_values() -> dict:
+    paper = _paper_private_precision_table("1")
     out: dict = {}
     for _, r in paper.iterrows():
         out.setdefault((r["model"], r["n"], r["norm"]), {})[float(r["epsilon"])] = float(r["mean"])
     return out
 
 
-def _ours000_values() -> dict:
-    frame = _seed000_step("paper", "DP-RP")
-    frame = frame[frame["model"].isin(set(_paper000_table("1")["model"]))]
+def _ours_private_precision_values() -> dict:
+    frame = _private_precision_step("paper", "DP-RP")
+    frame = frame[frame["model"].isin(set(_paper_private_precision_table("1")["model"]))]
     return _by_cell(frame, lambda r, norm: float(r[f"rel_{norm}_mean"]))
 
 
@@ -1293,7 +1298,7 @@ def _within_count(cells: list[dict], group: str, tolerance: float | None) -> str
 
 
 def _grid_edges() -> str:
-    frame = read("seed000_paper", "seed000_paper_setting.csv")
+    frame = read("private_precision_paper", "private_precision_paper_setting.csv")
     frame = frame[(frame["setting"] == "paper") & (frame["method"] == "DP-RP")]
     ridge, alpha = int(frame["n_cv_ridge_at_grid_edge"].sum()), int(
         frame["n_cv_alpha_at_grid_edge"].sum())
@@ -1303,8 +1308,8 @@ def _grid_edges() -> str:
 
 
 def _bound_over_max() -> str:
-    settings = read("seed000", "seed000_settings.csv")
-    frame = read("seed000_paper", "seed000_paper_setting.csv")
+    settings = read("private_precision", "private_precision_settings.csv")
+    frame = read("private_precision_paper", "private_precision_paper_setting.csv")
     frame = frame[(frame["setting"] == "data-max") & (frame["method"] == "DP-RP")]
     ratios = [float(settings.loc[settings["model"] == r["model"], "row_bound_B"].iloc[0])
               / float(r["data_max_row_norm_mean"]) for _, r in frame.iterrows()]
@@ -1315,75 +1320,77 @@ def _raw_failed(frame: pd.DataFrame) -> str:
     return f"{int(frame['n_failed'].sum())} of {int(frame['n_reps'].sum())}"
 
 
-def _values_000() -> dict:
-    errors = read("seed000", "seed000_errors.csv")
-    honest_rp = _seed000_honest("DP-RP")
-    paper_rp = _seed000_step("paper", "DP-RP")
-    paper_agl = _seed000_step("paper", "DP-AGL")
-    paper_agl = paper_agl[paper_agl["model"].isin(set(_paper000_table("2")["model"]))]
-    trend = read("seed000", "seed000_trend.csv")
-    roc = read("seed000", "seed000_roc_auc.csv")
+def _values_private_precision() -> dict:
+    errors = read("private_precision", "private_precision_errors.csv")
+    honest_rp = _private_precision_honest("DP-RP")
+    paper_rp = _private_precision_step("paper", "DP-RP")
+    paper_agl = _private_precision_step("paper", "DP-AGL")
+    paper_agl = paper_agl[paper_agl["model"].isin(set(_paper_private_precision_table("2")["model"]))]
+    trend = read("private_precision", "private_precision_trend.csv")
+    roc = read("private_precision", "private_precision_roc_auc.csv")
     raw = errors[errors["method"] == RAW_AGL]
-    agl = _seed000_honest("DP-AGL")
-    cells_paper_rp = _cells_000("DP-RP", "paper")
-    tol = RELATIVE_TOLERANCE["000"]
-    paper_values, our_values = _paper000_values(), _ours000_values()
-    honest_ratios = _ratios_000(honest_rp, "1", ("l1", "fro"))
+    agl = _private_precision_honest("DP-AGL")
+    cells_paper_rp = _cells_private_precision("DP-RP", "paper")
+    tol = RELATIVE_TOLERANCE["private_precision"]
+    paper_values, our_values = _paper_private_precision_values(), _ours_private_precision_values()
+    honest_ratios = _ratios_private_precision(honest_rp, "1", ("l1", "fro"))
     values = {
-        "000.honest.reps": _reps("seed000", "seed000_errors.csv", method="DP-RP"),
-        "000.honest.minutes": _minutes("seed000"),
-        "000.paper.reps": _reps("seed000_paper", "seed000_paper_setting.csv", setting="paper"),
-        "000.paper.minutes": _minutes("seed000_paper"),
-        "000.paper.grid_edges": _grid_edges(),
-        "000.bound_over_max": _bound_over_max(),
-        "000.step1.sigma": median_span(_step_ratios("DP-RP", 0, "sigma")),
-        "000.step1.rp_fro": median_span(_step_ratios("DP-RP", 0, "fro")),
-        "000.step1.agl_fro": median_span(_step_ratios("DP-AGL", 0, "fro")),
-        "000.step2.ridge": median_span(_step_ratios("DP-RP", 1, "penalty")),
-        "000.step2.rp_fro": median_span(_step_ratios("DP-RP", 1, "fro")),
-        "000.step2.alpha": median_span(_step_ratios("DP-AGL", 1, "penalty")),
-        "000.step3.sigma": median_span(_step_ratios("DP-RP", 2, "sigma")),
-        "000.step3.rp_fro": median_span(_step_ratios("DP-RP", 2, "fro")),
-        "000.paper.raw_failed": f"{int(paper_agl['n_raw_failed'].sum())} of "
+        "private_precision.honest.reps": _reps("private_precision", "private_precision_errors.csv",
+                                 method="DP-RP"),
+        "private_precision.honest.minutes": _minutes("private_precision"),
+        "private_precision.paper.reps": _reps("private_precision_paper", "private_precision_paper_setting.csv",
+                                setting="paper"),
+        "private_precision.paper.minutes": _minutes("private_precision_paper"),
+        "private_precision.paper.grid_edges": _grid_edges(),
+        "private_precision.bound_over_max": _bound_over_max(),
+        "private_precision.step1.sigma": median_span(_step_ratios("DP-RP", 0, "sigma")),
+        "private_precision.step1.rp_fro": median_span(_step_ratios("DP-RP", 0, "fro")),
+        "private_precision.step1.agl_fro": median_span(_step_ratios("DP-AGL", 0, "fro")),
+        "private_precision.step2.ridge": median_span(_step_ratios("DP-RP", 1, "penalty")),
+        "private_precision.step2.rp_fro": median_span(_step_ratios("DP-RP", 1, "fro")),
+        "private_precision.step2.alpha": median_span(_step_ratios("DP-AGL", 1, "penalty")),
+        "private_precision.step3.sigma": median_span(_step_ratios("DP-RP", 2, "sigma")),
+        "private_precision.step3.rp_fro": median_span(_step_ratios("DP-RP", 2, "fro")),
+        "private_precision.paper.raw_failed": f"{int(paper_agl['n_raw_failed'].sum())} of "
                                 f"{int(paper_agl['n_reps'].sum())}",
-        "000.paper.agl_fro_range": span(paper_agl["rel_fro_mean"]),
-        "000.paper.agl_fro_paper_range": span(
-            _paper000_table("2").query("norm == 'fro'")["mean"]),
-        "000.paper.rp_ratio_high": span(_ratios_000(paper_rp, "1", ("l1", "fro"), (1.2, 2.0))),
-        "000.paper.rp_ratio_low": span(_ratios_000(paper_rp, "1", ("l1", "fro"),
+        "private_precision.paper.agl_fro_range": span(paper_agl["rel_fro_mean"]),
+        "private_precision.paper.agl_fro_paper_range": span(
+            _paper_private_precision_table("2").query("norm == 'fro'")["mean"]),
+        "private_precision.paper.rp_ratio_high": span(_ratios_private_precision(paper_rp, "1", ("l1", "fro"), (1.2, 2.0))),
+        "private_precision.paper.rp_ratio_low": span(_ratios_private_precision(paper_rp, "1", ("l1", "fro"),
                                                    (0.1, 0.3, 0.5, 0.8))),
-        "000.paper_step_at_1": span(_eps_error_step(paper_values)),
-        "000.our_step_at_1": span(_eps_error_step(our_values)),
-        "000.paper_spectral_drop": span(_drop(paper_values, "spectral")),
-        "000.paper_l1_drop": span(_drop(paper_values, "l1")),
-        "000.our_spectral_drop": span(_drop(our_values, "spectral")),
-        "000.our_l1_drop": span(_drop(our_values, "l1")),
-        "000.honest.rp_ratio": span(honest_ratios),
-        "000.honest.rp_ratio_median": fmt(float(np.median(honest_ratios)), 2),
-        "000.honest.slope_sigma": span(trend[(trend["method"] == "DP-RP")
+        "private_precision.paper_step_at_1": span(_eps_error_step(paper_values)),
+        "private_precision.our_step_at_1": span(_eps_error_step(our_values)),
+        "private_precision.paper_spectral_drop": span(_drop(paper_values, "spectral")),
+        "private_precision.paper_l1_drop": span(_drop(paper_values, "l1")),
+        "private_precision.our_spectral_drop": span(_drop(our_values, "spectral")),
+        "private_precision.our_l1_drop": span(_drop(our_values, "l1")),
+        "private_precision.honest.rp_ratio": span(honest_ratios),
+        "private_precision.honest.rp_ratio_median": fmt(float(np.median(honest_ratios)), 2),
+        "private_precision.honest.slope_sigma": span(trend[(trend["method"] == "DP-RP")
                                              & (trend["norm"] == "fro")]["slope_vs_sigma"]),
-        "000.paper.rp_within_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2", tol),
-        "000.paper.rp_within_low": _within_count(cells_paper_rp, "ℓ1, F at ε ≤ 0.8", tol),
-        "000.paper.rp_within_spectral": _within_count(cells_paper_rp, "ℓ2", tol),
-        "000.paper.rp_2se": str(sum(bool(_consistent(c)) for c in cells_paper_rp)),
-        "000.honest.agl_fro_small_eps": span(agl[agl["epsilon"] == 0.1]["rel_fro_mean"]),
-        "000.honest.raw_failed_small": _raw_failed(raw[(raw["penalty"] == AGL_SMALL_PENALTY)
+        "private_precision.paper.rp_within_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2", tol),
+        "private_precision.paper.rp_within_low": _within_count(cells_paper_rp, "ℓ1, F at ε ≤ 0.8", tol),
+        "private_precision.paper.rp_within_spectral": _within_count(cells_paper_rp, "ℓ2", tol),
+        "private_precision.paper.rp_2se": str(sum(bool(_consistent(c)) for c in cells_paper_rp)),
+        "private_precision.honest.agl_fro_small_eps": span(agl[agl["epsilon"] == 0.1]["rel_fro_mean"]),
+        "private_precision.honest.raw_failed_small": _raw_failed(raw[(raw["penalty"] == AGL_SMALL_PENALTY)
                                                        & (raw["epsilon"] == 0.1)]),
-        "000.honest.raw_failed_large": _raw_failed(raw[(raw["penalty"] == AGL_PENALTY)
+        "private_precision.honest.raw_failed_large": _raw_failed(raw[(raw["penalty"] == AGL_PENALTY)
                                                        & (raw["epsilon"] == 0.1)]),
     }
     for model in (3, 4):
         for budget, key in (("epsilon=1", "1"), ("epsilon=2", "2"), ("non-private", "np")):
-            values[f"000.roc.{model}.{key}"] = fmt(_one(roc, "auc_mean", model=model,
+            values[f"private_precision.roc.{model}.{key}"] = fmt(_one(roc, "auc_mean", model=model,
                                                          budget=budget), 2)
     return values
 
 
-# seed 001
+# Wang, Huai & Xu
 
 
-def _values_001() -> dict:
-    errors = read_runs("seed001", "seed001_errors.csv")
+def _values_covariance_perturbation() -> dict:
+    errors = read_runs("covariance_perturbation", "covariance_perturbation_errors.csv")
     ours = errors[errors["postprocessing"] == "library repair"]
     raw = errors[errors["postprocessing"] == "none (paper)"]
 
@@ -1394,45 +1401,46 @@ def _values_001() -> dict:
         return frame
 
     def paper(family, method, epsilons=(0.5, 1.0, 1.5)):
-        return [float(v) for e in epsilons for v in PAPER_001[(family, method)][e]]
+        return [float(v) for e in epsilons for v in PAPER_COVARIANCE_PERTURBATION[(family, method)][e]]
 
     gaussian = of("Gaussian")
     by_r = gaussian.groupby("r")["rel_fro_mean"].mean()
-    paper_by_r = [np.mean([float(PAPER_001[("approx", "Gaussian")][e][i]) for e in
+    paper_by_r = [np.mean([float(PAPER_COVARIANCE_PERTURBATION[("approx", "Gaussian")][e][i]) for e in
                            (0.5, 1.0, 1.5)]) for i in range(3)]
     laplace_raw = raw[raw["method"] == "Laplace"]
     minutes = sum(float((_environment(r) or {"wall_seconds": "nan"})["wall_seconds"])
-                  for r in ("seed001", "seed001_r1.5", "seed001_r0.5")) / 60
+                  for r in ("covariance_perturbation", "covariance_perturbation_r1.5",
+                            "covariance_perturbation_r0.5")) / 60
     return {
-        "001.reps": ", ".join(
+        "covariance_perturbation.reps": ", ".join(
             f"{int(ours[ours['r'] == r]['n_reps'].max())} repetition"
             f"{'s' if int(ours[ours['r'] == r]['n_reps'].max()) > 1 else ''} at r = {r:g}"
             for r in sorted(set(ours["r"]))),
-        "001.minutes": f"{minutes:.0f}",
-        "001.sulq": span(of("SULQ")["rel_fro_mean"], 3),
-        "001.wishart_pure": span(of("Wishart-pure (Jiang et al.)")["rel_fro_mean"], 3),
-        "001.wishart_pure.paper": span(paper("epsilon-DP", "Wishart-pure (Jiang et al.)"), 3),
-        "001.sheffet": span(of("Wishart (Sheffet)", epsilon=0.5)["rel_fro_mean"], 4),
-        "001.sheffet.paper": span(paper("approx", "Wishart (Sheffet)", (0.5,)), 4),
-        "001.gaussian": span(gaussian["rel_fro_mean"]),
-        "001.gaussian.paper": span(paper("approx", "Gaussian")),
-        "001.gaussian.by_r": listed([by_r.get(r, math.nan) for r in (0.5, 1.0, 1.5)]),
-        "001.gaussian.paper.by_r": listed(paper_by_r),
-        "001.laplace": span(of("Laplace")["rel_fro_mean"], 4),
-        "001.laplace.paper": span(paper("epsilon-DP", "Laplace")),
-        "001.laplace.raw_failed": _raw_failed(laplace_raw),
+        "covariance_perturbation.minutes": f"{minutes:.0f}",
+        "covariance_perturbation.sulq": span(of("SULQ")["rel_fro_mean"], 3),
+        "covariance_perturbation.wishart_pure": span(of("Wishart-pure (Jiang et al.)")["rel_fro_mean"], 3),
+        "covariance_perturbation.wishart_pure.paper": span(paper("epsilon-DP", "Wishart-pure (Jiang et al.)"), 3),
+        "covariance_perturbation.sheffet": span(of("Wishart (Sheffet)", epsilon=0.5)["rel_fro_mean"], 4),
+        "covariance_perturbation.sheffet.paper": span(paper("approx", "Wishart (Sheffet)", (0.5,)), 4),
+        "covariance_perturbation.gaussian": span(gaussian["rel_fro_mean"]),
+        "covariance_perturbation.gaussian.paper": span(paper("approx", "Gaussian")),
+        "covariance_perturbation.gaussian.by_r": listed([by_r.get(r, math.nan) for r in (0.5, 1.0, 1.5)]),
+        "covariance_perturbation.gaussian.paper.by_r": listed(paper_by_r),
+        "covariance_perturbation.laplace": span(of("Laplace")["rel_fro_mean"], 4),
+        "covariance_perturbation.laplace.paper": span(paper("epsilon-DP", "Laplace")),
+        "covariance_perturbation.laplace.raw_failed": _raw_failed(laplace_raw),
     }
 
 
-# seed 002
+# Guo et al.
 
 
-def _values_002() -> dict:
-    a = read("seed002_1a", "seed002_table_1a.csv")
-    b = read("seed002_1b", "seed002_table_1b.csv")
-    variants = _seed002_variants()
+def _values_noisy_data() -> dict:
+    a = read("noisy_data_1a", "noisy_data_table_1a.csv")
+    b = read("noisy_data_1b", "noisy_data_table_1b.csv")
+    variants = _noisy_data_variants()
     clean_b = b[b["noise"] == "no noise"]
-    post = _seed002_like_for_like()
+    post = _noisy_data_like_for_like()
     a20 = a[a["noise"] == "20 dB"]
     noise_effect = max(
         abs(float(r["auc_corrected_mean"]) - _one(clean_b, "auc_corrected_mean",
@@ -1450,55 +1458,55 @@ def _values_002() -> dict:
                        f"(factor {factor})")
     diagonal = max(abs(variant("the paper's diagonal (margin 1e-6)", s) - variant(base, s))
                    for s in (0.99, 0.98, 0.95, 0.9))
-    sds = [v for by in PAPER_002_SD["1b"].values() for v in by.values()]
+    sds = [v for by in PAPER_NOISY_DATA_SD["1b"].values() for v in by.values()]
     gap = (a20["auc_reference_corrected_mean"] - a20["auc_paper"]).to_numpy(float)
     return {
-        "002.1a.reps": _reps("seed002_1a", "seed002_table_1a.csv"),
-        "002.1b.reps": _reps("seed002_1b", "seed002_table_1b.csv"),
-        "002.variants.reps": _reps("seed002_1b_variants", "seed002_1b_variants.csv"),
-        "002.1b.honest.clean": listed(clean_b["auc_corrected_mean"]),
-        "002.1b.paper.clean": listed(clean_b["auc_paper"]),
-        "002.1b.noise_effect": fmt(noise_effect, 1),
-        "002.1b.paper_sd_range": span(sds),
-        "002.1b.paper_se_max": fmt(max(sds) / math.sqrt(10), 1),
-        "002.1b.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_002("1b", False))),
-        "002.1b.edges_as_run": f"{variant(base, 0.9, 'edges_mean'):,.0f}",
-        "002.1b.factor_effect": "; ".join(factors),
-        "002.1b.diagonal_effect": f"at most {fmt(diagonal, 1)}",
-        "002.1b.post_hoc.clean": listed(post[post["noise"] == "no noise"]["auc_mean"]),
-        "002.1b.post_hoc.20db": listed(post[post["noise"] == "20 dB"]["auc_mean"]),
-        "002.1b.post_hoc.2se": str(sum(bool(_consistent(c)) for c in _cells_002("1b", True))),
-        "002.1a.honest.n50": span(a[a["n"] == 50]["auc_corrected_mean"], 3),
-        "002.1a.honest.large": span(a[a["n"] >= 500]["auc_corrected_mean"], 3),
-        "002.1a.reference.20db": listed(a20["auc_reference_corrected_mean"]),
-        "002.1a.paper.20db": listed(a20["auc_paper"]),
-        "002.1a.paper_sd.20db": listed(PAPER_002_SD["1a"][20.0].values(), 2),
-        "002.1a.reference.2se": str(sum(bool(_consistent(c)) for c in _cells_002("1a", True))),
-        "002.1a.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_002("1a", False))),
-        "002.1a.gap.20db": span(gap),
-        "002.1a.frobenius.500": (
+        "noisy_data.1a.reps": _reps("noisy_data_1a", "noisy_data_table_1a.csv"),
+        "noisy_data.1b.reps": _reps("noisy_data_1b", "noisy_data_table_1b.csv"),
+        "noisy_data.variants.reps": _reps("noisy_data_1b_variants", "noisy_data_1b_variants.csv"),
+        "noisy_data.1b.honest.clean": listed(clean_b["auc_corrected_mean"]),
+        "noisy_data.1b.paper.clean": listed(clean_b["auc_paper"]),
+        "noisy_data.1b.noise_effect": fmt(noise_effect, 1),
+        "noisy_data.1b.paper_sd_range": span(sds),
+        "noisy_data.1b.paper_se_max": fmt(max(sds) / math.sqrt(10), 1),
+        "noisy_data.1b.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1b", False))),
+        "noisy_data.1b.edges_as_run": f"{variant(base, 0.9, 'edges_mean'):,.0f}",
+        "noisy_data.1b.factor_effect": "; ".join(factors),
+        "noisy_data.1b.diagonal_effect": f"at most {fmt(diagonal, 1)}",
+        "noisy_data.1b.post_hoc.clean": listed(post[post["noise"] == "no noise"]["auc_mean"]),
+        "noisy_data.1b.post_hoc.20db": listed(post[post["noise"] == "20 dB"]["auc_mean"]),
+        "noisy_data.1b.post_hoc.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1b", True))),
+        "noisy_data.1a.honest.n50": span(a[a["n"] == 50]["auc_corrected_mean"], 3),
+        "noisy_data.1a.honest.large": span(a[a["n"] >= 500]["auc_corrected_mean"], 3),
+        "noisy_data.1a.reference.20db": listed(a20["auc_reference_corrected_mean"]),
+        "noisy_data.1a.paper.20db": listed(a20["auc_paper"]),
+        "noisy_data.1a.paper_sd.20db": listed(PAPER_NOISY_DATA_SD["1a"][20.0].values(), 2),
+        "noisy_data.1a.reference.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1a", True))),
+        "noisy_data.1a.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1a", False))),
+        "noisy_data.1a.gap.20db": span(gap),
+        "noisy_data.1a.frobenius.500": (
             f"{fmt(_one(a20, 'frobenius_corrected_mean', n=500))} against "
             f"{fmt(_one(a20, 'frobenius_uncorrected_mean', n=500))}"),
-        "002.gwishart.disagreement": span(a["gwishart_max_abs_diff_mean"]),
-        "002.epsilon.honest.20db": fmt(float(a20["epsilon_honest_mean"].iloc[0]), 2),
-        "002.epsilon.honest.100db": fmt(float(a[a["noise"] == "100 dB"][
+        "noisy_data.gwishart.disagreement": span(a["gwishart_max_abs_diff_mean"]),
+        "noisy_data.epsilon.honest.20db": fmt(float(a20["epsilon_honest_mean"].iloc[0]), 2),
+        "noisy_data.epsilon.honest.100db": fmt(float(a[a["noise"] == "100 dB"][
             "epsilon_honest_mean"].iloc[0]), 2),
-        "002.epsilon.paper.20db": fmt(_one(a20, "epsilon_paper_mean", n=5000), 2),
+        "noisy_data.epsilon.paper.20db": fmt(_one(a20, "epsilon_paper_mean", n=5000), 2),
     }
 
 
-# seed 003
+# Ferrando et al.
 
 
-def _values_003() -> dict:
-    measured = read("seed003", "seed003_measured.csv")
-    errors = read("seed003", "seed003_errors.csv")
-    runtime = read("seed003", "seed003_runtime.csv")
-    regression = read("seed003", "seed003_regression.csv")
-    variants = read("seed003_variants", "seed003_variants.csv")
-    structure = read("seed003_variants", "seed003_structure.csv")
+def _values_pace_ggm() -> dict:
+    measured = read("pace_ggm", "pace_ggm_measured.csv")
+    errors = read("pace_ggm", "pace_ggm_errors.csv")
+    runtime = read("pace_ggm", "pace_ggm_runtime.csv")
+    regression = read("pace_ggm", "pace_ggm_regression.csv")
+    variants = read("pace_ggm_variants", "pace_ggm_variants.csv")
+    structure = read("pace_ggm_variants", "pace_ggm_structure.csv")
     bc = measured[measured["dataset"] == "breast_cancer"]
-    like = _seed003_variant(LIKE_FOR_LIKE_003)
+    like = _pace_ggm_variant(LIKE_FOR_LIKE_PACE_GGM)
 
     def mine(rho):
         return _one(bc, "measured_offdiag_mean", rho=rho)
@@ -1509,18 +1517,18 @@ def _values_003() -> dict:
                 f"{fmt(r['rank_eff_before_clipping'])}")
 
     summary = ", ".join(
-        f"{fmt(mine(rho))} against {fmt(PAPER_003_MEASURED[rho])} "
-        f"({100 * (mine(rho) / PAPER_003_MEASURED[rho] - 1):+.0f} %) at ρ = {rho:g}"
+        f"{fmt(mine(rho))} against {fmt(PAPER_PACE_GGM_MEASURED[rho])} "
+        f"({100 * (mine(rho) / PAPER_PACE_GGM_MEASURED[rho] - 1):+.0f} %) at ρ = {rho:g}"
         for rho in (1e-2, 1.0, 10.0))
     choices = ", ".join(
         f"{fmt(_one(like, 'measured_offdiag_mean', rho=rho))} against "
-        f"{fmt(PAPER_003_MEASURED[rho])} at ρ = {rho:g}" for rho in (0.1, 1.0, 2.0, 10.0))
+        f"{fmt(PAPER_PACE_GGM_MEASURED[rho])} at ρ = {rho:g}" for rho in (0.1, 1.0, 2.0, 10.0))
     gaps = []
     for rho in (1.0, 2.0, 10.0):
         r = like[like["rho"] == rho].iloc[0]
         sd = float(r["measured_offdiag_se"]) * math.sqrt(int(r["n_reps"]) - int(r["n_failed"]))
         se = math.hypot(float(r["measured_offdiag_se"]), sd / math.sqrt(10))
-        gaps.append(f"{(float(r['measured_offdiag_mean']) - PAPER_003_MEASURED[rho]) / se:+.1f}"
+        gaps.append(f"{(float(r['measured_offdiag_mean']) - PAPER_PACE_GGM_MEASURED[rho]) / se:+.1f}"
                     f" at ρ = {rho:g}")
     failed = variants[variants["n_failed"] > 0]
     failed_text = ("none" if not len(failed) else "; ".join(
@@ -1556,48 +1564,48 @@ def _values_003() -> dict:
     pace_rows = regression[regression["method"] == "least squares from pace"]
     rt = runtime[(runtime["dataset"] == "breast_cancer") & (runtime["method"] == "pace")]
     return {
-        "003.variants.reps": _reps("seed003_variants", "seed003_variants.csv"),
-        "003.structure.id": structure_of("record id as a 32nd column (d = 32)"),
-        "003.structure.as_run": structure_of("as run: d = 31, centred, clipped"),
-        "003.structure.paper": f"{fmt(PAPER_003_STRUCTURE[2])} and "
-                               f"{fmt(PAPER_003_STRUCTURE[5])}",
-        "003.clipped": share(float(structure.loc[structure["variant"] == "as run: d = 31, "
-                                                 "centred, clipped",
-                                                 "outside_box_after_centring"].iloc[0]), 1),
-        "003.honest.summary": f"we measure {summary}",
-        "003.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_003(False))),
-        "003.honest.30": str(sum(bool(_near(c, RELATIVE_TOLERANCE["003"]))
-                                 for c in _cells_003(False))),
-        "003.measured.small": span(measured[measured["rho"] == 1e-4]["measured_offdiag_mean"]),
-        "003.measured.large": span(measured[measured["rho"] == 10.0]["measured_offdiag_mean"]),
-        "003.paper_choices.summary": choices,
-        "003.paper_choices.gap_se": ", ".join(gaps),
-        "003.variants.failed": failed_text,
-        "003.vs_ssp.small": both("pace", "ssp", (1e-4,)),
-        "003.vs_ssp.mid": both("pace", "ssp", (1e-2,)),
-        "003.vs_ssp.large": both("pace", "ssp", (10.0,)),
-        "003.vs_best.small": "; ".join(ahead),
-        "003.vs_diagonal.small": both("diagonal", "pace", (1e-4, 1e-3)),
-        "003.vs_best.large": " and ".join(large),
-        "003.seconds": span(rt["seconds_mean"]),
-        "003.paper_seconds": span([float(v.split()[0]) for v in PAPER_003_SECONDS.values()]),
-        "003.regression.adassp_best": str(int((best_method == "adassp").sum())),
-        "003.regression.pace_max": fmt(float(pace_rows["mse_max"].max()))
+        "pace_ggm.variants.reps": _reps("pace_ggm_variants", "pace_ggm_variants.csv"),
+        "pace_ggm.structure.id": structure_of("record id as a 32nd column (d = 32)"),
+        "pace_ggm.structure.as_run": structure_of("as run: d = 31, centered, clipped"),
+        "pace_ggm.structure.paper": f"{fmt(PAPER_PACE_GGM_STRUCTURE[2])} and "
+                               f"{fmt(PAPER_PACE_GGM_STRUCTURE[5])}",
+        "pace_ggm.clipped": share(float(structure.loc[structure["variant"] == "as run: d = 31, "
+                                                 "centered, clipped",
+                                                 "outside_box_after_centering"].iloc[0]), 1),
+        "pace_ggm.honest.summary": f"we measure {summary}",
+        "pace_ggm.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_pace_ggm(False))),
+        "pace_ggm.honest.30": str(sum(bool(_near(c, RELATIVE_TOLERANCE["pace_ggm"]))
+                                 for c in _cells_pace_ggm(False))),
+        "pace_ggm.measured.small": span(measured[measured["rho"] == 1e-4]["measured_offdiag_mean"]),
+        "pace_ggm.measured.large": span(measured[measured["rho"] == 10.0]["measured_offdiag_mean"]),
+        "pace_ggm.paper_choices.summary": choices,
+        "pace_ggm.paper_choices.gap_se": ", ".join(gaps),
+        "pace_ggm.variants.failed": failed_text,
+        "pace_ggm.vs_ssp.small": both("pace", "ssp", (1e-4,)),
+        "pace_ggm.vs_ssp.mid": both("pace", "ssp", (1e-2,)),
+        "pace_ggm.vs_ssp.large": both("pace", "ssp", (10.0,)),
+        "pace_ggm.vs_best.small": "; ".join(ahead),
+        "pace_ggm.vs_diagonal.small": both("diagonal", "pace", (1e-4, 1e-3)),
+        "pace_ggm.vs_best.large": " and ".join(large),
+        "pace_ggm.seconds": span(rt["seconds_mean"]),
+        "pace_ggm.paper_seconds": span([float(v.split()[0]) for v in PAPER_PACE_GGM_SECONDS.values()]),
+        "pace_ggm.regression.adassp_best": str(int((best_method == "adassp").sum())),
+        "pace_ggm.regression.pace_max": fmt(float(pace_rows["mse_max"].max()))
         if "mse_max" in pace_rows else "–",
-        "003.regression.ols": fmt(float(regression[regression["method"].str.startswith(
+        "pace_ggm.regression.ols": fmt(float(regression[regression["method"].str.startswith(
             "ols")]["mse_mean"].iloc[0])),
     }
 
 
-# seed 004
+# Wang, Xu & He
 
 
-def _values_004() -> dict:
-    errors = read("seed004", "seed004_errors.csv")
-    settings = read("seed004", "seed004_settings.csv")
-    trend = read("seed004", "seed004_trend.csv")
-    det = read("seed004_detectable", "seed004_errors.csv")
-    det_model = read("seed004_detectable", "seed004_settings.csv").iloc[0]
+def _values_thresholding() -> dict:
+    errors = read("thresholding", "thresholding_errors.csv")
+    settings = read("thresholding", "thresholding_settings.csv")
+    trend = read("thresholding", "thresholding_trend.csv")
+    det = read("thresholding_detectable", "thresholding_errors.csv")
+    det_model = read("thresholding_detectable", "thresholding_settings.csv").iloc[0]
     private = errors[errors["epsilon"] != "non-private"]
     largest_n = max(errors["n"])
     ratios = []
@@ -1619,54 +1627,55 @@ def _values_004() -> dict:
     det_large = det_private[det_private["n"] == max(det["n"])]
     per_setting = trend[trend["p"].astype(str) != "all"]
     return {
-        "004.reps": _reps("seed004", "seed004_errors.csv"),
-        "004.paper_model.kept": fmt(float(private["kept_offdiagonal_mean"].max())),
-        "004.paper_model.ratio": span(ratios),
-        "004.detectable.model": (
+        "thresholding.reps": _reps("thresholding", "thresholding_errors.csv"),
+        "thresholding.paper_model.kept": fmt(float(private["kept_offdiagonal_mean"].max())),
+        "thresholding.paper_model.ratio": span(ratios),
+        "thresholding.detectable.model": (
             f"shift λ = {fmt(det_model['shift'])} instead of the paper's 50, "
             f"p = {int(det_model['p'])}, the {int(det_model['true_offdiagonal_nonzeros'])} "
             "off-diagonal non-zeros of our draw counted over both triangles"),
-        "004.detectable.shift": fmt(det_model["shift"]),
-        "004.detectable.correlation": fmt(det_model["largest_correlation"], 2),
-        "004.detectable.nonzeros": str(int(det_model["true_offdiagonal_nonzeros"])),
-        "004.detectable.reps": _reps("seed004_detectable", "seed004_errors.csv"),
-        "004.detectable.tpr.largest": ", ".join(share(v, 1) for v in det_large["tpr_mean"]),
-        "004.detectable.fdp.private": share(float(det_private["fdp_mean"].max()), 1),
-        "004.detectable.first_n": ", ".join(first),
-        "004.detectable.tpr.nonprivate": " and ".join(
+        "thresholding.detectable.shift": fmt(det_model["shift"]),
+        "thresholding.detectable.correlation": fmt(det_model["largest_correlation"], 2),
+        "thresholding.detectable.nonzeros": str(int(det_model["true_offdiagonal_nonzeros"])),
+        "thresholding.detectable.reps": _reps("thresholding_detectable", "thresholding_errors.csv"),
+        "thresholding.detectable.tpr.largest": ", ".join(share(v, 1) for v in det_large["tpr_mean"]),
+        "thresholding.detectable.fdp.private": share(float(det_private["fdp_mean"].max()), 1),
+        "thresholding.detectable.first_n": ", ".join(first),
+        "thresholding.detectable.tpr.nonprivate": " and ".join(
             share(_one(det_np, "tpr_mean", n=n), 1) for n in (min(det["n"]), max(det["n"]))),
-        "004.detectable.fdp.nonprivate": span([100 * v for v in det_np["fdp_mean"]]) + " %",
-        "004.detectable.error.1": fmt(_one(det_large, "rel_spectral_mean",
+        "thresholding.detectable.fdp.nonprivate": span([100 * v for v in det_np["fdp_mean"]]) + " %",
+        "thresholding.detectable.error.1": fmt(_one(det_large, "rel_spectral_mean",
                                            epsilon=det_large["epsilon"].iloc[1]), 2),
-        "004.detectable.error.np": fmt(_one(det_np, "rel_spectral_mean", n=max(det["n"])), 2),
-        "004.claim.sr.largest": listed(sparsity[sparsity["n"] == largest_n]
+        "thresholding.detectable.error.np": fmt(_one(det_np, "rel_spectral_mean", n=max(det["n"])), 2),
+        "thresholding.claim.sr.largest": listed(sparsity[sparsity["n"] == largest_n]
                                        .sort_values("sr")["rel_spectral_mean"]),
-        "004.claim.sr.smallest": listed(sparsity[sparsity["n"] == smallest_n]
+        "thresholding.claim.sr.smallest": listed(sparsity[sparsity["n"] == smallest_n]
                                         .sort_values("sr")["rel_spectral_mean"]),
-        "004.claim.p_slopes": span(trend[trend["p"].astype(str) == "all"]["slope_vs_p"]),
-        "004.claim.p.smallest": fmt(_one(dimension, "rel_spectral_mean", n=smallest_n, p=50)),
-        "004.claim.p.largest": fmt(_one(dimension, "rel_spectral_mean", n=smallest_n, p=500)),
-        "004.claim.eps": listed(privacy[privacy["n"] == smallest_n]["rel_spectral_mean"], 2),
-        "004.claim.n_slopes": span(per_setting[per_setting["epsilon"] != "non-private"]
+        "thresholding.claim.p_slopes": span(trend[trend["p"].astype(str) == "all"]["slope_vs_p"]),
+        "thresholding.claim.p.smallest": fmt(_one(dimension, "rel_spectral_mean", n=smallest_n, p=50)),
+        "thresholding.claim.p.largest": fmt(_one(dimension, "rel_spectral_mean", n=smallest_n, p=500)),
+        "thresholding.claim.eps": listed(privacy[privacy["n"] == smallest_n]["rel_spectral_mean"], 2),
+        "thresholding.claim.n_slopes": span(per_setting[per_setting["epsilon"] != "non-private"]
                                    ["slope_vs_n"].astype(float)),
     }
 
 
 def _values_summary() -> dict:
+    honest = _reps("private_precision", "private_precision_errors.csv", method="DP-RP")
+    paper = _reps("private_precision_paper", "private_precision_paper_setting.csv",
+                  setting="paper")
     return {
         "summary.notes": (
-            f"Seed 000's runs have {_reps('seed000', 'seed000_errors.csv', method='DP-RP')} "
-            "(honest) and "
-            f"{_reps('seed000_paper', 'seed000_paper_setting.csv', setting='paper')} "
-            "(the paper's setting) repetitions per cell, against the paper's 50; seed 002 "
-            "Table 1(b)'s post hoc row has "
-            f"{_reps('seed002_1b_variants', 'seed002_1b_variants.csv')}, against the "
+            f"Su, Guo & Zhang's runs have {honest} (honest) and {paper} "
+            "(the paper's setting) repetitions per cell, against the paper's 50; Guo et al.'s "
+            "Table 1(b) post hoc row has "
+            f"{_reps('noisy_data_1b_variants', 'noisy_data_1b_variants.csv')}, against the "
             "paper's 10."),
     }
 
 
-VALUE_SOURCES = (_values_summary, _values_lda, _values_000, _values_001, _values_002, _values_003,
-                 _values_004)
+VALUE_SOURCES = (_values_summary, _values_lda, _values_private_precision, _values_covariance_perturbation, _values_noisy_data, _values_pace_ggm,
+                 _values_thresholding)
 
 
 def values() -> dict[str, str]:
@@ -1680,37 +1689,37 @@ def values() -> dict[str, str]:
 TABLES = {
     "runs": runs_table,
     **{f"run-{name}": (lambda name=name: run_table(name)) for name in _registry()},
-    "000-settings": seed000_settings,
-    **{f"000-rp-{m}": (lambda m=m: seed000("DP-RP", m)) for m in (1, 2, 3)},
-    **{f"000-agl-{m}": (lambda m=m: seed000("DP-AGL", m)) for m in (2, 3, 4)},
-    "000-raw": seed000_raw,
-    "000-trend": seed000_trend,
-    "000-roc": seed000_roc,
-    "001-pure": lambda: seed001("pure"),
-    "001-approx": lambda: seed001("approx"),
-    "002-1a": lambda: seed002("1a"),
-    "002-1b": lambda: seed002("1b"),
-    "003-measured": seed003_measured,
-    "003-other-measured": seed003_other_measured,
-    "003-mahalanobis": lambda: seed003_errors("mahalanobis"),
-    "003-frobenius": lambda: seed003_errors("frobenius"),
-    "003-regression": seed003_regression,
-    "003-registry": pace_registry,
-    "000-lda": ridge_lda,
-    "004-errors": seed004,
-    "004-paper-model": seed004_paper_model,
-    "004-detectable": seed004_detectable,
-    "004-detectable-model": seed004_detectable_model,
+    "private_precision-settings": private_precision_settings,
+    **{f"private_precision-rp-{m}": (lambda m=m: private_precision("DP-RP", m)) for m in (1, 2, 3)},
+    **{f"private_precision-agl-{m}": (lambda m=m: private_precision("DP-AGL", m)) for m in (2, 3, 4)},
+    "private_precision-raw": private_precision_raw,
+    "private_precision-trend": private_precision_trend,
+    "private_precision-roc": private_precision_roc,
+    "covariance_perturbation-pure": lambda: covariance_perturbation("pure"),
+    "covariance_perturbation-approx": lambda: covariance_perturbation("approx"),
+    "noisy_data-1a": lambda: noisy_data("1a"),
+    "noisy_data-1b": lambda: noisy_data("1b"),
+    "pace_ggm-measured": pace_ggm_measured,
+    "pace_ggm-other-measured": pace_ggm_other_measured,
+    "pace_ggm-mahalanobis": lambda: pace_ggm_errors("mahalanobis"),
+    "pace_ggm-frobenius": lambda: pace_ggm_errors("frobenius"),
+    "pace_ggm-regression": pace_ggm_regression,
+    "pace_ggm-registry": pace_registry,
+    "private_precision-lda": ridge_lda,
+    "thresholding-errors": thresholding,
+    "thresholding-paper-model": thresholding_paper_model,
+    "thresholding-detectable": thresholding_detectable,
+    "thresholding-detectable-model": thresholding_detectable_model,
     "summary": summary,
-    "000-steps": seed000_steps,
-    "000-causes": seed000_causes,
-    "000-paper-rp": lambda: seed000_paper("DP-RP"),
-    "000-paper-agl": lambda: seed000_paper("DP-AGL"),
-    "002-1b-causes": seed002_causes,
-    "003-variants": seed003_variants,
-    "003-variant-effects": seed003_variant_effects,
-    "003-structure": seed003_structure,
-    "004-trend": seed004_trend,
+    "private_precision-steps": private_precision_steps,
+    "private_precision-causes": private_precision_causes,
+    "private_precision-paper-rp": lambda: private_precision_paper("DP-RP"),
+    "private_precision-paper-agl": lambda: private_precision_paper("DP-AGL"),
+    "noisy_data-1b-causes": noisy_data_causes,
+    "pace_ggm-variants": pace_ggm_variants,
+    "pace_ggm-variant-effects": pace_ggm_variant_effects,
+    "pace_ggm-structure": pace_ggm_structure,
+    "thresholding-trend": thresholding_trend,
     "real-data": real_data,
 }
 

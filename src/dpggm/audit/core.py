@@ -114,6 +114,9 @@ class Target:
     quick_pilot : int
         With ``--quick`` and several pairs: runs per data set of a pilot audit that
         chooses the one pair the quick runs go to (0: every pair gets the quick runs).
+    stream_label : str or None
+        The label the target's random streams are drawn under; ``None`` for its name. A
+        renamed target keeps its earlier label, so that its recorded audits repeat.
     """
 
     name: str
@@ -129,6 +132,12 @@ class Target:
     quick_samples: int = 1000
     full_samples: int = 5000
     quick_pilot: int = 0
+    stream_label: str | None = None
+
+    @property
+    def streams(self) -> str:
+        """The label of the target's random streams."""
+        return self.name if self.stream_label is None else self.stream_label
 
 
 @dataclass
@@ -308,7 +317,7 @@ def most_separated_pair(target: Target, relation: str, *, samples: int,
     used = sorted({name for pair in pairs for name in pair}, key=list(datasets).index)
     releases = {
         name: target.release(datasets[name], relation,
-                             _generator(seed, target.name, relation, "pilot", name), samples)
+                             _generator(seed, target.streams, relation, "pilot", name), samples)
         for name in used
     }
     best, chosen = -1.0, pairs[0]
@@ -382,7 +391,7 @@ def audit_target(
     datasets = target.datasets(relation)
     pairs = target.pairs(relation) if pairs is None else list(pairs)
     used = sorted({name for pair in pairs for name in pair}, key=list(datasets).index)
-    names = (target.name, relation) if not stream else (target.name, relation, stream)
+    names = (target.streams, relation) if not stream else (target.streams, relation, stream)
     releases = {
         name: target.release(datasets[name], relation, _generator(seed, *names, name), samples)
         for name in used

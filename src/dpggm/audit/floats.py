@@ -12,7 +12,7 @@ have produced from ``D0``: that event has probability zero under ``D0`` and sepa
 the two data sets however large the noise. Exact noise on a grid closes the gap.
 
 :func:`laplace_reachable` decides, element by element and exactly, whether an observed
-double can be produced from a centre ``s`` by that sampler. It evaluates ``log`` with
+double can be produced from a center ``s`` by that sampler. It evaluates ``log`` with
 :func:`math.log`, which is the C library's ``log`` -- the function NumPy's C code calls
 (``numpy.log`` may use its own SIMD code and differ in the last bit).
 
@@ -63,15 +63,15 @@ def _from_key(key: int) -> float:
     return float(np.array(bits, dtype=np.uint64).view(np.float64))
 
 
-def _preimage(y: float, centre: float) -> tuple[float, float] | None:
-    """The doubles ``z`` with ``fl(centre + z) == y``: an interval ``[lo, hi]`` (``None``
+def _preimage(y: float, center: float) -> tuple[float, float] | None:
+    """The doubles ``z`` with ``fl(center + z) == y``: an interval ``[lo, hi]`` (``None``
     if empty)."""
-    if centre == 0.0:
+    if center == 0.0:
         return y, y
-    guess = _key(y - centre)
+    guess = _key(y - center)
     start = next(
         (k for k in (guess, guess - 1, guess + 1, guess - 2, guess + 2)
-         if centre + _from_key(k) == y),
+         if center + _from_key(k) == y),
         None,
     )
     if start is None:
@@ -80,13 +80,13 @@ def _preimage(y: float, centre: float) -> tuple[float, float] | None:
     for direction in (-1, 1):
         # Exponential search for a key outside, then bisection back to the edge.
         inside, step = start, 1
-        while centre + _from_key(inside + direction * step) == y:
+        while center + _from_key(inside + direction * step) == y:
             inside += direction * step
             step *= 2
         outside = inside + direction * step
         while abs(outside - inside) > 1:
             middle = (inside + outside) // 2
-            if centre + _from_key(middle) == y:
+            if center + _from_key(middle) == y:
                 inside = middle
             else:
                 outside = middle
@@ -132,15 +132,15 @@ def _branch_hits(lo: float, hi: float, scale: float, first: int, last: int) -> b
     return lo <= value(k) <= hi
 
 
-def laplace_reachable(values: np.ndarray, centre: np.ndarray, scale: float) -> np.ndarray:
-    """Whether each ``values[i]`` equals ``fl(centre[i] + z)`` for some output ``z`` of
+def laplace_reachable(values: np.ndarray, center: np.ndarray, scale: float) -> np.ndarray:
+    """Whether each ``values[i]`` equals ``fl(center[i] + z)`` for some output ``z`` of
     ``numpy.random.Generator.laplace(0.0, scale)``.
 
     Parameters
     ----------
     values : array of float
         Observed releases.
-    centre : array of float, broadcastable to ``values``
+    center : array of float, broadcastable to ``values``
         The exact statistic of the reference data set, as the mechanism computes it.
     scale : float
         The Laplace scale the mechanism used (a public parameter).
@@ -153,10 +153,10 @@ def laplace_reachable(values: np.ndarray, centre: np.ndarray, scale: float) -> n
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0; got {scale!r}")
     values = np.asarray(values, dtype=float)
-    centre = np.broadcast_to(np.asarray(centre, dtype=float), values.shape)
+    center = np.broadcast_to(np.asarray(center, dtype=float), values.shape)
     out = np.zeros(values.shape, dtype=bool)
     for index in np.ndindex(values.shape):
-        y, c = float(values[index]), float(centre[index])
+        y, c = float(values[index]), float(center[index])
         if not math.isfinite(y):
             continue
         interval = _preimage(y, c)
@@ -186,20 +186,20 @@ def ziggurat_widths(seeds: int = 12000) -> np.ndarray:
     widths = np.full(256, np.nan)
     for idx, pairs in observed.items():
         rabs, ax = np.array(pairs).T
-        centre = ax / rabs
+        center = ax / rabs
         candidates = np.unique(np.concatenate(
-            [centre] + [np.nextafter(centre, direction * np.inf) for direction in (-1, 1)]
-            + [np.nextafter(np.nextafter(centre, d * np.inf), d * np.inf) for d in (-1, 1)]
+            [center] + [np.nextafter(center, direction * np.inf) for direction in (-1, 1)]
+            + [np.nextafter(np.nextafter(center, d * np.inf), d * np.inf) for d in (-1, 1)]
         ))
         hits = (rabs[:, None] * candidates[None, :] == ax[:, None]).sum(axis=0)
         widths[idx] = candidates[np.argmax(hits)]
     return widths
 
 
-def _float_interval(y: np.ndarray, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _float_interval(y: np.ndarray, center: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lo, hi = np.full(y.shape, np.nan), np.full(y.shape, np.nan)
     ok = np.zeros(y.shape, dtype=bool)
-    for i, (v, c) in enumerate(zip(y, centre)):
+    for i, (v, c) in enumerate(zip(y, center)):
         if math.isfinite(v):
             interval = _preimage(float(v), float(c))
             if interval is not None:
@@ -207,8 +207,8 @@ def _float_interval(y: np.ndarray, centre: np.ndarray) -> tuple[np.ndarray, np.n
     return lo, hi, ok
 
 
-def gaussian_reachable(values: np.ndarray, centre: np.ndarray, sigma: float) -> np.ndarray:
-    """Whether each ``values[i]`` equals ``fl(centre[i] + z)`` for some output ``z`` of
+def gaussian_reachable(values: np.ndarray, center: np.ndarray, sigma: float) -> np.ndarray:
+    """Whether each ``values[i]`` equals ``fl(center[i] + z)`` for some output ``z`` of
     ``numpy.random.Generator.normal(0.0, sigma)`` on its ziggurat (non-tail) path.
 
     Outputs of the rare tail of layer 0 (beyond about 3.65 sigma) are counted as not
@@ -221,8 +221,8 @@ def gaussian_reachable(values: np.ndarray, centre: np.ndarray, sigma: float) -> 
     values = np.asarray(values, dtype=float)
     shape = values.shape
     flat = values.ravel()
-    centre = np.broadcast_to(np.asarray(centre, dtype=float), shape).ravel()
-    lo, hi, ok = _float_interval(flat, centre)
+    center = np.broadcast_to(np.asarray(center, dtype=float), shape).ravel()
+    lo, hi, ok = _float_interval(flat, center)
     out = np.zeros(flat.shape, dtype=bool)
     zero = ok & (lo <= 0) & (hi >= 0)
     out[zero] = True  # rabs = 0 gives exactly 0

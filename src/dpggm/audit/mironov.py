@@ -1,4 +1,5 @@
-"""Mironov's floating-point attack on the covariance mechanism (issue 9, acceptance 1)."""
+"""Mironov's floating-point attack on the covariance mechanism: a float-noise release must
+fail it, the exact samplers must pass it (docs/audit.md)."""
 
 from __future__ import annotations
 

@@ -113,6 +113,7 @@ def audit_command(
     """
     # Imported here: the audit loads every estimator, and `dpggm --help` must start fast.
     from dpggm.audit import TARGETS
+    from dpggm.audit.targets import RENAMED_TARGETS
 
     if list_:
         for name, target in TARGETS.items():
@@ -124,6 +125,7 @@ def audit_command(
     if (mechanism is None) == (not all_):
         err_console.print("[bold red]error:[/] give exactly one of --mechanism NAME, --all or --list")
         raise typer.Exit(code=2)
+    mechanism = RENAMED_TARGETS.get(mechanism, mechanism) if mechanism is not None else None
     if mechanism is not None and mechanism not in TARGETS:
         err_console.print(f"[bold red]error:[/] --mechanism must be one of {sorted(TARGETS)}; "
                           f"got {mechanism!r}")

@@ -95,7 +95,7 @@ def compare(
         help="declared (public) sizes, LEVEL=N,LEVEL=N: a trial with fixed arms (then "
              "moving a record between groups is no neighbour)")] = None,
     missing: Annotated[str, typer.Option(
-        help="what a missing value becomes: impute (the centre of its column's private "
+        help="what a missing value becomes: impute (the center of its column's private "
              "range) or refuse")] = "impute",
     fdr: Annotated[float, typer.Option(
         help="target false-discovery rate of the edges and the differences")] = 0.1,

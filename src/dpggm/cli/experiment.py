@@ -17,18 +17,40 @@ from dpggm.cli._common import (
     summarised_warnings,
 )
 
+#: The papers' experiments by the name of their methods: module, function, description.
 EXPERIMENTS = {
-    "seed000": ("dpggm.experiments.seed000", "run_seed000",
-                "DP ridge precision and DP graphical lasso (Su, Guo, Zhang)"),
-    "seed001": ("dpggm.experiments.seed001", "run_seed001",
-                "output and covariance perturbation (Wang, Huai, Xu)"),
-    "seed002": ("dpggm.experiments.seed002", "run_seed002",
-                "noisy data publishing and graph recovery (Guo et al.)"),
-    "seed003": ("dpggm.experiments.seed003", "run_seed003",
-                "PACE-GGM and its baselines (Ferrando et al.)"),
-    "seed004": ("dpggm.experiments.seed004", "run_seed004",
-                "DP-Thresholding for sparse covariance (Wang, Xu, He)"),
+    "private_precision": ("dpggm.experiments.private_precision", "run_private_precision",
+                          "DP ridge precision and DP graphical lasso (Su, Guo, Zhang)"),
+    "covariance_perturbation": ("dpggm.experiments.covariance_perturbation",
+                                "run_covariance_perturbation",
+                                "output and covariance perturbation (Wang, Huai, Xu)"),
+    "noisy_data": ("dpggm.experiments.noisy_data", "run_noisy_data",
+                   "noisy data publishing and graph recovery (Guo et al.)"),
+    "pace_ggm": ("dpggm.experiments.pace_ggm", "run_pace_ggm",
+                 "PACE-GGM and its baselines (Ferrando et al.)"),
+    "thresholding": ("dpggm.experiments.thresholding", "run_thresholding",
+                     "DP-Thresholding for sparse covariance (Wang, Xu, He)"),
 }
+
+#: Earlier names of the experiments (the papers' numbers in the source collection), still
+#: accepted so that the commands recorded with committed runs keep working.
+ALIASES = {
+    "seed000": "private_precision",
+    "seed001": "covariance_perturbation",
+    "seed002": "noisy_data",
+    "seed003": "pace_ggm",
+    "seed004": "thresholding",
+}
+
+
+def resolve_experiment(name: str) -> str:
+    """The experiment ``name`` refers to (its own name, or the one an alias stands for)."""
+    if name in EXPERIMENTS:
+        return name
+    if name in ALIASES:
+        return ALIASES[name]
+    raise UserError(f"experiment must be one of {', '.join(EXPERIMENTS)} (or the aliases "
+                    f"{', '.join(ALIASES)}); got {name!r}")
 
 
 def print_frame(title: str, frame: Any) -> None:
@@ -57,7 +79,8 @@ def print_environment(frame: Any) -> None:
 @guard
 def experiment(
     name: Annotated[str, typer.Argument(help="one of: " + ", ".join(
-        f"{k} ({v[2]})" for k, v in EXPERIMENTS.items()))],
+        f"{k} ({v[2]})" for k, v in EXPERIMENTS.items()) + "; aliases: " + ", ".join(
+        f"{alias} = {name}" for alias, name in ALIASES.items()))],
     full: Annotated[bool, typer.Option("--full", help="the papers' sizes (slow)")] = False,
     repetitions: Annotated[int | None, typer.Option(
         help="repetitions per cell (default: the experiment's own)")] = None,
@@ -68,8 +91,7 @@ def experiment(
     quiet: QuietOpt = False,
 ) -> None:
     """Reproduce a paper's experiments (reduced sizes unless --full); prints the tables."""
-    if name not in EXPERIMENTS:
-        raise UserError(f"experiment must be one of {', '.join(EXPERIMENTS)}; got {name!r}")
+    name = resolve_experiment(name)
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
     module_name, function, title = EXPERIMENTS[name]

@@ -117,7 +117,7 @@ def _column_advice(estimator: Any) -> list[tuple[int, str]]:
                 "its units (divide it by a power of ten) before the release")))
         elif k > 0.05 * n:
             share = tied.get(name, 0.0)
-            why = (f"it is heavily tied ({100 * share:.0f}% of its values equal its centre): "
+            why = (f"it is heavily tied ({100 * share:.0f}% of its values equal its center): "
                    "the private median or spread of a column with few levels can land on a "
                    "neighbouring level at this budget; a larger budget helps, or declared "
                    "bounds if its levels are public" if share >= 0.2 else
@@ -128,7 +128,7 @@ def _column_advice(estimator: Any) -> list[tuple[int, str]]:
     for name, k in counts.get("missing_by_column", {}).items():
         if k > 0.5 * n:
             out.append((n + k, f"column {name!r}: {100 * k / n:.0f}% of its values are missing "
-                               "(imputed at its range's centre): its edges rest on few records"))
+                               "(imputed at its range's center): its edges rest on few records"))
     return sorted(out, key=lambda item: -item[0])
 
 
@@ -170,7 +170,7 @@ def curator_diagnostics(estimator: Any) -> list[str]:
     if holes:
         with_holes = sum(1 for k in missing.values() if k)
         lines.append(f"missing values: {holes} of {n * p} ({100 * holes / (n * p):.1f}%) in "
-                     f"{with_holes} of {p} columns, imputed at their column's range centre")
+                     f"{with_holes} of {p} columns, imputed at their column's range center")
     if n_edges == 0:
         noise = predicted_partial_correlation_noise(estimator.plan_)
         beyond = sum(counts.get("beyond_grid_by_column", {}).values())
@@ -204,7 +204,7 @@ def curator_diagnostics(estimator: Any) -> list[str]:
                          "at this budget")
     elif n_edges == p * (p - 1) // 2:
         lines.append("the graph is COMPLETE: every pair is joined, which is rarely real. "
-                     "Check the bounds and centring (--center private).")
+                     "Check the bounds and centering (--center private).")
     return lines
 
 
@@ -244,7 +244,7 @@ def graph(
     center_fraction: Annotated[float, typer.Option(
         help="share of the budget for --center private")] = 0.0625,
     missing: Annotated[str, typer.Option(
-        help="what a missing value (an empty field) becomes: impute (the centre of its "
+        help="what a missing value (an empty field) becomes: impute (the center of its "
              "column's private range; the guarantee is unchanged), refuse, or drop (refused "
              "under replace-one neighbours: it would make the row count private)")] = "impute",
     select: Annotated[str, typer.Option(
@@ -366,7 +366,7 @@ def graph(
         staged = StagedOutput(out, overwrite=overwrite, pending=pending)
         try:
             with summarised_warnings():
-                fitting = "private graph (bounds, centring, noise, solver)"
+                fitting = "private graph (bounds, centering, noise, solver)"
                 _progress.report(fitting, 0, None)
                 if source is not None:
                     estimator.fit(source)

@@ -212,7 +212,7 @@ def publish(
     sheet: dopt.SheetOpt = None,
     file_format: dopt.FormatOpt = None,
 ) -> None:
-    """Publish a noisy copy of DATA once (seed 002); data users recover graphs from it.
+    """Publish a noisy copy of DATA once (Guo et al.); data users recover graphs from it.
 
     With --ledger and --dataset the release is charged before either file appears: the
     booking is checked before the records are read (the guarantee follows from the bound,

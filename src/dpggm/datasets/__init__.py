@@ -22,11 +22,14 @@ _EXPORTS = {
     "make_chain": "dpggm.datasets.synthetic",
     "make_questionnaire": "dpggm.datasets.synthetic",
     "make_raw_chain": "dpggm.datasets.synthetic",
-    "make_seed000_model": "dpggm.datasets.synthetic",
-    "make_seed001_uut": "dpggm.datasets.synthetic",
+    "make_precision_model": "dpggm.datasets.synthetic",
+    "make_uut_precision": "dpggm.datasets.synthetic",
     "make_sparse_covariance": "dpggm.datasets.synthetic",
     "make_sparse_precision": "dpggm.datasets.synthetic",
     "sample_gaussian": "dpggm.datasets.synthetic",
+    # Earlier names, deprecated (not in __all__).
+    "make_seed000_model": "dpggm.datasets.synthetic",
+    "make_seed001_uut": "dpggm.datasets.synthetic",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -44,12 +47,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.datasets.synthetic import (
         SyntheticData,
         make_chain,
+        make_precision_model,
         make_questionnaire,
         make_raw_chain,
-        make_seed000_model,
-        make_seed001_uut,
         make_sparse_covariance,
         make_sparse_precision,
+        make_uut_precision,
         sample_gaussian,
     )
 
@@ -66,8 +69,8 @@ __all__ = [
     "make_questionnaire",
     "make_questionnaire_export",
     "make_raw_chain",
-    "make_seed000_model",
-    "make_seed001_uut",
+    "make_precision_model",
+    "make_uut_precision",
     "make_sparse_covariance",
     "make_sparse_precision",
     "rescale_to_unit_box",

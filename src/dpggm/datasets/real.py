@@ -135,7 +135,7 @@ def load_diabetes() -> RealData:
     RealData
         The *unscaled* features of :func:`sklearn.datasets.load_diabetes` (age in
         years, sex coded 1/2, body-mass index, blood pressure and six serum
-        measurements). scikit-learn's default scaled copy is centred and scaled by the
+        measurements). scikit-learn's default scaled copy is centered and scaled by the
         sample's own mean and standard deviation, which would leak through the
         preprocessing, so it is not used.
 
@@ -218,13 +218,13 @@ def rescale_to_unit_box(X, lower, upper) -> np.ndarray:
             f"upper must be > lower in every column; column {j} has lower={lower[j]!r}, "
             f"upper={upper[j]!r}"
         )
-    # Halving before subtracting keeps the centre and half-width finite for any finite
-    # bounds; an overflow of X - centre can only happen far outside the box, where the
+    # Halving before subtracting keeps the center and half-width finite for any finite
+    # bounds; an overflow of X - center can only happen far outside the box, where the
     # clip gives the right sign.
-    centre = lower / 2.0 + upper / 2.0
+    center = lower / 2.0 + upper / 2.0
     half_width = upper / 2.0 - lower / 2.0
     with np.errstate(over="ignore"):
-        scaled = (X - centre) / half_width
+        scaled = (X - center) / half_width
     return np.clip(scaled, -1.0, 1.0)
 
 

@@ -5,8 +5,8 @@ Every generator draws the ground truth first and then ``n_samples`` rows from
 :func:`dpggm.mechanisms.random.check_random_state`, so a fixed ``random_state`` reproduces
 both. The generators follow the simulation designs of the source papers:
 
-- :func:`make_seed000_model`: Su, Guo, Zhang, models 1-4 (dense, full, AR(2), Cai et al.);
-- :func:`make_seed001_uut`: Wang, Huai, Xu, precision ``U Uᵀ`` with sparse ±1 ``U``;
+- :func:`make_precision_model`: Su, Guo, Zhang, models 1-4 (dense, full, AR(2), Cai et al.);
+- :func:`make_uut_precision`: Wang, Huai, Xu, precision ``U Uᵀ`` with sparse ±1 ``U``;
 - :func:`make_chain`: Guo et al., 50-node chain;
 - :func:`make_sparse_precision`: Guo et al., 1000 nodes, off-diagonal 0.1 at a sparsity;
 - :func:`make_sparse_covariance`: Wang, Xu, He, sparse covariance ``(Ũ + 50 I)/200``.
@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,8 +36,8 @@ __all__ = [
     "SyntheticData",
     "make_chain",
     "make_raw_chain",
-    "make_seed000_model",
-    "make_seed001_uut",
+    "make_precision_model",
+    "make_uut_precision",
     "make_sparse_covariance",
     "make_sparse_precision",
     "sample_gaussian",
@@ -60,7 +62,7 @@ class SyntheticData:
         The true conditional-independence graph: ``adjacency[i, j]`` is true when
         ``i != j`` and ``Θ_ij != 0``. Symmetric, false on the diagonal. Read-only.
     name : str
-        Short identifier, e.g. ``"seed000-model3"``.
+        Short identifier, e.g. ``"private_precision-model3"``.
     description : str
         One-sentence description of the design.
     rows_normalized : bool
@@ -280,13 +282,13 @@ def _random_symmetric_pairs(p: int, n_pairs: int, rng: np.random.Generator) -> n
 
 
 # ---------------------------------------------------------------------------------------
-# seed 000
+# Su, Guo & Zhang
 
 
-_SEED000_MAX_DRAWS = 100
+_MODEL4_MAX_DRAWS = 100
 
 
-def make_seed000_model(
+def make_precision_model(
     model: int,
     *,
     n_samples: int,
@@ -345,7 +347,7 @@ def make_seed000_model(
     n_samples = _check_int("n_samples", n_samples, minimum=1)
     p = _check_int("n_features", n_features, minimum=2 if model == 4 else 1)
     rng = check_random_state(random_state)
-    common = {"n_samples": n_samples, "rng": rng, "name": f"seed000-model{int(model)}"}
+    common = {"n_samples": n_samples, "rng": rng, "name": f"private_precision-model{int(model)}"}
 
     if model == 1:
         inner = _check_int("inner_dimension", inner_dimension, minimum=1)
@@ -385,13 +387,13 @@ def make_seed000_model(
             **common,
         )
 
-    for _ in range(_SEED000_MAX_DRAWS):
+    for _ in range(_MODEL4_MAX_DRAWS):
         pattern = _random_symmetric_pattern(p, 0.1, rng)
         if pattern.any():
             break
     else:
         raise NumericalError(
-            f"model 4 drew an empty graph {_SEED000_MAX_DRAWS} times for n_features={p}; "
+            f"model 4 drew an empty graph {_MODEL4_MAX_DRAWS} times for n_features={p}; "
             "use a larger n_features"
         )
     A = np.where(pattern, 0.5, 0.0)
@@ -409,10 +411,10 @@ def make_seed000_model(
 
 
 # ---------------------------------------------------------------------------------------
-# seed 001
+# Wang, Huai & Xu
 
 
-def make_seed001_uut(
+def make_uut_precision(
     *,
     n_samples: int,
     n_features: int = 400,
@@ -472,14 +474,14 @@ def make_seed001_uut(
         adjacency=precision != 0.0,
         n_samples=n_samples,
         rng=rng,
-        name="seed001-uut",
+        name="covariance_perturbation-uut",
         description=f"precision U Uᵀ, U = identity plus sparse ±1 entries (density {density})",
         normalize_rows=bool(normalize_rows),
     )
 
 
 # ---------------------------------------------------------------------------------------
-# seed 002
+# Guo et al.
 
 
 def make_chain(*, n_samples: int, n_features: int = 50, random_state=None) -> SyntheticData:
@@ -517,7 +519,7 @@ def make_chain(*, n_samples: int, n_features: int = 50, random_state=None) -> Sy
         adjacency=adjacency,
         n_samples=n_samples,
         rng=rng,
-        name="seed002-chain",
+        name="noisy_data-chain",
         description=f"chain graph on {p} nodes: 1 on the diagonal, 0.5 on the first off-diagonal",
     )
 
@@ -604,7 +606,7 @@ def make_sparse_precision(
         adjacency=pattern,
         n_samples=n_samples,
         rng=rng,
-        name="seed002-sparse",
+        name="noisy_data-sparse",
         description=(
             f"random sparse precision on {p} nodes, {n_pairs} edges of weight {off_diagonal}, "
             f"diagonal by '{diagonal}' rule with margin {margin}"
@@ -613,7 +615,7 @@ def make_sparse_precision(
 
 
 # ---------------------------------------------------------------------------------------
-# seed 004
+# Wang, Xu & He
 
 
 def make_sparse_covariance(
@@ -716,7 +718,7 @@ def make_sparse_covariance(
         adjacency=np.abs(precision) > threshold,
         n_samples=n_samples,
         rng=rng,
-        name="seed004-sparse-covariance",
+        name="thresholding-sparse-covariance",
         description=(
             f"sparse covariance (Ũ + {shift:g} I)/{scale:g}, Ũ with {2 * n_pairs} off-diagonal "
             f"{entries} non-zeros on {p} variables"
@@ -727,7 +729,7 @@ def make_sparse_covariance(
 def make_raw_chain(
     *, n_samples: int = 20000, n_features: int = 10, random_state=None
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """A chain graph (:func:`make_chain`) in raw, uncentred units of different sizes.
+    """A chain graph (:func:`make_chain`) in raw, uncentered units of different sizes.
 
     Column ``j`` has mean ``geomspace(3, 300)[j]`` and scale ``geomspace(0.5, 20)[j]``
     (alternated, so large means meet small scales), as raw measurements would: grams next
@@ -804,3 +806,22 @@ def make_questionnaire(
     blocks = group[:, None] == group[None, :]
     np.fill_diagonal(blocks, False)
     return pd.DataFrame(answers, columns=names), blocks
+
+
+# ------------------------------------------------------------------ earlier names
+
+
+def _renamed(old: str, new: Any) -> Any:
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"{old} is now called {new.__name__}; the old name will be removed",
+                      DeprecationWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (its earlier name)."
+    return alias
+
+
+#: The generators' earlier names (the papers' numbers in the source collection).
+make_seed000_model = _renamed("make_seed000_model", make_precision_model)
+make_seed001_uut = _renamed("make_seed001_uut", make_uut_precision)

@@ -54,6 +54,7 @@ from dpggm.estimators._contract import (
     check_fraction,
     fraction,
 )
+from dpggm.estimators.data import too_few_variables
 from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
@@ -462,7 +463,7 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
     @contextlib.contextmanager
     def _records(self, X: Any, y: Any, settings: Settings) -> Iterator[Any]:
         """The clipped records' statistics (no noise): by default the second moment of
-        records clipped to the declared bounds, after a public centre."""
+        records clipped to the declared bounds, after a public center."""
         center = settings.params.get("center")
         public = None if center is None or isinstance(center, str) else np.asarray(
             center, dtype=float)
@@ -662,10 +663,7 @@ class PrivateEstimatorBase(DPEstimator):
 
     def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
         if p < self._min_features:
-            raise ValueError(
-                f"{type(self).__name__} needs at least {self._min_features} variables "
-                f"(columns); X has {p}"
-            )
+            raise too_few_variables(p, minimum=self._min_features, who=type(self).__name__)
         center = settings["center"]
         if center is not None and not isinstance(center, str) and len(center) != p:
             raise ValueError(
@@ -686,20 +684,20 @@ class PrivateEstimatorBase(DPEstimator):
         release = release_planned_second_moment(
             plan, stats.second_moment * stats.n, total=stats.total, n=stats.n, ctx=ctx,
             wishart_mean_removal=settings["wishart_mean_removal"], run=run)
-        private_centre = self._private_center(settings)
-        public = not private_centre and not isinstance(settings["center"], str) and (
+        private_center = self._private_center(settings)
+        public = not private_center and not isinstance(settings["center"], str) and (
             settings["center"] is not None)
-        centring = (
+        centering = (
             "private mean: covariance = noisy second moment - noisy mean outer product"
-            if private_centre
+            if private_center
             else "public mean subtracted before clipping"
             if public
             else "none: raw second moment X^T X / n (no budget; equals the covariance only for "
-            "centred data)"
+            "centered data)"
         )
         guarantee = replace(
             release.guarantee,
-            notes={**release.guarantee.notes, "centering": centring},
+            notes={**release.guarantee.notes, "centering": centering},
             curator_notes={**release.guarantee.curator_notes, "rows_clipped": stats.n_clipped},
         )
         covariance = release.second_moment

@@ -15,7 +15,7 @@ placed in no bucket.
 The logarithm of the geometric guesses is read off the bits of the double (exponent, and
 a 1024-entry table of the leading mantissa bits; error below 0.0008 in log2).
 
-The rescaling ``z_j = clip((clip(x_j, lower_j, upper_j) - centre_j) / half_j, -1, 1)`` is
+The rescaling ``z_j = clip((clip(x_j, lower_j, upper_j) - center_j) / half_j, -1, 1)`` is
 written with the same floating-point operations, in the same order, as
 :meth:`dpggm.mechanisms.private_bounds.PrivateRanges.transform`, so every path (memory,
 files, Dask) gives bit-identical records. A row's squared norm is summed over the columns
@@ -143,13 +143,13 @@ def _count(b, v, edges, k, counts):
 
 
 @njit(cache=True, nogil=True)
-def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, deviation,
+def bucket_counts(block, edges, kind, log_first, per_octave, half, centers, deviation,
                   counts, missing, tie_radius, tied):
     """Add the bucket counts of every column of ``block`` (``m x p``) to ``counts``.
 
     ``edges`` has one row shared by all columns or one row per column; ``counts`` is
     ``p x (K + 1)`` with ``counts[j, b] = #{values with exactly b edges <= value}``. With
-    ``deviation`` the value counted is ``|x - centres[j]|``, and those at most
+    ``deviation`` the value counted is ``|x - centers[j]|``, and those at most
     ``tie_radius[j]`` are also added to ``tied[j]``. NaN is added to ``missing[j]`` and to
     no bucket.
 
@@ -163,7 +163,7 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
     guesses = np.empty(m, dtype=np.int64)
     for j in range(p):
         row = edges[0] if shared else edges[j]
-        centre = centres[j]
+        center = centers[j]
         column = counts[j]
         if kind == LINEAR:
             # A refinement grid spans one cell of the median grid and its neighbours:
@@ -190,7 +190,7 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
             continue
         if deviation:
             for i in range(m):
-                guesses[i] = _geometric_guess(abs(block[i, j] - centre), row, k, log_first,
+                guesses[i] = _geometric_guess(abs(block[i, j] - center), row, k, log_first,
                                               per_octave)
         elif kind == GEOMETRIC:
             for i in range(m):
@@ -204,7 +204,7 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
             radius = tie_radius[j]
             close = 0
             for i in range(m):
-                v = abs(block[i, j] - centre)
+                v = abs(block[i, j] - center)
                 if _count(guesses[i], v, row, k, column):
                     close += v <= radius
                 else:
@@ -218,14 +218,14 @@ def bucket_counts(block, edges, kind, log_first, per_octave, half, centres, devi
 
 
 @njit(cache=True, inline="always")
-def _rescaled(x, lower, upper, centre, half):
-    # clip(x, lower, upper), then (. - centre) / half, then clip to [-1, 1]: the operations
+def _rescaled(x, lower, upper, center, half):
+    # clip(x, lower, upper), then (. - center) / half, then clip to [-1, 1]: the operations
     # of PrivateRanges.transform, in its order.
     if x < lower:
         x = lower
     elif x > upper:
         x = upper
-    z = (x - centre) / half
+    z = (x - center) / half
     if z < -1.0:
         z = -1.0
     elif z > 1.0:
@@ -234,13 +234,13 @@ def _rescaled(x, lower, upper, centre, half):
 
 
 @njit(cache=True, nogil=True)
-def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, per_octave,
+def rescaled_norm_counts(block, lower, upper, center, half, edges, log_first, per_octave,
                          counts, squared):
     """Add, for the rows of ``block`` rescaled by the ranges, the bucket counts of their
     l2 norms on the positive geometric ``edges`` (one row) to ``counts`` (``K + 1``).
 
     ``squared`` is scratch space of at least ``m`` floats. A missing value (NaN) is
-    rescaled to 0 (the centre of its range), and a row with ``k`` of its ``p`` values
+    rescaled to 0 (the center of its range), and a row with ``k`` of its ``p`` values
     present is counted by its norm over ``sqrt(k / p)``: the norm it would have if its
     missing values were like the others (see :func:`row_shares`)."""
     m, p = block.shape
@@ -250,7 +250,7 @@ def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, pe
     for i in range(m):
         squared[i] = 0.0
     for j in range(p):
-        lo, hi, c, h = lower[j], upper[j], centre[j], half[j]
+        lo, hi, c, h = lower[j], upper[j], center[j], half[j]
         for i in range(m):
             x = block[i, j]
             if x == x:
@@ -268,7 +268,7 @@ def rescaled_norm_counts(block, lower, upper, centre, half, edges, log_first, pe
 
 
 @njit(cache=True, nogil=True)
-def rescale_rows(block, lower, upper, centre, half, out, outside, row_outside, squared,
+def rescale_rows(block, lower, upper, center, half, out, outside, row_outside, squared,
                  present):
     """``out[:, j] = z_j`` for the rows of ``block`` (missing values become 0);
     ``outside[j] +=`` the values of column ``j`` outside its range, ``row_outside[i]`` =
@@ -280,7 +280,7 @@ def rescale_rows(block, lower, upper, centre, half, out, outside, row_outside, s
         row_outside[i] = False
         present[i] = 0
     for j in range(p):
-        lo, hi, c, h = lower[j], upper[j], centre[j], half[j]
+        lo, hi, c, h = lower[j], upper[j], center[j], half[j]
         beyond = 0
         for i in range(m):
             x = block[i, j]

@@ -54,6 +54,7 @@ from dpggm.estimators.data import (
     finish_second_moment,
     read_layout,
     refuse_degenerate_columns,
+    too_few_records,
 )
 from dpggm.estimators.schema import ResolvedColumns
 from dpggm.mechanisms.bounds import Bounds
@@ -106,7 +107,7 @@ class _Accumulator:
     """Clipped sums of records added block by block.
 
     Each block is copied into one column-major ``_BLOCK_ROWS x (p + 1)`` buffer (the last
-    column all ones), checked, centred and clipped in place, and multiplied out by
+    column all ones), checked, centered and clipped in place, and multiplied out by
     ``dsyrk`` while it is in cache: the only full pass over the records is the copy, and
     no buffer is allocated per block.
     """
@@ -393,7 +394,7 @@ def clipped_second_moment(
 ) -> SecondMoment:
     """The clipped second moment of a Dask DataFrame / Array, reduced on the cluster.
 
-    Same checks and messages as in memory (bound length and centre before any work;
+    Same checks and messages as in memory (bound length and center before any work;
     NaN / infinite values with their 0-based row and column name); the result equals
     :func:`dpggm.estimators.data.clipped_second_moment` on the same records.
     """
@@ -421,7 +422,7 @@ def clipped_second_moment(
             f"column {columns[col]!r}); remove or impute them before estimating"
         )
     if stats.gram is None:
-        raise ValueError(f"{name} needs at least 2 records (rows); got 0")
+        raise too_few_records(0, name=name)
     if stats.low is not None and stats.high is not None:
         refuse_degenerate_columns(stats.low, stats.high, columns, where=name,
                                   drop="leave it out of the DataFrame")
@@ -733,7 +734,7 @@ def regression_statistics(
         raise ValueError("y contains NaN or infinite values; remove or impute them before fitting")
     n = sum(stats["counts"].values())
     if stats["gram"] is None or n < 2:
-        raise ValueError(f"X needs at least 2 records (rows); got {n}")
+        raise too_few_records(n)
     gram = stats["gram"]
     return (gram + gram.T) / 2, stats["moment"], n, columns
 

@@ -20,11 +20,11 @@ Budget forms
 
 Passes
     With ``bounds="auto"``: (1) median cells, (2) their refinement, (3) the median of the
-    deviations not tied with the centre (each needs the previous stage's released cells;
+    deviations not tied with the center (each needs the previous stage's released cells;
     every stage selects the cells of all columns in one batch), (4) the rescaled rows'
     norms (needs the ranges; ``method="glasso"``), (5) the clipped sums ``Z^T Z``, ``Z^T 1``
     and ``n``, from which the private mean and the second moment are both released (the
-    centring is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared bound
+    centering is folded in: ``S = Z^T Z / n - m m^T`` from released ``m``). A declared bound
     needs pass 5 only. Columns with a declared range (``column_ranges``) are counted but
     not selected: their ranges are used as given, and when every range is declared passes
     2-3 do not run. The counts of passes 1-4 are histograms on public grids
@@ -190,11 +190,11 @@ class GraphSettings:
         return p - self.n_declared_ranges if self.auto and not self.non_private else 0
 
     @property
-    def private_centre(self) -> bool:
+    def private_center(self) -> bool:
         return isinstance(self.center, str) and self.center == "private"
 
     @property
-    def public_centre(self) -> np.ndarray | None:
+    def public_center(self) -> np.ndarray | None:
         return None if isinstance(self.center, str) else self.center
 
     @property
@@ -224,7 +224,7 @@ def _notion_cost(budget: Budget) -> Fraction:
 def bound_fraction_for(settings: GraphSettings, n: int, p: int) -> Fraction | None:
     """The share of the accounting total for the bound step: ``bound_fraction``, or for
     ``"auto"`` a power of two within :data:`AUTO_BOUND_FRACTIONS`, from ``n`` and ``p``
-    only: the smallest that lets every private centre land inside its column and every
+    only: the smallest that lets every private center land inside its column and every
     spread inside its column's deviations (and the norm bound near its quantile), with
     probability about ``1 - e**-3``; then doubled, while the share stays at most
     :data:`TIED_LEVELS_FRACTION`, until the spreads also keep the levels of heavily tied
@@ -294,7 +294,7 @@ def _mechanism_name(budget: Budget) -> str:
 
 def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
                    p: int) -> list[PlannedMeasurement]:
-    """The planned centring and graph steps (after any bound steps)."""
+    """The planned centering and graph steps (after any bound steps)."""
     steps: list[PlannedMeasurement] = []
     fixed = settings.declared
     pure = isinstance(settings.accounting, PureDP)
@@ -302,8 +302,8 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
     # Under replace-one the normalised statistics (n public); under add/remove the sums
     # themselves, divided by the released count afterwards.
     per = 1 if settings.add_remove else n
-    if settings.private_centre:
-        budget = shares["centring"]
+    if settings.private_center:
+        budget = shares["mean"]
         if fixed is not None:
             sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(fixed, p=p,
                                                                         neighbors=neighbors) / per
@@ -317,15 +317,15 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
             rule = ("2 sqrt(p) / n, records in the box [-1, 1]^p" if settings.method == "pace"
                     else f"2 {'sqrt(p) ' if pure else ''}B / n, B the released norm bound")
         steps.append(PlannedMeasurement(
-            "centring", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
+            "mean", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
             sensitivity_rule=rule, noise=_additive(budget, p, sens)))
-    budget = shares["graph"]
+    budget = shares["second moment"]
     if settings.method == "pace":
         steps.append(PlannedMeasurement(
-            "graph", "pace-ggm: exponential selections and discrete gaussian measurements "
+            "second moment", "pace-ggm: exponential selections and discrete gaussian measurements "
             "under a zCDP filter", budget, repetitions=1,
             sensitivity_rule="per entry of S: b_j^2 / n (diagonal), 2 b_j b_k / n (off it), "
-                             "b the box of the centred records"))
+                             "b the box of the centered records"))
         return steps
     size = p * (p + 1) // 2
     if fixed is not None:
@@ -342,7 +342,7 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
         rule = ("(p + 1) B^2 / n (l1)" if pure else "sqrt(2) B^2 / n (l2)") + \
             ", B the released norm bound"
     steps.append(PlannedMeasurement(
-        "graph", _mechanism_name(budget) + " on the second moment", budget, repetitions=1,
+        "second moment", _mechanism_name(budget) + " on the second moment", budget, repetitions=1,
         sensitivity=sens, sensitivity_rule=rule, noise=_additive(budget, size, sens)))
     return steps
 
@@ -383,7 +383,7 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
                if settings.n_declared_ranges else ""),
             noise={f"epsilon_{k}": v for k, v in eps.items()}))
         used += range_share
-        # Public: how far off its centre a tied column's values must lie, in share of the
+        # Public: how far off its center a tied column's values must lie, in share of the
         # rows, for the plan to keep its levels apart (with probability ~ 1 - e^-3).
         notes["tied_columns_keep_levels_from_untied_share"] = min(
             1.0, kept_untied_share(n=n, epsilon_spread=eps["spread"]))
@@ -413,22 +413,22 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
             sensitivity_rule=f"per-column counts of present values ({'l1' if pure else 'l2'})",
             noise=_additive(budget, p, sens)))
         used += MISSING_FRACTION
-    if settings.private_centre:
-        shares["centring"] = dyadic_share(total, settings.center_fraction)
+    if settings.private_center:
+        shares["mean"] = dyadic_share(total, settings.center_fraction)
         used += settings.center_fraction
         notes["center_fraction"] = str(settings.center_fraction)
     if used >= 1:
         raise ValueError(
-            "the bound and centring shares leave nothing for the graph: bound_fraction + "
+            "the bound and centering shares leave nothing for the graph: bound_fraction + "
             f"center_fraction{' + count_fraction' if settings.add_remove else ''} must be "
             f"< 1; got {fraction} + {settings.center_fraction}"
             + (f" + {settings.count_fraction}" if settings.add_remove else "")
         )
     # The graph gets exactly what remains.
     spent = sum((_notion_cost(s.budget) for s in steps), Fraction(0))
-    if "centring" in shares:
-        spent += _notion_cost(shares["centring"])
-    shares["graph"] = budget_from_cost(type(total), (_notion_cost(total) - spent,))
+    if "mean" in shares:
+        spent += _notion_cost(shares["mean"])
+    shares["second moment"] = budget_from_cost(type(total), (_notion_cost(total) - spent,))
     steps.extend(_release_steps(settings, shares, n, p))
     return ReleasePlan("PrivateGraph", n, p, settings.requested, total, tuple(steps),
                        settings.neighbors, notes)
@@ -492,7 +492,7 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
     of weakly dependent columns moves by that noise over the (clipped) variance.
     """
     steps = {s.step: s for s in plan.steps}
-    graph = steps.get("graph")
+    graph = steps.get("second moment")
     if graph is None or "noise_multiplier" not in graph.noise or "norm bound" not in steps:
         return None
     n, p = plan.n_samples, plan.n_features
@@ -544,7 +544,7 @@ def check_ranges_locate(plan: ReleasePlan) -> None:
     raise ValueError(
         f"bounds='auto' cannot locate the columns: with {n} records and {private} columns "
         f"without a declared range, the private ranges need {name} >= "
-        f"{parameter_of(need)[1]:.3g} to find each column's centre and scale, and "
+        f"{parameter_of(need)[1]:.3g} to find each column's center and scale, and "
         f"{plan.requested} leaves them {name} = {have:.3g} (the share "
         f"{plan.notes.get('bound_fraction')} of the total for the bounds). Declare the "
         "public scales of the columns instead (column_ranges={'item_1': (1, 6), ...}; "
@@ -558,7 +558,7 @@ def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
     or its statistic beyond the grid's), naming the range that works.
 
     Every part is stated on the records rescaled into ``[-1, 1]^p`` (or the declared
-    bound): the private bounds and the centring rescale the sensitivity and the values by
+    bound): the private bounds and the centering rescale the sensitivity and the values by
     the same factor, which leaves the noise in grid steps unchanged. The exponential
     mechanisms have no such limit.
     """
@@ -590,18 +590,18 @@ def check_plan_budget_range(plan: ReleasePlan, settings: GraphSettings) -> None:
             parts.append(NoisePart(share=share, sensitivity=float(step.sensitivity), size=p,
                                    value_bound=float(MAX_RECORDS if settings.add_remove else n),
                                    laplace=pure))
-        elif step.step == "centring":
+        elif step.step == "mean":
             sens = (sum_l1_sensitivity if pure else sum_l2_sensitivity)(
                 bounds, p=p, neighbors=neighbors) / per
             parts.append(NoisePart(share=share, sensitivity=sens, size=p,
                                    value_bound=bounds.row_norm(p) * records, laplace=pure))
-        elif step.step == "graph" and settings.method != "pace":
+        elif step.step == "second moment" and settings.method != "pace":
             sens = (gram_l1_sensitivity if pure else gram_l2_sensitivity)(
                 bounds, p=p, neighbors=neighbors) / per
             parts.append(NoisePart(share=share, sensitivity=sens, size=p * (p + 1) // 2,
                                    value_bound=bounds.row_norm(p) ** 2 * records,
                                    laplace=pure))
-        elif step.step == "graph":
+        elif step.step == "second moment":
             from dpggm.estimators.pace import PACECovariance, pace_noise_parts
             from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
 
@@ -688,7 +688,7 @@ class _Runner:
         return self.plan.n_samples
 
     def _run(self, task: Any) -> Any:
-        shift = self.settings.public_centre
+        shift = self.settings.public_center
         with pass_threads():
             return self.records.run(task if shift is None else Shifted(task, shift))
 
@@ -716,12 +716,12 @@ class _Runner:
                     if "bounds" in self.steps else {})
         stages = RangeStages(epsilons=epsilons, width=self.settings.range_width)
         exact = self.settings.non_private
-        shift = self.settings.public_centre
+        shift = self.settings.public_center
         mask = declared.mask(p)
         private = np.flatnonzero(~mask)
         lower = np.empty(p)
         upper = np.empty(p)
-        # A declared range is in raw units; the records are seen minus a public centre.
+        # A declared range is in raw units; the records are seen minus a public center.
         lower[mask] = declared.lower - (0.0 if shift is None else shift[declared.index])
         upper[mask] = declared.upper - (0.0 if shift is None else shift[declared.index])
 
@@ -748,7 +748,7 @@ class _Runner:
         else:
             self.out.ranges = self._book("bounds", run)
         if shift is not None:
-            # A public centre: keep it, with a symmetric range about it.
+            # A public center: keep it, with a symmetric range about it.
             r = self.out.ranges
             half = np.maximum(np.abs(r.lower), np.abs(r.upper))
             self.out.ranges = replace(r, lower=-half, upper=half)
@@ -767,12 +767,12 @@ class _Runner:
         edges = stages.refine_edges(full_lower, full_upper)
         refine = _rows_of(self._run(ValueCounts(edges, kernels.LINEAR)), private)
         lower, upper = _choose(stages, "refine", refine, rng, exact, edges=edges[private])
-        centre = np.zeros(p)
+        center = np.zeros(p)
         radius = np.zeros(p)
-        centre[private] = (lower + upper) / 2
+        center[private] = (lower + upper) / 2
         radius[private] = stages.tie_radius(lower, upper)
         spread_counts = self._run(ValueCounts(
-            stages.spread_edges, kernels.GEOMETRIC, centres=centre, tie_radius=radius))
+            stages.spread_edges, kernels.GEOMETRIC, centers=center, tie_radius=radius))
         spread_counts = _rows_of(spread_counts, private)
         # Curator-only: values the median grid cannot place, and the ties.
         self.out.beyond_grid = np.zeros(p, dtype=np.int64)
@@ -781,7 +781,7 @@ class _Runner:
         self.out.tied = np.zeros(p)
         self.out.tied[private] = spread_counts.tied / np.maximum(spread_counts.counted, 1)
         spread = _choose_spread(stages, spread_counts, rng, exact)
-        return stages.ranges(centre[private], spread, NonPrivate())
+        return stages.ranges(center[private], spread, NonPrivate())
 
     def norm_bound(self) -> None:
         p, n = self.plan.n_features, self.plan.n_samples
@@ -825,20 +825,20 @@ class _Runner:
             self._present(state, n)
         if self.settings.non_private:
             self.out.second_moment = (gram + gram.T) / (2 * n)
-            self.out.mean = total / n if self.settings.private_centre else None
+            self.out.mean = total / n if self.settings.private_center else None
         elif self.settings.add_remove:
             self._release_sums(gram, total, bounds)
             n = self.divisor
         else:
-            if self.settings.private_centre:
+            if self.settings.private_center:
                 # Unprefixed noise keys: the step's record reads as its plan does.
-                self.out.mean = self._book("centring", lambda planned: release_mean(
+                self.out.mean = self._book("mean", lambda planned: release_mean(
                     total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx,
                     prefix=""))
             if self.settings.method != "pace":
-                self.out.second_moment = self._book("graph", lambda planned: self._matrix(
+                self.out.second_moment = self._book("second moment", lambda planned: self._matrix(
                     gram, n, bounds, planned))
-        self._centre(gram, total, n)
+        self._center(gram, total, n)
         if self.settings.method == "pace":
             self._pace(n)
 
@@ -846,8 +846,8 @@ class _Runner:
         """Add/remove: the column sums and the Gram matrix, unnormalised, each divided by
         the released count (post-processing)."""
         divisor = float(self.divisor)
-        if self.settings.private_centre:
-            self.out.mean = self._book("centring", lambda planned: _divided(
+        if self.settings.private_center:
+            self.out.mean = self._book("mean", lambda planned: _divided(
                 release_column_sums(total, bounds=bounds, budget=planned.budget,
                                     ctx=self.ctx), divisor))
         mechanism = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
@@ -858,10 +858,10 @@ class _Runner:
             self.out.entry_noise_std = entry_std / divisor
             return noisy / divisor, record
 
-        self.out.second_moment = self._book("graph", run)
+        self.out.second_moment = self._book("second moment", run)
 
     def _pace(self, n: int) -> None:
-        """PACE-GGM on the exact centred second moment of the boxed records, as the planned
+        """PACE-GGM on the exact centered second moment of the boxed records, as the planned
         ``graph`` step: checked before, booked at the budget the fit delivered (its
         ``privacy_.budget``: its rounds spend exactly the step's budget under their
         filter)."""
@@ -888,7 +888,7 @@ class _Runner:
             return inner, {k: v for k, v in inner.privacy_.noise.items() if k != "breakdown"}
 
         self.out.graph_estimator = self._book(
-            "graph", run, delivered=lambda inner: inner.privacy_.budget)
+            "second moment", run, delivered=lambda inner: inner.privacy_.budget)
 
     def _present(self, state: MomentsState, n: int) -> None:
         """The share of values present in each column, from released counts over the
@@ -925,9 +925,9 @@ class _Runner:
         noise = {k: v for k, v in released.guarantee.noise.items() if k != "breakdown"}
         return released.second_moment, noise
 
-    def _centre(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:
-        """The covariance of the centred records, from released values (post-processing);
-        for PACE the exact centred second moment and its box, from the sums and the
+    def _center(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:
+        """The covariance of the centered records, from released values (post-processing);
+        for PACE the exact centered second moment and its box, from the sums and the
         released mean."""
         mean = self.out.mean
         if self.settings.method == "pace":
@@ -942,7 +942,7 @@ class _Runner:
         covariance = self.out.second_moment
         present = self.out.present
         if present is not None:
-            # Values imputed at the centre shrink the moments of a column by its share of
+            # Values imputed at the center shrink the moments of a column by its share of
             # present values, and a pair's by the share present in both (about the
             # product when values are missing at random); dividing undoes it.
             pairs = np.outer(present, present)
@@ -1074,7 +1074,7 @@ def first_pass_task(settings: GraphSettings) -> Any:
     while the file is parsed)."""
     task: Any = (ValueCounts(RangeStages(epsilons={}).median_edges, kernels.SYMMETRIC)
                  if settings.auto else Moments(declared=settings.declared))
-    shift = settings.public_centre
+    shift = settings.public_center
     return task if shift is None else Shifted(task, shift)
 
 

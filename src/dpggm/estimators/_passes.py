@@ -137,13 +137,13 @@ class CountState:
 
 @dataclass(frozen=True)
 class ValueCounts(PassTask):
-    """Counts of every column's values (or, with ``centres``, of ``|x_j - centres[j]|``)
+    """Counts of every column's values (or, with ``centers``, of ``|x_j - centers[j]|``)
     below every edge of a public grid: one row of ``edges`` for all columns or one per
     column. With ``tie_radius`` the deviations below ``tie_radius[j]`` are counted apart."""
 
     edges: np.ndarray
     kind: int
-    centres: np.ndarray | None = None
+    centers: np.ndarray | None = None
     tie_radius: np.ndarray | None = None
     _grid: tuple[float, float, int] = field(init=False, repr=False)
 
@@ -151,8 +151,8 @@ class ValueCounts(PassTask):
         edges = np.atleast_2d(np.asarray(self.edges, dtype=float))
         object.__setattr__(self, "edges", np.ascontiguousarray(edges))
         object.__setattr__(self, "_grid", grid_parameters(edges, self.kind))
-        if self.centres is not None:
-            object.__setattr__(self, "centres", np.ascontiguousarray(self.centres, dtype=float))
+        if self.centers is not None:
+            object.__setattr__(self, "centers", np.ascontiguousarray(self.centers, dtype=float))
         if self.tie_radius is not None:
             object.__setattr__(self, "tie_radius",
                                np.ascontiguousarray(self.tie_radius, dtype=float))
@@ -164,12 +164,12 @@ class ValueCounts(PassTask):
 
     def add(self, state: CountState, block: np.ndarray) -> None:
         p = block.shape[1]
-        deviation = self.centres is not None
-        centres = self.centres if deviation else np.zeros(p)
+        deviation = self.centers is not None
+        centers = self.centers if deviation else np.zeros(p)
         radius = self.tie_radius if self.tie_radius is not None else np.full(p, -1.0)
         log_first, per_octave, half = self._grid
         _kernels().bucket_counts(block, self.edges, self.kind, log_first, per_octave, half,
-                              centres, deviation, state.counts, state.missing, radius,
+                              centers, deviation, state.counts, state.missing, radius,
                               state.tied)
         state.rows += block.shape[0]
 
@@ -180,7 +180,7 @@ class ValueCounts(PassTask):
 
 @dataclass(frozen=True)
 class Ranges:
-    """Released per-column ranges as the kernels use them (``lower, upper, centre, half``,
+    """Released per-column ranges as the kernels use them (``lower, upper, center, half``,
     computed as :class:`~dpggm.mechanisms.private_bounds.PrivateRanges` does)."""
 
     lower: np.ndarray
@@ -191,7 +191,7 @@ class Ranges:
         object.__setattr__(self, "upper", np.ascontiguousarray(self.upper, dtype=float))
 
     @property
-    def centre(self) -> np.ndarray:
+    def center(self) -> np.ndarray:
         return (self.lower + self.upper) / 2
 
     @property
@@ -224,7 +224,7 @@ class NormCounts(PassTask):
         kernels = _kernels()
         log_first, per_octave, _ = grid_parameters(edges, kernels.GEOMETRIC)
         r = self.ranges
-        kernels.rescaled_norm_counts(block, r.lower, r.upper, r.centre, r.half, edges,
+        kernels.rescaled_norm_counts(block, r.lower, r.upper, r.center, r.half, edges,
                                      log_first, per_octave, state.counts,
                                      np.empty(block.shape[0]))
         state.rows += block.shape[0]
@@ -263,7 +263,7 @@ def norm_clip_factors(squared: np.ndarray, z: np.ndarray, bound: float,
 
     With ``present`` (values present per row, of ``p``), row ``i`` is shrunk onto the ball
     of radius ``bound * sqrt(present[i] / p)``: a row whose missing values were imputed at
-    the centre (0) is short by construction, and clipping it to the full bound would
+    the center (0) is short by construction, and clipping it to the full bound would
     shrink it less than the complete rows, which biases the moments of columns with
     missing values. Every radius is at most ``bound``: the sensitivity is unchanged.
 
@@ -349,7 +349,7 @@ class Moments(PassTask):
         p = part.shape[1]
         r = self.ranges
         kernels = _kernels()
-        kernels.rescale_rows(part, r.lower, r.upper, r.centre, r.half, buffer,
+        kernels.rescale_rows(part, r.lower, r.upper, r.center, r.half, buffer,
                              state.outside_by_column, outside, squared, present)
         changed = outside
         if self.norm_bound is not None:
@@ -368,8 +368,8 @@ class Moments(PassTask):
         p = part.shape[1]
         z = buffer[:, :p]
         z[...] = part
-        # A missing value (NaN) is imputed at 0: the centre of the declared box (or of the
-        # records minus a public centre).
+        # A missing value (NaN) is imputed at 0: the center of the declared box (or of the
+        # records minus a public center).
         z[np.isnan(z)] = 0.0
         changed = np.zeros(part.shape[0], dtype=bool)
         if self.declared is not None:
@@ -911,7 +911,7 @@ def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
     any), the Dask source for a Dask collection, :class:`ArrayRecords` otherwise
     (validated by :func:`~dpggm.estimators.data.as_matrix`). With ``missing`` other than
     ``"refuse"`` a missing value is kept as NaN: the counting kernels count it apart and
-    the rescaling imputes it at the centre of its range."""
+    the rescaling imputes it at the center of its range."""
     from dpggm.estimators.data import ColumnProfile, as_matrix, is_dask_collection, is_path
 
     if is_dask_collection(X):

@@ -1,5 +1,5 @@
-"""The covariance estimators PACE-GGM is compared with (SPEC section 3, seed 003,
-"Baselines"), all under rho-zCDP.
+"""The covariance estimators PACE-GGM is compared with (Ferrando et al.,
+section "Baselines"), all under rho-zCDP.
 
 * :class:`SSPCovariance` -- sufficient-statistic perturbation: the Gaussian mechanism on
   the whole second moment, with box bounds.
@@ -229,7 +229,7 @@ class _ZCDPCovarianceBase(DPEstimator):
 
     def _centering_note(self, settings: Settings) -> str:
         if isinstance(settings["center"], str):
-            return "none: raw second moment X^T X / n (equals the covariance only for centred data)"
+            return "none: raw second moment X^T X / n (equals the covariance only for centered data)"
         return "public mean subtracted before clipping"
 
     def _empty_plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
@@ -305,9 +305,9 @@ class SSPCovariance(_ZCDPCovarianceBase):
     Privacy
     -------
     One Gaussian release of the upper triangle of ``S`` with l2 sensitivity
-    ``sqrt(2) ||b||_2^2 / n`` (replace-one) or ``||b||_2^2 / n`` (add/remove) (SPEC
-    section 2), so ``sigma = sensitivity / sqrt(2 rho)``: rho-zCDP. The projection is
-    post-processing.
+    ``sqrt(2) ||b||_2^2 / n`` (replace-one) or ``||b||_2^2 / n`` (add/remove)
+    (:mod:`dpggm.mechanisms.sensitivity`), so ``sigma = sensitivity / sqrt(2 rho)``:
+    rho-zCDP. The projection is post-processing.
     """
 
 

@@ -9,8 +9,8 @@ partial correlations with intervals, p-values and Benjamini-Hochberg q-values, a
 test of "the two networks are equal", and every node's strength and expected influence
 in each group and their differences.
 
-The privacy of groups (SPEC section 5, "Groups")
-------------------------------------------------
+The privacy of groups
+---------------------
 The groups partition the records (a record whose group is not a declared level is in no
 release). What one release per group costs depends on the neighbouring relation:
 
@@ -119,8 +119,8 @@ REPLACEMENT_FACTORS: dict[str, tuple[float, float]] = {
     "bounds": (1.0, 1.0),
     "norm bound": (1.0, 1.0),
     "missing counts": (1.0, 1.0),
-    "centring": (2.0, 2.0),
-    "graph": (math.sqrt(2.0), 2.0),
+    "mean": (2.0, 2.0),
+    "second moment": (math.sqrt(2.0), 2.0),
 }
 
 

@@ -39,7 +39,7 @@ class PrivateCovariance(PrivateEstimatorBase):
         count (``count_fraction`` of the budget) are released and divided afterwards.
     center : {"none", "private"} or array of shape (p,), default="none"
         ``"none"`` releases the raw second moment (costs nothing; it is the covariance only
-        when the data are centred, as the source papers assume). A vector is a public mean
+        when the data are centered, as the source papers assume). A vector is a public mean
         subtracted before clipping (costs nothing; must not be computed from the data).
         ``"private"`` spends ``mean_fraction`` of the budget on a private mean and returns
         ``S~ - m~ m~^T``.
@@ -89,11 +89,11 @@ class PrivateCovariance(PrivateEstimatorBase):
 
     Privacy
     -------
-    One release of the second moment with sensitivity from the declared bounds (SPEC
-    section 2); the guarantee is ``budget`` under ``neighbors``. Projection is
-    post-processing. A bound read off the data voids the formal guarantee and is
-    reported as ``validity="data-dependent"``. So does a preprocessing step fitted
-    on the private data (a ``StandardScaler`` in a ``Pipeline``, say): see
+    One release of the second moment with sensitivity from the declared bounds
+    (:mod:`dpggm.mechanisms.sensitivity`); the guarantee is ``budget`` under
+    ``neighbors``. Projection is post-processing. A bound read off the data voids the
+    formal guarantee and is reported as ``validity="data-dependent"``. So does a
+    preprocessing step fitted on the private data (a ``StandardScaler`` in a ``Pipeline``, say): see
     :mod:`dpggm.estimators`.
 
     Examples

@@ -80,6 +80,8 @@ __all__ = [
     "looks_like_identifier",
     "read_text_column",
     "refuse_degenerate_columns",
+    "too_few_records",
+    "too_few_variables",
 ]
 
 #: Rows per chunk when slicing arrays or reading Parquet row groups.
@@ -365,6 +367,19 @@ def _check_frame(frame: pd.DataFrame, *, where: str, allow_missing: bool = False
                         columns=names, where=where, allow_missing=allow_missing)
 
 
+def too_few_records(n: int, *, name: str = "X") -> ValueError:
+    """The error for fewer than two records, worded once for every path (in-memory, files,
+    Dask): it names the count as ``n_samples=...``, the term scikit-learn's checks look for."""
+    return ValueError(f"{name} needs at least 2 records (rows); got n_samples={n}")
+
+
+def too_few_variables(p: int, *, minimum: int, who: str, name: str = "X") -> ValueError:
+    """The error for fewer columns than an estimator needs (``minimum``: 2 for a graph or a
+    precision matrix), worded once for every estimator."""
+    return ValueError(f"{who} needs at least {minimum} variables (columns); {name} has "
+                      f"{p} feature(s) (n_features={p})")
+
+
 def _check_array(
     values: np.ndarray,
     *,
@@ -388,7 +403,8 @@ def _check_array(
             f"{where} must be two-dimensional (records x features); got {values.ndim} dimension(s)"
         )
     if values.shape[1] == 0:
-        raise ValueError(f"{where} has no columns")
+        raise ValueError(f"{where} has no columns: 0 feature(s) (shape={values.shape}) while a "
+                         "minimum of 1 is required.")
     # Column sums propagate NaN and inf: a cheap test that reads the block once, with the
     # exact search only when it fails (an overflowing sum of finite values merely
     # triggers the search).
@@ -464,8 +480,8 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
         complex_columns = [str(c) for c in X.columns if pd.api.types.is_complex_dtype(X[c])]
         if complex_columns:
             raise ValueError(
-                f"{name} has complex-valued column(s) {complex_columns[:5]}; complex data are "
-                "not supported"
+                f"Complex data not supported: {name} has complex-valued column(s) "
+                f"{complex_columns[:5]}; pass real numbers (the real part or the modulus)"
             )
         values = _check_frame(X, where=name, allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
@@ -478,18 +494,41 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
             raise TypeError(f"{name} must be an array, a DataFrame or a CSV path") from exc
         if np.iscomplexobj(values):
             raise ValueError(
-                f"{name} has complex values (dtype {values.dtype}); complex data are not supported"
+                f"Complex data not supported: {name} has complex values (dtype "
+                f"{values.dtype}); pass real numbers (the real part or the modulus)"
             )
-        if values.dtype == object or not (
-            np.issubdtype(values.dtype, np.number) or values.dtype == bool
-        ):
+        if values.dtype == object:
+            values = _numbers_from_objects(values, name)
+        if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
             raise ValueError(f"{name} must be numeric; got an array of dtype {values.dtype}")
         values = _check_array(values.astype(float, copy=False), columns=None, where=name,
                               allow_missing=missing != "refuse")
         columns = _column_names(X, values.shape[1])
     if values.shape[0] < 2:
-        raise ValueError(f"{name} needs at least 2 records (rows); got {values.shape[0]}")
+        raise too_few_records(values.shape[0], name=name)
     return values, columns
+
+
+def _numbers_from_objects(values: np.ndarray, name: str) -> np.ndarray:
+    """An array of Python objects as floats when every cell is a number (or text that reads
+    as one), as NumPy converts them; otherwise the first cell that is not, by position and
+    type (never its value: it is private data)."""
+    try:
+        return values.astype(float)
+    except (TypeError, ValueError):
+        pass
+    flat = values.reshape(values.shape[0], -1) if values.ndim >= 2 else values.reshape(-1, 1)
+    for (row, col), cell in np.ndenumerate(flat):
+        try:
+            float(cell)
+        except (TypeError, ValueError):
+            where = f"{name} must be numeric: the cell at row {row}, column {col}"
+            if isinstance(cell, str):
+                raise ValueError(f"{where} is text that does not read as a number") from None
+            # A TypeError, as NumPy's conversion raises it for a dict or a list.
+            raise TypeError(f"{where} is a {type(cell).__name__} (an argument must be a string "
+                            "or a number)") from None
+    return values.astype(float)  # pragma: no cover - astype failed, every cell converts
 
 
 # ------------------------------------------------------------------ profiles of columns
@@ -1387,7 +1426,7 @@ class SecondMoment:
     Attributes
     ----------
     second_moment : ndarray (p, p)
-        ``X^T X / n`` of the clipped (and, with a public centre, centred) records.
+        ``X^T X / n`` of the clipped (and, with a public center, centered) records.
     total : ndarray (p,)
         Column sums of the same records.
     n : int
@@ -1409,7 +1448,7 @@ class SecondMoment:
 
 
 def check_center(center: Any, p: int) -> np.ndarray | None:
-    """A public centre must be a finite vector with one entry per column."""
+    """A public center must be a finite vector with one entry per column."""
     if center is None:
         return None
     center = np.asarray(center, dtype=float)
@@ -1428,7 +1467,7 @@ def finish_second_moment(
     """Normalise summed statistics (shared by the in-memory and the Dask paths, so that
     both give the same numbers)."""
     if n < 2:
-        raise ValueError(f"{name} needs at least 2 records (rows); got {n}")
+        raise too_few_records(n, name=name)
     second_moment = gram / n
     # Symmetrise exactly: the chunked products are symmetric only up to rounding.
     second_moment = (second_moment + second_moment.T) / 2
@@ -1491,7 +1530,7 @@ def clipped_second_moment(
         n += clipped.shape[0]
         n_clipped += changed
     if gram is None or total is None:
-        raise ValueError("X needs at least 2 records (rows); got 0")
+        raise too_few_records(0)
     return finish_second_moment(gram, total, n, n_clipped, columns)
 
 

@@ -9,7 +9,7 @@ booked after (:mod:`dpggm.estimators._graph_pipeline`):
    (:mod:`dpggm.mechanisms.private_bounds`); every column is mapped onto ``[-1, 1]`` by its
    own range, so columns on very different scales are treated alike; then a private
    row-norm bound inside that box, since typical rows are far shorter than the box's corner;
-2. **centring** (``center="private"``): a private mean of the bounded records;
+2. **centering** (``center="private"``): a private mean of the bounded records;
 3. **graph**: the second moment of the bounded records, released once (the covariance is
    the second moment minus the released mean's outer product), and the graphical lasso
    with the noise-calibrated penalty ``alpha="auto"`` -- or PACE-GGM (``method="pace"``).
@@ -54,6 +54,7 @@ from dpggm.estimators._graph_pipeline import (
     run_plan,
 )
 from dpggm.estimators._passes import ArrayRecords, open_records
+from dpggm.estimators.data import too_few_records, too_few_variables
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
     INFERENCE_COLUMNS,
@@ -114,7 +115,7 @@ def _planned_sigma(plan: ReleasePlan, bound: float) -> float | None:
     steps = {s.step: s for s in plan.steps}
     if plan.non_private:
         return 0.0
-    graph = steps.get("graph")
+    graph = steps.get("second moment")
     if graph is None or "noise_multiplier" not in graph.noise:
         return None
     n, p = plan.n_samples, plan.n_features
@@ -218,11 +219,10 @@ def _detectable(plan: ReleasePlan, estimator: Any, *, power: float = DETECTABLE_
 
 
 #: The largest noise standard error of a partial correlation (planned, isolated edge under
-#: "no edge") at which the closed form's linearisation is relied on. Beyond it the
-#: calibration study measured false-discovery rates of 0.45-0.70 (hub graphs, p = 30,
-#: rho <= 0.03; noise 0.12-0.23) and coverage 0.67 for the intervals of strong edges
-#: (p = 30, (1, 1e-6); noise 0.16), while every cell at or below 0.1 (a 25-item
-#: questionnaire at (1, 1e-6) has 0.09) kept both: there the plan promises nothing.
+#: "no edge") at which the closed form's linearisation is relied on: beyond it the
+#: calibration study found neither the false-discovery rate nor the intervals' coverage
+#: kept, so there the plan promises nothing (the measurements: docs/inference.md,
+#: "Settings that break calibration").
 NOISE_LIMIT = 0.1
 
 
@@ -293,13 +293,12 @@ def _planned_inference(plan: ReleasePlan, estimator: Any) -> dict[str, Any] | No
 
 
 #: The least share of the budget for the bounds, relative to the share ``"auto"`` would
-#: choose, at which the inference is calibrated: at a quarter of it (bound_fraction 1/32
-#: where auto picks 1/8) the private ranges and norm bound miss their targets, the records
-#: are clipped hard and the measured FDR was 0.17-0.27 with edge coverage 0.11-0.15.
+#: choose, at which the inference is calibrated: below it the private ranges and norm
+#: bound miss their targets, the records are clipped hard and the false-discovery rate is
+#: out of control, so such a plan's selection is withheld and the record says why (the
+#: measurements at a quarter and at half of auto's share: docs/inference.md, "Settings
+#: that break calibration").
 _CALIBRATED_BOUND_SHARE = Fraction(1, 2)
-# (Re-measured: at 1/32 where auto picks 1/8 the FDR was 0.64-0.82 on chain and random
-# graphs, p = 30, n = 2 000, rho = 0.1; at 1/16 it was 0.067 and 0.137 +- 0.035. Such a
-# plan's selection is withheld, and the record says why.)
 
 
 def _calibration(plan: ReleasePlan) -> dict[str, Any]:
@@ -342,7 +341,7 @@ def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
 @dataclass(frozen=True)
 class ReleasedMoment:
     """What edge inference reads off a fit (all public): the released covariance of the
-    rescaled, centred records, the variance of its noise entries, the number of records,
+    rescaled, centered records, the variance of its noise entries, the number of records,
     the precision solved on it, the penalty, and how the records were clipped
     (:class:`~dpggm.solvers.inference.ClippingModel`, ``None`` when no closed form
     describes the clipping)."""
@@ -368,10 +367,10 @@ def _clipping_model(settings: GraphSettings, release: GraphRelease) -> Any:
         if release.norm_bound is None:
             return None
         return ClippingModel(row_norm_bound=release.norm_bound.bound, box=1.0,
-                             mean=release.mean, recentre=False)
+                             mean=release.mean, recenter=False)
     if isinstance(settings.declared, RowNorm):
         return ClippingModel(row_norm_bound=settings.declared.bound, box=None,
-                             mean=release.mean, recentre=False)
+                             mean=release.mean, recenter=False)
     return None
 
 
@@ -381,7 +380,7 @@ class PrivateGraph(DPEstimator):
     Parameters
     ----------
     budget : ZCDP, ApproxDP, PureDP or GDP
-        The total spent by everything (bounds, centring and the release). Required.
+        The total spent by everything (bounds, centering and the release). Required.
         ``ZCDP(rho)``: the steps add up to ``rho``. ``ApproxDP(epsilon, delta)``: the
         pipeline runs in the largest ``rho``-zCDP that implies it, and the record states
         both forms. ``GDP(mu)``: accounted and reported as the ``mu**2 / 2``-zCDP it
@@ -391,11 +390,11 @@ class PrivateGraph(DPEstimator):
     bounds : "auto", RowNorm, Box or str, default="auto"
         ``"auto"`` chooses, from ``bound_fraction`` of the budget, per-column ranges
         (private median +- ``range_width`` private spreads, the spread being the median
-        of the deviations not tied with the centre, so that discrete columns keep their
+        of the deviations not tied with the center, so that discrete columns keep their
         levels) that map every column onto ``[-1, 1]``, and then (``method="glasso"``) a private row-norm bound at the
         ``norm_quantile`` of the rescaled rows' norms. A declared bound (``"l2:B"``,
         ``"box:B"``, ``RowNorm``, ``Box``) is used as given, on the raw (or publicly
-        centred) records.
+        centered) records.
     column_ranges : mapping or None, default=None
         Public ranges of some columns under ``bounds="auto"``: ``{name: (low, high)}``
         (a ``str`` key is a column name -- ``x0, x1, ...`` for an array -- an ``int`` key a
@@ -408,7 +407,7 @@ class PrivateGraph(DPEstimator):
         private data. Recorded in ``privacy_.bounds["declared_ranges"]``.
     center : {"private", "none"} or array of shape (p,), default="private"
         ``"private"`` spends ``center_fraction`` of the budget on a private mean;
-        ``"none"`` keeps the raw second moment (right only for data centred by
+        ``"none"`` keeps the raw second moment (right only for data centered by
         construction); a vector is a public mean, subtracted first (costs nothing; it
         must not be computed from the data).
     method : {"glasso", "pace"}, default="glasso"
@@ -441,9 +440,9 @@ class PrivateGraph(DPEstimator):
         Share of the budget for ``center="private"``. The shares are dyadic, so the
         parts of a float budget are exact floats and add up to exactly the total.
     missing : {"impute", "refuse", "drop"}, default="impute"
-        What a missing value (NaN, an empty CSV field) becomes. ``"impute"``: the centre
+        What a missing value (NaN, an empty CSV field) becomes. ``"impute"``: the center
         of its column's private range (``bounds="auto"``), or of the declared box (0 after
-        subtracting a public centre); the ranges' quantiles count only the values present.
+        subtracting a public center); the ranges' quantiles count only the values present.
         The imputed record is a fixed function of the record and released values, so the
         guarantee is unchanged. ``"refuse"``: an error naming the first missing value.
         ``"drop"`` (listwise deletion) is refused: it makes the number of records depend on
@@ -457,7 +456,7 @@ class PrivateGraph(DPEstimator):
         longer half of the rows onto the median norm biases the scale of
         ``covariance_`` down but leaves the partial correlations nearly unchanged, and it
         cuts the noise, which grows with the bound squared; see the user guide's
-        "Choosing bounds and centring". ``None`` keeps the box alone.
+        "Choosing bounds and centering". ``None`` keeps the box alone.
     alpha : float or "auto", default="auto"
         Graphical-lasso penalty (``method="glasso"``), on the rescaled data.
     select : {"fdr", "threshold"}, default="fdr"
@@ -556,7 +555,7 @@ class PrivateGraph(DPEstimator):
     mean_ : ndarray of shape (p,) or None
         The private mean in raw units (``center="private"``); released.
     noisy_covariance_ : ndarray of shape (p, p) or None
-        The released covariance of the rescaled, centred records (``method="glasso"``).
+        The released covariance of the rescaled, centered records (``method="glasso"``).
     entry_noise_std_ : float
         The noise standard deviation of one entry of ``noisy_covariance_`` (public).
     alpha_ : float or None
@@ -577,7 +576,7 @@ class PrivateGraph(DPEstimator):
         onto the row-norm bound), ``outside_by_column``, ``missing_by_column`` and, with
         ``bounds="auto"``, ``beyond_grid_by_column`` (values of magnitude ``2**40`` or
         more, which the ranges' grid cannot place) and ``tied_share_by_column`` (the share
-        of values tied with the centre).
+        of values tied with the center).
     privacy_ : PrivacyGuarantee
         ``budget`` is the total; ``noise["breakdown"]`` lists every step's spend and
         ``notes["plan"]`` the plan.
@@ -588,7 +587,7 @@ class PrivateGraph(DPEstimator):
     Sequential composition of (1) ``3 p'`` exponential-mechanism selections, ``p'`` the
     number of columns without a declared range (each ``epsilon``-DP and
     ``epsilon**2/8``-zCDP: cells scored by rank distance, sensitivity 1, plus the cell's
-    count for the two centre stages, sensitivity 2; none when every range is declared),
+    count for the two center stages, sensitivity 2; none when every range is declared),
     (2) one more for the row-norm bound, (3) a Gaussian (or, under pure DP, Laplace) mean
     of the bounded records and (4) the release of their second moment (or PACE-GGM's
     measurements under a zCDP filter). Every step is planned from public facts (``n``,
@@ -604,8 +603,8 @@ class PrivateGraph(DPEstimator):
     >>> from dpggm.datasets import make_raw_chain
     >>> frame, truth = make_raw_chain(n_samples=20000, random_state=0)
     >>> graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
-    >>> sorted(graph.edges_.columns)
-    ['partial_correlation', 'source', 'target', 'weight']
+    >>> sorted(graph.edges_.columns)  # each edge with its confidence interval and q-value
+    ['ci_high', 'ci_low', 'p_value', 'partial_correlation', 'q_value', 'source', 'target', 'weight']
     """
 
     _constraints = {
@@ -726,14 +725,14 @@ class PrivateGraph(DPEstimator):
     @staticmethod
     def _check_sizes(settings: GraphSettings, n: int, p: int) -> None:
         if p < 2:
-            raise ValueError(f"a graph needs at least 2 columns; got {p}")
+            raise too_few_variables(p, minimum=2, who="PrivateGraph")
         if n < 2:
-            raise ValueError(f"X needs at least 2 records (rows); got {n}")
-        centre = settings.public_centre
-        if centre is not None and centre.shape != (p,):
+            raise too_few_records(n)
+        center = settings.public_center
+        if center is not None and center.shape != (p,):
             raise ValueError(
                 f"center must be a finite public mean vector of length {p}; got shape "
-                f"{centre.shape}"
+                f"{center.shape}"
             )
         if settings.declared is not None:
             settings.declared.check_dimension(p)
@@ -893,7 +892,7 @@ class PrivateGraph(DPEstimator):
     # -- fit: the template of PlannedEstimator, its steps here --------------------------
 
     def fit(self, X: Any, y: Any = None) -> PrivateGraph:
-        """Choose bounds, centre and release the graph of ``X``: an array, a DataFrame, the
+        """Choose bounds, center and release the graph of ``X``: an array, a DataFrame, the
         path of a CSV or Parquet file (or a ``TableFile``), or a Dask collection."""
         return super().fit(X, y)
 
@@ -1220,7 +1219,7 @@ class PrivateGraph(DPEstimator):
         parts = (["private ranges"] if n_private else []) + (
             ["declared ranges"] if declared is None and settings.column_ranges else []) + (
             ["private norm bound"] if release.norm_bound is not None else []) + (
-            ["private mean"] if settings.private_centre else []) + [
+            ["private mean"] if settings.private_center else []) + [
             "PACE-GGM" if settings.method == "pace"
             else f"{'laplace' if isinstance(plan.accounting, PureDP) else 'gaussian'} second "
                  "moment + graphical lasso"]
@@ -1369,7 +1368,7 @@ def stage_graph_release(staged: Any, estimator: PrivateGraph, record: dict[str, 
 
 
 _MISSING_NOTES = {
-    "impute": "impute: a missing value is replaced by the centre of its column's released "
+    "impute": "impute: a missing value is replaced by the center of its column's released "
               "range (or of the declared box); the ranges' quantiles count the values "
               "present; the moments are divided by the released shares of values present "
               "(per column, and their products for pairs), which undoes the shrinkage of "

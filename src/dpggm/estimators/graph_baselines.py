@@ -29,7 +29,7 @@ from sklearn.linear_model import Lasso
 
 from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import FLAG, Interval, Optional, Options
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.noisy_glasso import (
     PostProcessingRecord,
     ReleaseNoise,
@@ -85,9 +85,7 @@ class _CorrectedCovarianceMixin(PostProcessingEstimator):
     def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> Any:
         values, columns = as_matrix(X, name="X")
         if values.shape[1] < 2:
-            raise ValueError(
-                f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}"
-            )
+            raise too_few_variables(values.shape[1], minimum=2, who=type(self).__name__)
         return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
@@ -157,7 +155,7 @@ class NeighborhoodSelection(_CorrectedCovarianceMixin):
     grid : float, optional
         Lattice step of a discrete release.
     assume_centered : bool, default=False
-        Use ``X^T X / n`` instead of centring the noisy data.
+        Use ``X^T X / n`` instead of centering the noisy data.
     standardize : bool, default=True
         Scale the corrected covariance to unit diagonal first.
     tol : float, default=1e-6

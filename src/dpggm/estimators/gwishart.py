@@ -1,5 +1,5 @@
 """Bayesian graph structure learning with G-Wishart priors on a noisy data release: the
-G-Wishart baseline of seed 002 (Guo et al. compare with BDgraph, Mohammadi & Wit 2015).
+G-Wishart baseline of Guo et al. (who compare with BDgraph, Mohammadi & Wit 2015).
 
 Model
 -----
@@ -60,7 +60,7 @@ Data
 The scatter is ``U = m S^`` with ``S^`` the bias-corrected covariance of the release
 (:func:`~dpggm.estimators.noisy_glasso.bias_corrected_covariance`), repaired to be positive
 definite exactly as :class:`~dpggm.estimators.noisy_glasso.NoisyGraphicalLasso` does;
-``m = n - 1`` when the release is centred by its own mean (the default), ``n`` with
+``m = n - 1`` when the release is centered by its own mean (the default), ``n`` with
 ``assume_centered=True``.
 
 Convergence
@@ -95,7 +95,7 @@ from dpggm.estimators._contract import (
     Optional,
     fraction,
 )
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_records, too_few_variables
 from dpggm.estimators.noisy_glasso import (
     RELEASE,
     PostProcessingRecord,
@@ -414,7 +414,7 @@ class GWishartGraph(PostProcessingEstimator):
     grid : float, optional
         Lattice step of a discrete release (default: as recorded in ``release``).
     assume_centered : bool, default=False
-        Use ``X~^T X~`` as the scatter (``n`` degrees of freedom) instead of centring the
+        Use ``X~^T X~`` as the scatter (``n`` degrees of freedom) instead of centering the
         noisy data (``n - 1``).
     b : float, default=3.0
         G-Wishart degrees of freedom of the prior, ``> 2``.
@@ -562,9 +562,9 @@ class GWishartGraph(PostProcessingEstimator):
         check_release_data(self.release, values, columns)
         n, p = values.shape
         if p < 2:
-            raise ValueError(f"X needs at least 2 columns (variables) for a graph; got {p}")
+            raise too_few_variables(p, minimum=2, who=type(self).__name__)
         if (n if self.assume_centered else n - 1) < 1:
-            raise ValueError(f"X needs at least 2 rows (records); got {n}")
+            raise too_few_records(n)
         return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:

@@ -1,5 +1,5 @@
 """The data user's side of a noisy data release: the bias-corrected graphical lasso of
-Guo et al. (SPEC section 3, seed 002; their Algorithm 1 and Theorems 4.3 and 4.5).
+Guo et al. (their Algorithm 1 and Theorems 4.3 and 4.5; docs/papers.md lists the papers).
 
 A release ``X~ = X + E`` with i.i.d. noise of known variance ``v`` (``sigma^2`` for
 Gaussian noise, the exact variance of ``N_Z(0, sigma^2)`` for discrete Gaussian noise,
@@ -9,12 +9,12 @@ covariance of the noisy data gives an unbiased estimate ``S^`` of the covariance
 matrix and graph. ``S^`` is often indefinite; the solver's ``"auto"`` and ``"admm"`` methods
 handle that (see :mod:`dpggm.solvers.glasso`).
 
-Centring
+Centering
 --------
-The paper assumes centred data and uses ``S~ = X~^T X~ / n``, ``S^ = S~ - v I``; that is
-``assume_centered=True``. By default the noisy data are centred by their own mean, which is
-post-processing of the release (it costs no privacy), so uncentred releases work too:
-``S~ = (X~ - mean)^T (X~ - mean) / n`` and, because centring removes ``1/n`` of the noise
+The paper assumes centered data and uses ``S~ = X~^T X~ / n``, ``S^ = S~ - v I``; that is
+``assume_centered=True``. By default the noisy data are centered by their own mean, which is
+post-processing of the release (it costs no privacy), so uncentered releases work too:
+``S~ = (X~ - mean)^T (X~ - mean) / n`` and, because centering removes ``1/n`` of the noise
 variance, ``S^ = S~ - v (n - 1) / n I``. In both cases ``E[S^]`` is the corresponding
 covariance of the clipped records.
 
@@ -80,7 +80,7 @@ from dpggm.estimators._contract import (
     check_number,
     fraction,
 )
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
@@ -201,8 +201,8 @@ def bias_corrected_covariance(
     noise_variance : float
         Variance ``v >= 0`` of the i.i.d. noise in every entry.
     assume_centered : bool, default=False
-        ``True``: ``X^T X / n - v I`` (the paper's formula, for centred data). ``False``:
-        centre by the column means, ``(X - m)^T (X - m) / n - v (n - 1) / n I``.
+        ``True``: ``X^T X / n - v I`` (the paper's formula, for centered data). ``False``:
+        center by the column means, ``(X - m)^T (X - m) / n - v (n - 1) / n I``.
 
     Returns
     -------
@@ -218,8 +218,8 @@ def bias_corrected_covariance(
         gram = X.T @ X / n
         shift = noise_variance
     else:
-        centred = X - X.mean(axis=0)
-        gram = centred.T @ centred / n
+        centered = X - X.mean(axis=0)
+        gram = centered.T @ centered / n
         shift = noise_variance * (n - 1) / n
     gram = (gram + gram.T) / 2
     gram[np.diag_indices_from(gram)] -= shift
@@ -553,7 +553,7 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         distribution and grid must agree with the parameters; its guarantee becomes
         ``privacy_``.
     assume_centered : bool, default=False
-        Use the paper's uncentred ``X~^T X~ / n`` (for centred data) instead of centring
+        Use the paper's uncentered ``X~^T X~ / n`` (for centered data) instead of centering
         the noisy data first.
     n_alphas : int, default=12
         Size of the default grid.
@@ -727,8 +727,7 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         values, columns = as_matrix(X, name="X")
         check_release_data(self.release, values, columns)
         if values.shape[1] < 2:
-            raise ValueError(
-                f"X needs at least 2 columns (variables) for a graph; got {values.shape[1]}")
+            raise too_few_variables(values.shape[1], minimum=2, who=type(self).__name__)
         return RecordMatrix(values, columns)
 
     def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise,

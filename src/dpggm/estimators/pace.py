@@ -1,5 +1,5 @@
 """PACE-GGM: private adaptive covariance estimation via Gaussian graphical models
-(Ferrando, Fuentes, Mullins, Musco & Sheldon; SPEC section 3, seed 003).
+(Ferrando, Fuentes, Mullins, Musco & Sheldon).
 
 Under coordinate-wise (box) bounds one entry of the second moment is far cheaper to
 measure than the whole matrix. PACE-GGM spends part of a zCDP budget on the diagonal,
@@ -138,7 +138,7 @@ class PACECovariance(DPEstimator):
         remainder over ``max_rounds``; annealing may finish sooner.
     entry_sensitivity : {"tight", "paper"}, default="tight"
         ``"paper"`` uses ``2 b^2 / n`` for every entry; ``"tight"`` uses the per-entry
-        sensitivities of SPEC section 2 (diagonal ``b_j^2 / n``; off-diagonal
+        sensitivities of :mod:`dpggm.mechanisms.sensitivity` (diagonal ``b_j^2 / n``; off-diagonal
         ``2 b_j b_k / n``), which is valid and never larger.
     reconstruction : {"auto", "dual-newton", "ipm-cholesky"}, default="auto"
         Method of :class:`dpggm.solvers.maxent.MaxEntropyReconstructor`

@@ -1,13 +1,13 @@
 """Private precision matrices and sparse covariances by covariance perturbation
-(SPEC section 3: seeds 000, 001 and 004).
+(Su, Guo & Zhang; Wang, Huai & Xu; Wang, Xu & He: docs/papers.md).
 
 * :class:`RidgePrecision` -- DP-RP: closed-form ridge precision of the released matrix.
 * :class:`GraphicalLasso` -- DP-AGL / covariance perturbation: graphical lasso on the
   released matrix, with any covariance mechanism.
-* :class:`OutputPerturbationPrecision` -- seed 001, Algorithm 1 (Wishart output
+* :class:`OutputPerturbationPrecision` -- Wang, Huai & Xu, Algorithm 1 (Wishart output
   perturbation); its published guarantee rests on a flawed argument, so it runs only
   with ``allow_invalid=True`` and reports ``validity="invalid"``.
-* :class:`ThresholdedCovariance` -- DP-Thresholding (seed 004).
+* :class:`ThresholdedCovariance` -- DP-Thresholding (Wang, Xu & He).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dpggm.estimators._base import (
     Settings,
 )
 from dpggm.estimators._contract import FLAG, AnyOf, BudgetOf, Interval, Options
-from dpggm.estimators.data import as_matrix
+from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.edges import INFERENCE_COLUMNS
 from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
@@ -84,7 +84,7 @@ def non_private_cv_alpha(
     X: np.ndarray, alphas: np.ndarray, *, n_folds: int = 5, solver: str = "auto",
     penalize_diagonal: bool = False,
 ) -> tuple[float, np.ndarray]:
-    """Seed 000's K-fold likelihood cross-validation of the penalty, **on the raw data**.
+    """Su, Guo & Zhang's K-fold likelihood cross-validation of the penalty, **on the raw data**.
 
     This is not private: the chosen penalty depends on the private records. Results using
     it are reported as ``validity="data-dependent"``.
@@ -158,7 +158,7 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         # zero); a declared box has no closed form.
         self._inference_clipping = (
             ClippingModel(row_norm_bound=bounds.bound, box=None, mean=release.noisy_mean,
-                          recentre=False) if isinstance(bounds, RowNorm) else None)
+                          recenter=False) if isinstance(bounds, RowNorm) else None)
         self.inference_ = None
         if self._inference_refusal is None:
             from dpggm.estimators._contract import feature_names
@@ -183,7 +183,7 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         ``(epsilon, delta)`` or GDP budget), whose noise is symmetric with one stated
         variance on every entry (``entry_noise_std_``), and for a non-private run. The
         estimand is the partial correlations of the clipped records' second moment (their
-        covariance with ``center="private"`` or a public centre); with a declared
+        covariance with ``center="private"`` or a public center); with a declared
         row-norm bound the intervals are corrected for the shrinkage of the rows onto it
         (``clipping_correction``, as :meth:`PrivateGraph.infer
         <dpggm.estimators.graph.PrivateGraph.infer>`). ``inference_`` is this at the
@@ -266,7 +266,7 @@ def _init_common(self, budget, bounds, mechanism, neighbors, center, mean_fracti
 
 
 class RidgePrecision(_PerturbationEstimator):
-    """DP-RP: ridge precision of a privately released second moment (seed 000).
+    """DP-RP: ridge precision of a privately released second moment (Su, Guo & Zhang).
 
     ``Theta = argmin -log|Theta| + tr(S~ Theta) + ridge ||Theta||_F^2`` in closed form from
     the eigendecomposition of the release; positive definite even when ``S~`` is not.
@@ -339,19 +339,19 @@ def solve_released(S: np.ndarray, alpha: float, *, noise_std: float,
 
 
 class GraphicalLasso(_PerturbationEstimator):
-    """Graphical lasso on a privately released second moment (DP-AGL, seed 000;
-    covariance perturbation, seed 001).
+    """Graphical lasso on a privately released second moment (DP-AGL, Su, Guo & Zhang;
+    covariance perturbation, Wang, Huai & Xu).
 
     Parameters
     ----------
     alpha : float >= 0, "auto" or "cv-nonprivate"
         The l1 penalty. ``"auto"`` uses :func:`auto_alpha` (release and public noise scale
-        only; no extra budget). ``"cv-nonprivate"`` reproduces seed 000's 5-fold likelihood
+        only; no extra budget). ``"cv-nonprivate"`` reproduces Su, Guo & Zhang's 5-fold likelihood
         cross-validation on the raw data -- **not private**: the result is reported as
         ``validity="data-dependent"``.
     solver : {"auto", "cd", "admm"}, default="auto"
     penalize_diagonal : bool, default=False
-        Seed 000 penalises the diagonal too; scikit-learn does not.
+        Su, Guo & Zhang penalise the diagonal too; scikit-learn does not.
     tol : float, default=1e-8
     max_iter : int, default=1000
     """ + _COMMON_DOC + """
@@ -418,7 +418,7 @@ class GraphicalLasso(_PerturbationEstimator):
                 not settings.non_private):
             return replace(settings, data_dependent=settings.data_dependent + (
                 "the penalty alpha was chosen by non-private cross-validation on the private "
-                "data (seed 000's procedure): no formal guarantee",))
+                "data (Su, Guo & Zhang's procedure): no formal guarantee",))
         return settings
 
     def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
@@ -454,14 +454,14 @@ class GraphicalLasso(_PerturbationEstimator):
 
 
 _OUTPUT_PERTURBATION_FLAW = (
-    "seed 001's output perturbation adds Wishart noise whose privacy proof rests on the "
+    "Wang, Huai & Xu's output perturbation adds Wishart noise whose privacy proof rests on the "
     "same flawed argument as the pure-epsilon Wishart mechanism (Sheffet 2019, footnote 4; "
     "Amin et al. 2019, section 1.2): the claimed epsilon-DP guarantee does not hold"
 )
 
 
 class OutputPerturbationPrecision(DPEstimator):
-    """Seed 001, Algorithm 1: graphical lasso on the exact ``S`` plus Wishart noise
+    """Wang, Huai & Xu, Algorithm 1: graphical lasso on the exact ``S`` plus Wishart noise
     ``W ~ Wishart_p(p + 1, p^{5/2} / (n epsilon alpha^2) I)``.
 
     **Its published guarantee is invalid.** It runs only with ``allow_invalid=True`` and then
@@ -528,8 +528,7 @@ class OutputPerturbationPrecision(DPEstimator):
 
     def _plan(self, settings: Settings, n: int, p: int) -> ReleasePlan:
         if p < 2:
-            raise ValueError(
-                f"OutputPerturbationPrecision needs at least 2 variables (columns); X has {p}")
+            raise too_few_variables(p, minimum=2, who=type(self).__name__)
         budget = settings.requested
         if isinstance(budget, NonPrivate):
             return ReleasePlan(type(self).__name__, n, p, budget, budget, (),
@@ -563,7 +562,7 @@ class OutputPerturbationPrecision(DPEstimator):
                 run: PlanRun, ctx: ReleaseContext) -> None:
         self.precision_ = release
         mechanism = ("output perturbation (non-private reference)" if plan.non_private
-                     else "wishart output perturbation (seed 001, Algorithm 1)")
+                     else "wishart output perturbation (Wang, Huai & Xu, Algorithm 1)")
         noise = {} if plan.non_private else plan.steps[0].measurement.record()
         privacy = ctx.planned_guarantee(plan, run, mechanism=mechanism, noise=noise,
                                    invalid_reason=settings.invalid_reason)
@@ -574,7 +573,7 @@ class OutputPerturbationPrecision(DPEstimator):
 
 
 class ThresholdedCovariance(_PerturbationEstimator):
-    """DP-Thresholding for sparse covariance (Wang, Xu & He; seed 004).
+    """DP-Thresholding for sparse covariance (Wang, Xu & He).
 
     The second moment is released with the Gaussian mechanism, entries with
     ``|S~_ij| <= gamma * B^2 * sqrt(log p / n) + 4 * sigma * sqrt(log p)`` are set to zero

@@ -51,7 +51,7 @@ __all__ = [
     "write_figure",
 ]
 
-#: Seed 001 prints relative errors above this value as "NA".
+#: Wang, Huai & Xu print relative errors above this value as "NA".
 NA_LIMIT = 200.0
 
 
@@ -221,7 +221,7 @@ def aggregate(records: pd.DataFrame, *, by: Sequence[str], metrics: Sequence[str
 
 def format_mean_se(mean: float, se: float, *, digits: int = 3, limit: float | None = None) -> str:
     """``"mean (se)"`` with ``digits`` significant digits, ``"NA"`` for a missing mean or
-    one above ``limit`` (seed 001's convention), and the mean alone when ``se`` is NaN."""
+    one above ``limit`` (Wang, Huai & Xu's convention), and the mean alone when ``se`` is NaN."""
     if not math.isfinite(mean):
         return "NA"
     if limit is not None and mean > limit:

@@ -132,7 +132,7 @@ def run_demo(*, console: Console | None = None, random_state: int = 0) -> list[d
         "features mapped to [-1, 1] by the ranges in the data set's documentation "
         "(declared bound Box(1)); errors against the exact, non-private second moment.\n"
         "ssp-zcdp: Gaussian noise on the whole matrix; separate: SeparateCov (Dong et al.); "
-        "diagonal: variances only. PACE-GGM and the other methods: 'dpggm experiment seed003'."
+        "diagonal: variances only. PACE-GGM and the other methods: 'dpggm experiment pace_ggm'."
     )
     rows = demo_table(random_state=random_state)
     table = Table(*rows[0].keys())

@@ -1,5 +1,5 @@
 """Files in, files out: publish a noisy CSV release with its metadata, and recover a graph
-from such a release (the ``dpggm publish`` / ``dpggm recover`` workflow of seed 002).
+from such a release (the ``dpggm publish`` / ``dpggm recover`` workflow of Guo et al.).
 
 ``publish_csv`` reads a CSV file with a header row, releases a noisy copy with
 :func:`dpggm.mechanisms.publish.publish` and writes it next to a JSON metadata file (the

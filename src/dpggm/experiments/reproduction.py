@@ -170,79 +170,81 @@ def _renamed(tables: Mapping[str, pd.DataFrame], names: Mapping[str, str]) -> di
 # ---------------------------------------------------------------------------------------
 # the runs
 
-_S000 = "dpggm.experiments.seed000:run_seed000"
-_S001 = "dpggm.experiments.seed001:run_seed001"
-_S002 = "dpggm.experiments.seed002:run_seed002"
-_S002_1B_VARIANTS = "dpggm.experiments.seed002:run_table_1b_variants"
-_S003 = "dpggm.experiments.seed003:run_seed003"
-_S003_VARIANTS = "dpggm.experiments.seed003:run_seed003_variants"
-_S004 = "dpggm.experiments.seed004:run_seed004"
-_PACE_REGISTRY = "dpggm.experiments.seed003:run_pace_registry_data"
-_RIDGE_LDA = "dpggm.experiments.seed000:run_ridge_precision_lda"
+_PRIVATE_PRECISION = "dpggm.experiments.private_precision:run_private_precision"
+_COVARIANCE_PERTURBATION = "dpggm.experiments.covariance_perturbation:run_covariance_perturbation"
+_NOISY_DATA = "dpggm.experiments.noisy_data:run_noisy_data"
+_NOISY_DATA_1B_VARIANTS = "dpggm.experiments.noisy_data:run_table_1b_variants"
+_PACE_GGM = "dpggm.experiments.pace_ggm:run_pace_ggm"
+_PACE_GGM_VARIANTS = "dpggm.experiments.pace_ggm:run_pace_ggm_variants"
+_THRESHOLDING = "dpggm.experiments.thresholding:run_thresholding"
+_PACE_REGISTRY = "dpggm.experiments.pace_ggm:run_pace_registry_data"
+_RIDGE_LDA = "dpggm.experiments.private_precision:run_ridge_precision_lda"
 _NORMS = ("rel_l1", "rel_fro", "rel_spectral")
-_WDBC_IDS = "docs/reproduction/seed003/wdbc_ids.csv"
+_WDBC_IDS = "docs/reproduction/pace_ggm/wdbc_ids.csv"
 
 
 def _wdbc_ids() -> str:
-    return str(default_root() / "seed003" / "wdbc_ids.csv")
+    return str(default_root() / "pace_ggm" / "wdbc_ids.csv")
 
 
-def _seed000_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S000, full=True, repetitions=1, models=(2, 4), sample_sizes=(100, 400),
-                   epsilons=(0.3, 2.0), roc_repetitions=5)
-    return _renamed(tables, {"errors": "seed000_errors.csv", "roc_auc": "seed000_roc_auc.csv"})
+def _private_precision_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_PRIVATE_PRECISION, full=True, repetitions=1, models=(2, 4),
+                   sample_sizes=(100, 400), epsilons=(0.3, 2.0), roc_repetitions=5)
+    return _renamed(tables, {"errors": "private_precision_errors.csv",
+                             "roc_auc": "private_precision_roc_auc.csv"})
 
 
-def _seed000_paper_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S000, full=True, repetitions=1, roc=False, models=(3,), sample_sizes=(400,),
-                   epsilons=(0.5, 2.0), settings=("data-max", "data-max+cv", "paper"))
-    return _renamed(tables, {"paper_setting": "seed000_paper_setting.csv"})
+def _private_precision_paper_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_PRIVATE_PRECISION, full=True, repetitions=1, roc=False, models=(3,),
+                   sample_sizes=(400,), epsilons=(0.5, 2.0),
+                   settings=("data-max", "data-max+cv", "paper"))
+    return _renamed(tables, {"paper_setting": "private_precision_paper_setting.csv"})
 
 
-def _seed001_reduced(ratio: float) -> Callable[[], dict[str, pd.DataFrame]]:
+def _covariance_perturbation_reduced(ratio: float) -> Callable[[], dict[str, pd.DataFrame]]:
     def reduced() -> dict[str, pd.DataFrame]:
-        tables = _call(_S001, full=True, repetitions=1, ratios=(ratio,), epsilons=(0.5,),
-                       methods=("Gaussian", "Laplace"))
-        return _renamed(tables, {"errors": "seed001_errors.csv"})
+        tables = _call(_COVARIANCE_PERTURBATION, full=True, repetitions=1, ratios=(ratio,),
+                       epsilons=(0.5,), methods=("Gaussian", "Laplace"))
+        return _renamed(tables, {"errors": "covariance_perturbation_errors.csv"})
 
     return reduced
 
 
-def _seed002_1a_reduced() -> dict[str, pd.DataFrame]:
-    from dpggm.experiments.seed002 import GWISHART_ITER, run_table_1a
+def _noisy_data_1a_reduced() -> dict[str, pd.DataFrame]:
+    from dpggm.experiments.noisy_data import GWISHART_ITER, run_table_1a
 
     table, _, _ = run_table_1a(repetitions=2, sample_sizes=(50, 500), snr_levels=(40.0, 20.0),
                                gwishart_iter=GWISHART_ITER)
-    return {"seed002_table_1a.csv": table}
+    return {"noisy_data_table_1a.csv": table}
 
 
-def _seed002_1b_reduced() -> dict[str, pd.DataFrame]:
-    from dpggm.experiments.seed002 import run_table_1b
+def _noisy_data_1b_reduced() -> dict[str, pd.DataFrame]:
+    from dpggm.experiments.noisy_data import run_table_1b
 
     # full=False: no noise, 60 and 20 dB (three of the six levels, on the same streams).
     table, _, _ = run_table_1b(full=False, repetitions=1, sparsities=(0.95,))
-    return {"seed002_table_1b.csv": table}
+    return {"noisy_data_table_1b.csv": table}
 
 
-def _seed002_1b_variants_reduced() -> dict[str, pd.DataFrame]:
-    from dpggm.experiments.seed002 import run_table_1b_variants
+def _noisy_data_1b_variants_reduced() -> dict[str, pd.DataFrame]:
+    from dpggm.experiments.noisy_data import run_table_1b_variants
 
     tables = run_table_1b_variants(
         repetitions=1, sparsities=(0.95,), snr_levels=(20.0,),
         variants=("the paper's diagonal (margin 1e-6)", "penalty factor 0.1",
                   "like for like: penalty factor 0.1, the paper's diagonal"))
-    return {"seed002_1b_variants.csv": tables["variants"]}
+    return {"noisy_data_1b_variants.csv": tables["variants"]}
 
 
-def _seed003_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S003, full=True)
-    return _renamed(tables, {"errors": "seed003_errors.csv", "measured": "seed003_measured.csv",
-                             "regression": "seed003_regression.csv"})
+def _pace_ggm_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_PACE_GGM, full=True)
+    return _renamed(tables, {"errors": "pace_ggm_errors.csv", "measured": "pace_ggm_measured.csv",
+                             "regression": "pace_ggm_regression.csv"})
 
 
-def _seed003_variants_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S003_VARIANTS, repetitions=3, ids=_wdbc_ids())
-    return _renamed(tables, {"variants": "seed003_variants.csv"})
+def _pace_ggm_variants_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_PACE_GGM_VARIANTS, repetitions=3, ids=_wdbc_ids())
+    return _renamed(tables, {"variants": "pace_ggm_variants.csv"})
 
 
 def _ridge_lda_reduced() -> dict[str, pd.DataFrame]:
@@ -255,26 +257,28 @@ def _pace_registry_reduced() -> dict[str, pd.DataFrame]:
     return _renamed(tables, {"measured": "pace_registry_data_measured.csv"})
 
 
-def _seed004_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S004, full=True, repetitions=2, panels=("sparsity", "dimension", "privacy"),
-                   sample_sizes=(1000, 30_000), dimensions=(50, 200))
-    return _renamed(tables, {"errors": "seed004_errors.csv"})
+def _thresholding_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_THRESHOLDING, full=True, repetitions=2,
+                   panels=("sparsity", "dimension", "privacy"), sample_sizes=(1000, 30_000),
+                   dimensions=(50, 200))
+    return _renamed(tables, {"errors": "thresholding_errors.csv"})
 
 
-def _seed004_detectable_reduced() -> dict[str, pd.DataFrame]:
-    tables = _call(_S004, full=True, repetitions=5, panels=("detectable",))
-    return _renamed(tables, {"errors": "seed004_errors.csv"})
+def _thresholding_detectable_reduced() -> dict[str, pd.DataFrame]:
+    tables = _call(_THRESHOLDING, full=True, repetitions=5, panels=("detectable",))
+    return _renamed(tables, {"errors": "thresholding_errors.csv"})
 
 
-def _seed001_run(name: str, ratio: float, repetitions: int) -> ReproductionRun:
+def _covariance_perturbation_run(name: str, ratio: float, repetitions: int) -> ReproductionRun:
     preset = {"full": True, "repetitions": repetitions, "ratios": (ratio,)}
     return ReproductionRun(
         name=name,
         paper=f"Wang, Huai & Xu, Tables 1-2, r = {ratio:g}",
-        full=_full(_S001, **preset), command=_command(_S001, **preset),
-        reduced=_seed001_reduced(ratio),
+        full=_full(_COVARIANCE_PERTURBATION, **preset),
+        command=_command(_COVARIANCE_PERTURBATION, **preset),
+        reduced=_covariance_perturbation_reduced(ratio),
         reduced_size=f"r = {ratio:g}, ε = 0.5, Gaussian and Laplace, 1 repetition",
-        comparisons=(Comparison("seed001_errors.csv",
+        comparisons=(Comparison("covariance_perturbation_errors.csv",
                                 ("postprocessing", "family", "method", "epsilon", "r"),
                                 ("rel_fro",)),),
     )
@@ -282,29 +286,29 @@ def _seed001_run(name: str, ratio: float, repetitions: int) -> ReproductionRun:
 
 _RUN_LIST = (
     ReproductionRun(
-        name="seed000",
+        name="private_precision",
         paper="Su, Guo & Zhang, Tables 1-2 and Figure 1 (declared bounds, honest accounting)",
-        full=_full(_S000, full=True, repetitions=5),
-        command=_command(_S000, full=True, repetitions=5),
-        reduced=_seed000_reduced,
+        full=_full(_PRIVATE_PRECISION, full=True, repetitions=5),
+        command=_command(_PRIVATE_PRECISION, full=True, repetitions=5),
+        reduced=_private_precision_reduced,
         reduced_size="models 2 and 4, n = 100 and 400, ε = 0.3 and 2, 1 repetition; "
                      "the ROC with 5 repetitions",
         comparisons=(
-            Comparison("seed000_errors.csv", ("method", "penalty", "model", "n", "epsilon"),
-                       _NORMS),
-            Comparison("seed000_roc_auc.csv", ("model", "budget"), ("auc",)),
+            Comparison("private_precision_errors.csv",
+                       ("method", "penalty", "model", "n", "epsilon"), _NORMS),
+            Comparison("private_precision_roc_auc.csv", ("model", "budget"), ("auc",)),
         ),
     ),
     ReproductionRun(
-        name="seed000_paper",
+        name="private_precision_paper",
         paper="Su, Guo & Zhang, Tables 1-2 in the paper's setting, step by step",
-        full=_full(_S000, full=True, repetitions=3, roc=False,
+        full=_full(_PRIVATE_PRECISION, full=True, repetitions=3, roc=False,
                    settings=("data-max", "data-max+cv", "paper")),
-        command=_command(_S000, full=True, repetitions=3, roc=False,
+        command=_command(_PRIVATE_PRECISION, full=True, repetitions=3, roc=False,
                          settings=("data-max", "data-max+cv", "paper")),
-        reduced=_seed000_paper_reduced,
+        reduced=_private_precision_paper_reduced,
         reduced_size="model 3, n = 400, ε = 0.5 and 2, every step, 1 repetition",
-        comparisons=(Comparison("seed000_paper_setting.csv",
+        comparisons=(Comparison("private_precision_paper_setting.csv",
                                 ("setting", "method", "model", "n", "epsilon"), _NORMS),),
     ),
     ReproductionRun(
@@ -318,69 +322,69 @@ _RUN_LIST = (
         comparisons=(Comparison("ridge_precision_lda_errors.csv", ("budget",),
                                 ("error",)),),
     ),
-    _seed001_run("seed001", 1.0, 1),
-    _seed001_run("seed001_r1.5", 1.5, 1),
-    _seed001_run("seed001_r0.5", 0.5, 1),
+    _covariance_perturbation_run("covariance_perturbation", 1.0, 1),
+    _covariance_perturbation_run("covariance_perturbation_r1.5", 1.5, 1),
+    _covariance_perturbation_run("covariance_perturbation_r0.5", 0.5, 1),
     ReproductionRun(
-        name="seed002_1a",
+        name="noisy_data_1a",
         paper="Guo et al., Table 1(a) (50-node chain) with G-Wishart",
-        full=_full(_S002, full=True, repetitions=10, tables=("1a",)),
-        command=_command(_S002, full=True, repetitions=10, tables=("1a",)),
-        reduced=_seed002_1a_reduced,
+        full=_full(_NOISY_DATA, full=True, repetitions=10, tables=("1a",)),
+        command=_command(_NOISY_DATA, full=True, repetitions=10, tables=("1a",)),
+        reduced=_noisy_data_1a_reduced,
         reduced_size="n = 50 and 500, no noise, 40 and 20 dB, 2 repetitions",
         comparisons=(Comparison(
-            "seed002_table_1a.csv", ("n", "noise"),
+            "noisy_data_table_1a.csv", ("n", "noise"),
             ("auc_corrected", "auc_uncorrected", "frobenius_corrected",
              "frobenius_uncorrected", "auc_reference_corrected", "auc_gwishart"),
             spread="sd"),),
     ),
     ReproductionRun(
-        name="seed002_1b",
+        name="noisy_data_1b",
         paper="Guo et al., Table 1(b) (1000 nodes)",
-        full=_full(_S002, full=True, repetitions=10, tables=("1b",)),
-        command=_command(_S002, full=True, repetitions=10, tables=("1b",)),
-        reduced=_seed002_1b_reduced,
+        full=_full(_NOISY_DATA, full=True, repetitions=10, tables=("1b",)),
+        command=_command(_NOISY_DATA, full=True, repetitions=10, tables=("1b",)),
+        reduced=_noisy_data_1b_reduced,
         reduced_size="sparsity 95 %, no noise, 60 and 20 dB, 1 repetition",
         comparisons=(Comparison(
-            "seed002_table_1b.csv", ("sparsity", "noise"),
+            "noisy_data_table_1b.csv", ("sparsity", "noise"),
             ("auc_corrected", "auc_uncorrected", "frobenius_corrected"), spread="sd"),),
     ),
     ReproductionRun(
-        name="seed002_1b_variants",
+        name="noisy_data_1b_variants",
         paper="Guo et al., Table 1(b): the penalty and the diagonal, one at a time",
-        full=_full(_S002_1B_VARIANTS, repetitions=3),
-        command=_command(_S002_1B_VARIANTS, repetitions=3),
-        reduced=_seed002_1b_variants_reduced,
+        full=_full(_NOISY_DATA_1B_VARIANTS, repetitions=3),
+        command=_command(_NOISY_DATA_1B_VARIANTS, repetitions=3),
+        reduced=_noisy_data_1b_variants_reduced,
         reduced_size="sparsity 95 %: the paper's diagonal, factor 0.1 and both "
                          "(no noise and 20 dB), 1 repetition",
-        comparisons=(Comparison("seed002_1b_variants.csv", ("variant", "sparsity", "noise"),
+        comparisons=(Comparison("noisy_data_1b_variants.csv", ("variant", "sparsity", "noise"),
                                 ("auc",), spread="sd"),),
     ),
     ReproductionRun(
-        name="seed003",
+        name="pace_ggm",
         paper="Ferrando et al., PACE-GGM and its baselines (Tables 4-5, Figures 1 and 5)",
-        full=_full(_S003, full=True),
-        command=_command(_S003, full=True),
-        reduced=_seed003_reduced,
+        full=_full(_PACE_GGM, full=True),
+        command=_command(_PACE_GGM, full=True),
+        reduced=_pace_ggm_reduced,
         reduced_size="the full run itself (it takes seconds)",
         comparisons=(
-            Comparison("seed003_errors.csv", ("dataset", "rho", "method"),
+            Comparison("pace_ggm_errors.csv", ("dataset", "rho", "method"),
                        ("mahalanobis", "frobenius")),
-            Comparison("seed003_measured.csv", ("dataset", "rho"),
+            Comparison("pace_ggm_measured.csv", ("dataset", "rho"),
                        ("measured_offdiag", "rounds")),
-            Comparison("seed003_regression.csv", ("dataset", "rho", "method"), ("mse",)),
+            Comparison("pace_ggm_regression.csv", ("dataset", "rho", "method"), ("mse",)),
         ),
     ),
     ReproductionRun(
-        name="seed003_variants",
+        name="pace_ggm_variants",
         paper="Ferrando et al., Table 4 on breast cancer: one change at a time",
         full=lambda *, out_dir, overwrite=False: _call(
-            _S003_VARIANTS, repetitions=40, ids=_wdbc_ids(), out_dir=out_dir,
+            _PACE_GGM_VARIANTS, repetitions=40, ids=_wdbc_ids(), out_dir=out_dir,
             overwrite=overwrite),
-        command=_command(_S003_VARIANTS, repetitions=40, ids=_WDBC_IDS),
-        reduced=_seed003_variants_reduced,
+        command=_command(_PACE_GGM_VARIANTS, repetitions=40, ids=_WDBC_IDS),
+        reduced=_pace_ggm_variants_reduced,
         reduced_size="every variant and ρ, 3 trials",
-        comparisons=(Comparison("seed003_variants.csv", ("variant", "rho"),
+        comparisons=(Comparison("pace_ggm_variants.csv", ("variant", "rho"),
                                 ("measured_offdiag", "frobenius")),),
     ),
     ReproductionRun(
@@ -396,24 +400,24 @@ _RUN_LIST = (
                                 ("measured_offdiag", "frobenius")),),
     ),
     ReproductionRun(
-        name="seed004",
+        name="thresholding",
         paper="Wang, Xu & He, Figure 1 (the paper's model)",
-        full=_full(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
-        command=_command(_S004, full=True, panels=("sparsity", "dimension", "privacy")),
-        reduced=_seed004_reduced,
+        full=_full(_THRESHOLDING, full=True, panels=("sparsity", "dimension", "privacy")),
+        command=_command(_THRESHOLDING, full=True, panels=("sparsity", "dimension", "privacy")),
+        reduced=_thresholding_reduced,
         reduced_size="n = 1000 and 30 000, p = 50 and 200 in the dimension panel, "
                      "2 runs",
-        comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
+        comparisons=(Comparison("thresholding_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
                                 ("rel_spectral",)),),
     ),
     ReproductionRun(
-        name="seed004_detectable",
+        name="thresholding_detectable",
         paper="Wang, Xu & He, a model of ours where entries are detectable",
-        full=_full(_S004, full=True, panels=("detectable",)),
-        command=_command(_S004, full=True, panels=("detectable",)),
-        reduced=_seed004_detectable_reduced,
+        full=_full(_THRESHOLDING, full=True, panels=("detectable",)),
+        command=_command(_THRESHOLDING, full=True, panels=("detectable",)),
+        reduced=_thresholding_detectable_reduced,
         reduced_size="every n and ε, 5 runs",
-        comparisons=(Comparison("seed004_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
+        comparisons=(Comparison("thresholding_errors.csv", ("panel", "p", "sr", "epsilon", "n"),
                                 ("rel_spectral", "tpr", "fdp")),),
     ),
 )
@@ -421,6 +425,19 @@ _RUN_LIST = (
 
 #: Every run of the reproduction page, by directory name.
 RUNS: dict[str, ReproductionRun] = {run.name: run for run in _RUN_LIST}
+
+#: The runs' earlier names (the papers' numbers in the source collection: ``seed000`` to
+#: ``seed004``), still accepted on the command line.
+RUN_ALIASES: dict[str, str] = {
+    old_prefix + suffix: new_prefix + suffix
+    for old_prefix, new_prefix in (("seed000", "private_precision"),
+                                   ("seed001", "covariance_perturbation"),
+                                   ("seed002", "noisy_data"), ("seed003", "pace_ggm"),
+                                   ("seed004", "thresholding"))
+    for suffix in ("", "_paper", "_r0.5", "_r1.5", "_1a", "_1b", "_1b_variants", "_variants",
+                   "_detectable")
+    if new_prefix + suffix in RUNS
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -683,6 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every run")
     parser.add_argument("--root", default=None, help="default: docs/reproduction")
     arguments = parser.parse_args(argv)
+    arguments.names = [RUN_ALIASES.get(name, name) for name in arguments.names]
     unknown = [name for name in arguments.names if name not in RUNS]
     if unknown:
         parser.error(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")

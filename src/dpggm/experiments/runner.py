@@ -293,7 +293,7 @@ class ExperimentSpec:
     Attributes
     ----------
     name : str
-        E.g. ``"seed000"``.
+        E.g. ``"private_precision"``.
     parts : sequence of Part
         Run in order.
     tables : mapping

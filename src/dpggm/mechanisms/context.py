@@ -1,6 +1,6 @@
 """The context of one release and the one place a guarantee record is assembled.
 
-Every private result states the same things (SPEC section 4): the budget the mechanism
+Every private result states the same things (docs/privacy.md reads them): the budget the mechanism
 delivered, the neighbouring relation, the bounds, the noise parameters, and whether the
 guarantee is valid. :class:`ReleaseContext` holds what is common to all the mechanisms of
 one fit (relation, bounds, randomness, the report delta, exact or float noise), and

@@ -124,7 +124,7 @@ class WishartMechanism(Measurement):
         ``n`` when the noise is added to ``X^T X`` and the sum divided afterwards.
     invalid_reason : str, optional
         Why the claimed guarantee is known not to hold (the pure-DP Wishart of Jiang et al.
-        and the output perturbation of seed 001); ``None`` for Sheffet's analysis.
+        and the output perturbation of Wang, Huai & Xu); ``None`` for Sheffet's analysis.
     """
 
     mechanism = "wishart"

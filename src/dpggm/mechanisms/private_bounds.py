@@ -18,12 +18,12 @@ Per column ``j`` (:class:`RangeStages`):
 
 1. the cell of a geometric grid (any magnitude, both signs) that holds the median;
 2. a refinement: the median's cell among ``3 * REFINE_POINTS`` equal cells spanning the
-   first cell and one cell's width either side; its midpoint is the centre ``m_j``. Both
-   centre stages add a cell's count to its rank score (:data:`STAGE_COUNT_WEIGHTS`), so
-   that a column split about 50/50 between two values is centred on one of them rather
+   first cell and one cell's width either side; its midpoint is the center ``m_j``. Both
+   center stages add a cell's count to its rank score (:data:`STAGE_COUNT_WEIGHTS`), so
+   that a column split about 50/50 between two values is centered on one of them rather
    than in the empty cells between (most of them near 0 on a grid of every magnitude);
 3. the cell of a positive geometric grid (:data:`SPREAD_PER_OCTAVE` per octave) that holds
-   the median of the deviations ``|x - m_j|`` not tied with the centre (within ``tau_j``,
+   the median of the deviations ``|x - m_j|`` not tied with the center (within ``tau_j``,
    half the refinement's cell width, a released quantity; :func:`spread_target`): the
    median absolute deviation of a continuous column, the distance to the nearest levels
    of an ordinal, binary or heavily tied one -- when most of a Likert item answers "6",
@@ -263,24 +263,24 @@ def exponential_epsilon(budget: Budget) -> float:
 #: The three stages of a private range, in order.
 RANGE_STAGES = ("median", "refine", "spread")
 
-#: Weight of a cell's count in the score of each stage (:func:`cell_scores`): the centre's
-#: stages prefer cells that hold values, so that the centre of a column split about 50/50
+#: Weight of a cell's count in the score of each stage (:func:`cell_scores`): the center's
+#: stages prefer cells that hold values, so that the center of a column split about 50/50
 #: between two values lands on one of them rather than in the empty cells between.
 STAGE_COUNT_WEIGHTS = {"median": 1.0, "refine": 1.0, "spread": 0.0}
 
 #: Points per octave of the grid the median is chosen from. Coarse on purpose: the
-#: refinement stage resolves the centre, and every candidate beyond the data costs the
+#: refinement stage resolves the center, and every candidate beyond the data costs the
 #: mechanism accuracy.
 RANGE_GRID_PER_OCTAVE = 16
 
 #: Points per octave of the spread's grid (from ``2**-20`` to ``2**40``): 240 cells of
 #: 19 %. A range needs no finer scale (its width of 5 spreads is itself a rule of thumb),
-#: and the fewer the cells, the fewer the empty ones between a tied column's centre and
+#: and the fewer the cells, the fewer the empty ones between a tied column's center and
 #: its next level, each of which the mechanism might pick.
 SPREAD_PER_OCTAVE = 4
 
 #: The untied share a private spread is planned to resolve: a column whose values away
-#: from its centre hold at least this share of the rows (a Likert item with up to 75 % of
+#: from its center hold at least this share of the rows (a Likert item with up to 75 % of
 #: its answers on one level, a 0/1 flag split 75/25) keeps its levels apart
 #: (:func:`range_budget_needed`, :func:`kept_untied_share`). Smaller shares cost more:
 #: the budget a spread needs grows like ``1 / share**2``.
@@ -311,7 +311,7 @@ class RangeStages:
         The exponential mechanism's ``epsilon`` for ``"median"``, ``"refine"`` and
         ``"spread"`` (the same for every column).
     width : float
-        Public multiple of the spread on each side of the centre.
+        Public multiple of the spread on each side of the center.
     median_edges : ndarray, optional
         The sorted geometric grid of stage 1 (default
         ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)``; when given, its positive
@@ -353,7 +353,7 @@ class RangeStages:
     @staticmethod
     def tie_radius(refine_lower: np.ndarray, refine_upper: np.ndarray) -> np.ndarray:
         """Half the width of the chosen refinement cell: values at most this far from the
-        centre (every value inside the cell) count as tied with it (stage 3 leaves them
+        center (every value inside the cell) count as tied with it (stage 3 leaves them
         out)."""
         return (np.asarray(refine_upper) - np.asarray(refine_lower)) / 2
 
@@ -386,8 +386,8 @@ class RangeStages:
     def choose_spread(self, below: np.ndarray, tied: np.ndarray, counted: np.ndarray,
                       rng: Any) -> np.ndarray:
         """Stage 3: per column, the geometric midpoint of the cell of :attr:`spread_edges`
-        that holds the deviation ``|x - centre|`` of rank ``tied + round((m - tied) / 2)``:
-        the median of the deviations that are not tied with the centre (``tied[j]`` of
+        that holds the deviation ``|x - center|`` of rank ``tied + round((m - tied) / 2)``:
+        the median of the deviations that are not tied with the center (``tied[j]`` of
         the ``m`` values lie within the tie radius): the median absolute deviation of a
         continuous column, the distance to the nearest levels of a heavily tied one.
 
@@ -399,30 +399,30 @@ class RangeStages:
         edges = self.spread_edges
         return np.sqrt(edges[index] * edges[index + 1])
 
-    def ranges(self, centre: np.ndarray, spread: np.ndarray, budget: Budget) -> PrivateRanges:
-        """The released ranges ``centre +- width * spread``."""
+    def ranges(self, center: np.ndarray, spread: np.ndarray, budget: Budget) -> PrivateRanges:
+        """The released ranges ``center +- width * spread``."""
         half = self.width * np.asarray(spread, dtype=float)
-        lower, upper = centre - half, centre + half
-        # A spread too small to separate from the centre in floating point.
+        lower, upper = center - half, center + half
+        # A spread too small to separate from the center in floating point.
         flat = ~(upper > lower)
-        lower[flat] = np.nextafter(centre[flat], -np.inf)
-        upper[flat] = np.nextafter(centre[flat], np.inf)
+        lower[flat] = np.nextafter(center[flat], -np.inf)
+        upper[flat] = np.nextafter(center[flat], np.inf)
         return PrivateRanges(lower=lower, upper=upper, budget=budget,
                              epsilons=dict(self.epsilons), width=float(self.width))
 
 
 def spread_target(counted: np.ndarray, tied: np.ndarray) -> np.ndarray:
     """The spread's target rank ``tied + round((m - tied) / 2)`` per column: the median of
-    the deviations not tied with the centre.
+    the deviations not tied with the center.
 
-    A column with many values tied with the centre (a binary flag, a Likert item piled on
+    A column with many values tied with the center (a binary flag, a Likert item piled on
     one answer) has a median absolute deviation inside the ties, or just past them: a
     range built on it would clip every other level onto one value. Aiming at the middle of
     the *untied* deviations keeps its target ``(m - tied) / 2`` ranks from both kinds of
     empty cells a mechanism may wrongly pick -- those between the ties and the next level,
     and those beyond the data -- while a continuous column (few ties) keeps its median
     absolute deviation. (Aiming at the first untied rank, as an earlier version did, left
-    every empty cell between the centre and the next level scoring as well as the right
+    every empty cell between the center and the next level scoring as well as the right
     one: the range of a Likert item with 78 % of its answers on one level was ``5 +-
     0.005``.)
 
@@ -471,16 +471,16 @@ def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: floa
     column; their scores count the values in a cell too (:data:`STAGE_COUNT_WEIGHTS`), so
     that on a column with more than half of its values on one level the cell holding that
     level leads every empty cell by more than ``n / 2`` (a refinement that missed it by one
-    empty cell would count no ties and shrink the range onto that cell). A centre that
+    empty cell would count no ties and shrink the range onto that cell). A center that
     misses its column is a range far from the data, which squeezes the column onto a point
     and upsets the inference of every pair (measured: one such column of 30 left the 90 %
-    intervals of all pairs covering nothing), so with ``locate=False`` the centre stages
+    intervals of all pairs covering nothing), so with ``locate=False`` the center stages
     aim at every one of ``columns`` columns landing with probability ``1 -
     e**-confidence`` (``confidence + ln(columns)`` a column, a union bound).
 
     ``locate=False`` (what the plan aims at): the spread lands within ``untied_share * n /
     2`` ranks of its target, the middle of the untied deviations (:func:`spread_target`),
-    so that a column whose values off its centre hold at least ``untied_share`` of the rows
+    so that a column whose values off its center hold at least ``untied_share`` of the rows
     keeps its next levels inside the range -- the empty cells between the ties and those
     levels, and those beyond the data, each score ``(m - tied) / 2`` below the target.
     ``locate=True`` (below this the plan is refused): the spread lands within ``n / 2``
@@ -489,8 +489,8 @@ def stage_epsilons_needed(*, n: int, confidence: float = 3.0, untied_share: floa
     Each with probability about ``1 - e**-confidence`` (a column).
     """
     gaps = {"median": 0.5, "refine": 0.5, "spread": 0.5 if locate else untied_share / 2}
-    centre = confidence if locate else confidence + math.log(max(int(columns), 1))
-    sure = {"median": centre, "refine": centre, "spread": centre}
+    center = confidence if locate else confidence + math.log(max(int(columns), 1))
+    sure = {"median": center, "refine": center, "spread": center}
     # A score of sensitivity 1 + w needs 1 + w times the epsilon for the same ranks.
     return {k: _epsilon_needed(n=n, candidates=c, gap=gaps[k], confidence=sure[k])
             * score_sensitivity(STAGE_COUNT_WEIGHTS[k])
@@ -572,7 +572,7 @@ def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, locate: bool = F
     to meet :func:`stage_epsilons_needed` (with ``locate=True``, to find the columns at
     all) under :func:`range_shares` (public quantities only).
 
-    ``keep_ties=False`` (ignored with ``locate=True``): the centres as planned, but the
+    ``keep_ties=False`` (ignored with ``locate=True``): the centers as planned, but the
     spread only located (:func:`range_shares`' second regime) -- what a continuous column
     needs; the spread's further share keeps the levels of heavily tied columns apart.
 
@@ -586,7 +586,7 @@ def range_budget_needed(*, n: int, p: int, notion: type = ZCDP, locate: bool = F
 
 
 def kept_untied_share(*, n: int, epsilon_spread: float, confidence: float = 3.0) -> float:
-    """The smallest share of a column's values off its centre with which its private
+    """The smallest share of a column's values off its center with which its private
     spread, chosen with ``epsilon_spread``, lands past the ties with probability about
     ``1 - e**-confidence`` (the inverse of :func:`stage_epsilons_needed`'s spread need):
     a public figure of the plan. A Likert item with 78 % of its answers on one level has
@@ -711,7 +711,7 @@ def private_ranges(
         The source of the mechanisms' random words (an ``int`` starts one stream for all
         the selections).
     width : float, default=RANGE_WIDTH
-        Public; spreads on each side of the centre.
+        Public; spreads on each side of the center.
     candidates : ndarray, optional
         A public, sorted grid for the median and the spread;
         ``candidate_grid(per_octave=RANGE_GRID_PER_OCTAVE)`` by default.
@@ -734,13 +734,13 @@ def private_ranges(
                                         counted, rng)
     edges = stages.refine_edges(lower, upper)
     lower, upper = stages.choose_refined(edges, _sorted_counts(columns, edges), counted, rng)
-    centre = (lower + upper) / 2
+    center = (lower + upper) / 2
     radius = stages.tie_radius(lower, upper)
-    deviations = [np.sort(np.abs(X[:, j] - centre[j])) for j in range(p)]
+    deviations = [np.sort(np.abs(X[:, j] - center[j])) for j in range(p)]
     below = _sorted_counts(deviations, stages.spread_edges)
     tied = np.array([np.searchsorted(d, r, side="right") for d, r in zip(deviations, radius)])
     spread = stages.choose_spread(below, tied, counted, rng)
-    return stages.ranges(centre, spread, budget)
+    return stages.ranges(center, spread, budget)
 
 
 # ---------------------------------------------------------------------------- norm bound

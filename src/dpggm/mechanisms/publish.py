@@ -1,5 +1,5 @@
 """Publishing a noisy copy of a data set once (Guo et al., "Graph structure learning with
-privacy guarantees for open graph data"; SPEC section 3, seed 002).
+privacy guarantees for open graph data").
 
 A data publisher clips every record to a declared bound and releases
 ``X~ = X + E`` with ``E`` i.i.d. Gaussian ``N(0, sigma^2)`` (continuous data) or i.i.d.

@@ -5,7 +5,7 @@ clipped records, the public parameters that fix their sensitivity, a budget and 
 :class:`~dpggm.mechanisms.context.ReleaseContext`, and returns the noisy statistics with
 the :class:`~dpggm.privacy.PrivacyGuarantee` the release delivers.
 
-Covariance mechanisms (SPEC section 3, seeds 001 and 003):
+Covariance mechanisms (those of Wang, Huai & Xu and of PACE-GGM's baselines):
 
 ``"gaussian"``
     Symmetric Gaussian noise on the upper triangle; ``ApproxDP``, ``ZCDP`` or ``GDP``.

@@ -1,4 +1,4 @@
-"""Sensitivities of the second moment, the Gram matrix, sums and counts (SPEC section 2).
+"""Sensitivities of the second moment, the Gram matrix, sums and counts.
 
 All figures depend only on public parameters -- the declared bounds, ``p``, the
 neighbouring relation and (under replace-one only) ``n`` -- and every figure is an

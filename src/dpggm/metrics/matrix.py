@@ -4,7 +4,7 @@ All functions take ``(estimate, truth)``, validate them (2-D, same shape, finite
 return a Python ``float``. Norms:
 
 - ``"l1"``: the matrix ℓ1 operator norm, the largest absolute column sum
-  ``max_j Σ_i |A_ij|`` (seed 000's "ℓ1 norm");
+  ``max_j Σ_i |A_ij|`` (Su, Guo & Zhang's "ℓ1 norm");
 - ``"fro"``: the Frobenius norm ``(Σ_ij A_ij²)^{1/2}``;
 - ``"spectral"``: the ℓ2 operator norm, the largest singular value.
 
@@ -119,8 +119,8 @@ def matrix_error(estimate, truth, *, norm: str = "fro") -> float:
 def relative_error(estimate, truth, *, norm: str = "fro") -> float:
     """Relative error ``‖estimate − truth‖ / ‖truth‖`` in the chosen norm.
 
-    Seed 000 reports it in all three norms against the non-private estimate; seed 001
-    in the Frobenius norm; seed 004 in the spectral norm against the true covariance.
+    Su, Guo & Zhang report it in all three norms against the non-private estimate; Wang, Huai & Xu
+    in the Frobenius norm; Wang, Xu & He in the spectral norm against the true covariance.
 
     Parameters
     ----------
@@ -154,7 +154,7 @@ def relative_error(estimate, truth, *, norm: str = "fro") -> float:
 
 
 def frobenius_error(estimate, truth) -> float:
-    """Frobenius error ``‖estimate − truth‖_F`` (seed 003's second metric).
+    """Frobenius error ``‖estimate − truth‖_F`` (Ferrando et al.'s second metric).
 
     Parameters
     ----------
@@ -175,7 +175,7 @@ def frobenius_error(estimate, truth) -> float:
 def mahalanobis_error(estimate, truth) -> float:
     """Mahalanobis error ``‖Σ^{-1/2} Σ̂ Σ^{-1/2} − I‖_F`` with ``Σ = truth``.
 
-    This is the error of seed 003 (PACE-GGM): it measures ``Σ̂`` in the geometry of
+    This is the error of Ferrando et al. (PACE-GGM): it measures ``Σ̂`` in the geometry of
     ``Σ``, so it is invariant under ``Σ̂ ↦ A Σ̂ Aᵀ``, ``Σ ↦ A Σ Aᵀ`` for orthogonal
     ``A``, and under a common positive rescaling.
 

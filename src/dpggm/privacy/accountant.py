@@ -32,7 +32,7 @@ Two compositions
     approximate DP). ``"zcdp"``, for an ``(epsilon, delta)`` total with ``delta > 0``: the
     spends are composed in zCDP -- their rho add up, and the total holds while the sum
     implies ``(epsilon, delta)`` by the tight conversion (Canonne, Kamath & Steinke 2020) --
-    so a first release no longer spends the whole delta (SPEC section 5). A pure
+    so a first release no longer spends the whole delta (docs/budget.md). A pure
     ``epsilon``-DP spend counts ``epsilon**2 / 2`` and a ``mu``-GDP spend ``mu**2 / 2``
     there. A release that holds *only* an ``(epsilon, delta)`` guarantee (no zCDP form) can
     be booked only before the first zCDP spend, by basic composition; the zCDP spends that

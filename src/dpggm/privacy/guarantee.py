@@ -81,7 +81,7 @@ class PrivacyGuarantee:
         The seed policy.
     notes : dict
         Further public figures and explanations (how the guarantee was derived, the
-        centring, the budget breakdown). Everything here is part of the release.
+        centering, the budget breakdown). Everything here is part of the release.
     equivalent : tuple of Budget
         Other forms of the same guarantee that also hold, for accounts in another notion
         (e.g. the zCDP budget an ``(epsilon, delta)`` pipeline was run in, or the

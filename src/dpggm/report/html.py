@@ -282,7 +282,7 @@ def selection_in_words(inference: dict[str, Any], *, n_edges: int | None = None)
             f"entries{rule} (a fixed threshold), so nothing bounds how many of them are "
             "false.",
             f"Their q-values ({method}) and {_percent(level)} intervals describe each "
-            "edge's evidence but did not choose the edges; the intervals are centred on "
+            "edge's evidence but did not choose the edges; the intervals are centered on "
             "the de-biased estimate, not on the graphical lasso's partial correlation "
             "shown. " + interval,
         ]
@@ -594,7 +594,7 @@ def _forest_figure(record: dict[str, Any], edges: pd.DataFrame | None,
         detectable=detectable if isinstance(detectable, (int, float)) else None, fmt="svg"))
     shown = (f"The {FOREST_LIMIT} edges with the strongest evidence are drawn; the table "
              "below and edges.csv have every one. " if len(edges) > FOREST_LIMIT else "")
-    point = ("the graphical lasso's partial correlation (the interval is centred on the "
+    point = ("the graphical lasso's partial correlation (the interval is centered on the "
              "de-biased estimate)" if inference.get("select") == "threshold"
              else "the de-biased partial correlation (corrected for the rows shrunk onto "
                    "their bound)")

@@ -368,7 +368,7 @@ def _spread(xy: np.ndarray, minimum: float = 0.75, rounds: int = 60) -> np.ndarr
 
 
 def _normalised(xy: np.ndarray) -> np.ndarray:
-    """Centred, scaled so that the median distance from a variable to its nearest one is
+    """Centered, scaled so that the median distance from a variable to its nearest one is
     one unit (a dense cluster is widened as much as a chain: room for the labels), turned
     to lie horizontally, with its first variable on the left and at the bottom (so that
     the result does not depend on an eigenvector's sign)."""
@@ -389,7 +389,7 @@ def _normalised(xy: np.ndarray) -> np.ndarray:
 def _packed(nodes: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """``"spring"`` for the variables ``nodes``: each connected part laid out, the parts
     packed in rows (the largest first), isolated variables in rows below them. Returns the
-    positions of ``nodes`` in their order, centred."""
+    positions of ``nodes`` in their order, centered."""
     parts = _components(nodes, pairs)
     joined = [part for part in parts if len(part) > 1]
     alone = np.sort(np.concatenate([part for part in parts if len(part) == 1])
@@ -456,14 +456,14 @@ def _grouped(pairs: np.ndarray, labels: list[str]) -> np.ndarray:
     # just wide enough that neighbouring groups' circles do not touch.
     spans = np.array([2 * radii[g] + _GAP for g in order])
     shares = 2 * math.pi * spans / spans.sum()
-    centres = math.pi / 2 - (np.cumsum(shares) - shares / 2)
+    centers = math.pi / 2 - (np.cumsum(shares) - shares / 2)
     big = 0.0
     for k in range(len(order)):
         nxt = (k + 1) % len(order)
         apart = min((shares[k] + shares[nxt]) / 2, math.pi)
         need = radii[order[k]] + radii[order[nxt]] + _GAP
         big = max(big, need / (2 * math.sin(apart / 2)))
-    for g, angle in zip(order, centres):
+    for g, angle in zip(order, centers):
         out[members[g]] = inner[g] + big * np.array([math.cos(angle), math.sin(angle)])
     return out
 

@@ -495,10 +495,10 @@ class _GraphCanvas:
         self.figure = _figure((side, side))
         self.ax = self.figure.add_axes((0, 0, 1, 1))
         self.ax.set_axis_off()
-        centre = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2 if len(self.xy) else (0, 0)
+        center = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2 if len(self.xy) else (0, 0)
         half = side / 2 / self.scale
-        self.ax.set_xlim(centre[0] - half, centre[0] + half)
-        self.ax.set_ylim(centre[1] - half, centre[1] + half)
+        self.ax.set_xlim(center[0] - half, center[0] + half)
+        self.ax.set_ylim(center[1] - half, center[1] + half)
         self.texts: list[Any] = []
 
     def draw_edges(self, drawn: list[tuple[float, float, int, int, str | None]]) -> None:
@@ -541,10 +541,10 @@ class _GraphCanvas:
             self._placed_labels(segments)
 
     def _radial_labels(self) -> None:
-        """Labels pointing away from the circle's centre, read left to right."""
-        centre = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2
+        """Labels pointing away from the circle's center, read left to right."""
+        center = (self.xy.min(axis=0) + self.xy.max(axis=0)) / 2
         for (x, y), label in zip(self.xy, self.labels):
-            dx, dy = x - centre[0], y - centre[1]
+            dx, dy = x - center[0], y - center[1]
             angle = math.degrees(math.atan2(dy, dx))
             right = dx >= -1e-9
             reach = math.hypot(dx, dy) or 1.0
@@ -802,7 +802,7 @@ def precision_heatmap(matrix: np.ndarray, names: Sequence[str], *, title: str = 
                       max_cells: int = HEATMAP_CELLS,
                       fmt: str | Sequence[str] = "png") -> Any:
     """A heatmap of a precision matrix as partial correlations (off the diagonal),
-    diverging colours centred at zero, in the formats of :func:`draw_graph`.
+    diverging colours centered at zero, in the formats of :func:`draw_graph`.
 
     Up to 60 variables each row and column is labelled; beyond, the axes count the
     data's columns. Beyond ``max_cells`` variables the matrix is shown in square blocks

@@ -1,7 +1,7 @@
 """Per-edge inference from a released second moment: intervals, p-values, FDR control.
 
 Everything here is post-processing of one release ``S~ = S + E`` (``S`` the second moment of
-the clipped, centred records, ``E`` symmetric noise with independent upper-triangle entries,
+the clipped, centered records, ``E`` symmetric noise with independent upper-triangle entries,
 diagonal included, of known variance ``sigma**2``) together with the public description of
 how it was made (``n``, ``sigma``, the clipping bounds). No data, no budget.
 
@@ -28,13 +28,13 @@ The estimator (see ``docs/inference.md`` for the derivations and the calibration
    * noise: ``sigma**2 (2 ||sym M||_F**2 - sum_l (sym M)_ll**2)``, which for ``T_jk``
      itself (``c = 1``, ``a = b = 0``) is
      ``sigma**2 [(Theta^2)_jj (Theta^2)_kk + ((Theta^2)_jk)**2 - sum_l Theta_jl**2 Theta_lk**2]``
-     (SPEC section 5): the diagonal noise and the mirrored off-diagonal noise each enter
-     once.
+     (checked by simulation in tests/test_inference.py): the diagonal noise and the
+     mirrored off-diagonal noise each enter once.
 
 4. **Clipping.** Clipping changes the estimand: shrinking long rows onto the ball
    ``||z|| <= B`` shrinks the partial correlations of the clipped records towards zero
    (by 8 % at ``p = 10``, 2 % at ``p = 30``, 1 % at ``p = 100`` with a median bound). For a
-   centred Gaussian, radial clipping keeps the eigenvectors of the covariance and scales
+   centered Gaussian, radial clipping keeps the eigenvectors of the covariance and scales
    its ``j``-th eigenvalue by ``g_j = E[min(1, B^2/Q) z_j^2]`` (:func:`_radial_gains`, in
    closed form under a gamma approximation of the quadratic form ``Q``). Given a
    :class:`ClippingModel`, the eigenvalues of the pre-clipping covariance are solved from
@@ -66,7 +66,7 @@ import contextvars
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -599,7 +599,7 @@ class ClippingModel:
 
     The records are taken as Gaussian before clipping (the working model); each row ``z``
     is clipped to the box ``|z_j| <= box_j``, then shrunk onto the ball ``||z|| <= B``
-    (``row_norm_bound``), then (``recentre``) centred on the released mean and shrunk onto
+    (``row_norm_bound``), then (``recenter``) centered on the released mean and shrunk onto
     the ball again -- what ``PrivateGraph`` does to its rescaled records.
 
     Attributes
@@ -610,14 +610,23 @@ class ClippingModel:
         Per-coordinate bound applied first (``1`` for records rescaled onto ``[-1, 1]``).
     mean : array of shape (p,) or None
         Location of the records before clipping (the released mean); ``None`` for zero.
-    recentre : bool, default=True
-        Whether the records were centred on their mean and clipped to the ball again.
+    recenter : bool, default=True
+        Whether the records were centered on their mean and clipped to the ball again.
+        (``recentre=``, its earlier spelling, is still accepted, with a
+        ``DeprecationWarning``.)
     """
 
     row_norm_bound: float | None
     box: Any = 1.0
     mean: Any = None
-    recentre: bool = True
+    recenter: bool = True
+    recentre: InitVar[bool | None] = None
+
+    def __post_init__(self, recentre: bool | None) -> None:
+        if recentre is not None:
+            warnings.warn("ClippingModel(recentre=...) is now spelled recenter=",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "recenter", bool(recentre))
 
     def check(self, p: int) -> ClippingModel:
         """This model with its arrays checked against ``p`` variables."""
@@ -635,13 +644,13 @@ class ClippingModel:
         if mean.shape != (p,) or not np.all(np.isfinite(mean)):
             raise ValueError(f"mean must be a finite vector of length {p}; got shape {mean.shape}")
         return ClippingModel(row_norm_bound=bound, box=box, mean=mean,
-                             recentre=bool(self.recentre))
+                             recenter=bool(self.recenter))
 
     def clip(self, rows: np.ndarray) -> np.ndarray:
-        """The clipped (and recentred) records, as the mechanism computes them."""
+        """The clipped (and recentered) records, as the mechanism computes them."""
         out = rows if self.box is None else np.clip(rows, -self.box, self.box)
         out = self._ball(out)
-        if self.recentre:
+        if self.recenter:
             out = self._ball(out - out.mean(axis=0))
         return out
 
@@ -669,7 +678,7 @@ def _gain_from_moments(mean: np.ndarray, var: np.ndarray, bound_squared: float) 
 def _radial_gains(eigenvalues: np.ndarray, bound_squared: float) -> np.ndarray:
     """``g_j = E[min(1, B^2 / Q) z_j^2]`` for ``Q = sum_i lambda_i z_i^2``, ``z ~ N(0, I)``:
     the factor by which shrinking rows onto the ball ``||x|| <= B`` scales the ``j``-th
-    eigenvalue of a centred Gaussian's covariance (the eigenvectors do not change, by
+    eigenvalue of a centered Gaussian's covariance (the eigenvectors do not change, by
     symmetry).
 
     ``E[z_j^2 f(Q)] = E[f(Q_j)]`` where ``Q_j`` has ``z_j^2`` replaced by a chi-square with 3
@@ -716,7 +725,7 @@ def _declip_spectrum(covariance: np.ndarray, bound: float, max_iter: int = 200) 
 
 
 def _declip(covariance: np.ndarray, bound: float, max_iter: int = 200) -> np.ndarray:
-    """The covariance of a centred Gaussian whose rows, shrunk onto the ball of radius
+    """The covariance of a centered Gaussian whose rows, shrunk onto the ball of radius
     ``bound``, have covariance ``covariance``: the eigenvalues solve
     ``lambda_j g_j(lambda) = mu_j`` (fixed point; ``g`` from :func:`_radial_gains`), the
     eigenvectors are those of ``covariance``."""
@@ -1311,7 +1320,7 @@ def edge_inference(
     ----------
     noisy_covariance : array_like of shape (p, p)
         The release ``S~`` (symmetric, possibly indefinite): second moment of the clipped,
-        centred records plus symmetric noise.
+        centered records plus symmetric noise.
     n_samples : int
         Number of records ``n`` behind the release.
     noise_variance : float
@@ -1686,7 +1695,7 @@ def _bootstrap(*, theta, working, pre_clip, correction, clipping, n, variance, r
     """Parametric bootstrap of the closed-form pipeline under the fitted working model.
 
     Each replicate draws Gaussian records with the pre-clipping covariance, clips them as
-    the mechanism does (box, ball, recentring, ball), forms their second moment, adds the
+    the mechanism does (box, ball, recentering, ball), forms their second moment, adds the
     noise, applies the same clipping correction and refits the pilot on the same support;
     the replicates' spread is the standard error and their mean minus the model's partial
     correlations the bias."""
@@ -1892,7 +1901,7 @@ def detectable_partial_correlation(
     row_norm_bound : float, optional
         Row-norm bound of the rescaled records; default :func:`expected_row_norm_bound` at
         ``norm_quantile`` (for rows with ``missing_share`` of their values imputed at the
-        centre, over the values present).
+        center, over the values present).
     norm_quantile : float, default=0.5
     record_variance : float, default=RESCALED_VARIANCE
         Per-coordinate variance of the rescaled records before the row-norm clipping.
@@ -1912,7 +1921,7 @@ def detectable_partial_correlation(
         What the rest of the graph adds to the noise standard error of an edge.
     missing_share : float in [0, 1), default=0
         The declared share of every column's values that are missing (completely at
-        random) and imputed at the centre of the column's range: the moments are divided
+        random) and imputed at the center of the column's range: the moments are divided
         by the shares present, which multiplies the noise of an entry by up to
         ``1 / (1 - missing_share)**2`` and adds the variance of the imputation.
     neighbour_r2 : float in [0, 1), default=0

@@ -49,7 +49,7 @@ def project_psd(
     Notes
     -----
     Privacy: post-processing only; consumes no budget (the PSD step of DP-Thresholding,
-    SPEC seed 004, uses ``min_eigenvalue=0``).
+    Wang, Xu & He, uses ``min_eigenvalue=0``).
     """
     S = check_square_symmetric(S, min_size=1)
     floor = check_penalty(min_eigenvalue, name="min_eigenvalue")

@@ -46,7 +46,7 @@ def ridge_precision(S, ridge: float) -> SolverResult:
     Notes
     -----
     Privacy: post-processing only; consumes no budget. This is the estimator DP-RP of
-    SPEC seed 000 when applied to the privatised ``S``.
+    Su, Guo & Zhang when applied to the privatised ``S``.
     """
     S = check_square_symmetric(S)
     ridge = check_penalty(ridge, name="ridge", strictly_positive=True)

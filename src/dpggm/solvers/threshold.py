@@ -18,8 +18,8 @@ def hard_threshold(S, threshold: float, *, keep_diagonal: bool = True) -> Solver
     S : array_like of shape (p, p)
         Symmetric matrix, ``p >= 2``.
     threshold : float
-        Finite and ``>= 0``. The comparison is strict, as in DP-Thresholding (SPEC seed
-        004): an entry equal to the threshold is removed.
+        Finite and ``>= 0``. The comparison is strict, as in DP-Thresholding (Wang,
+        Xu & He): an entry equal to the threshold is removed.
     keep_diagonal : bool, default=True
         Keep every diagonal entry whatever its size (variances are not thresholded).
 

@@ -1,4 +1,4 @@
-"""Seed 001 (Wang, Huai and Xu): covariance and output perturbation for the graphical
+"""Wang, Huai & Xu: covariance and output perturbation for the graphical
 lasso, Tables 1-2 on the synthetic ``U Uᵀ`` model.
 
 The relative error ``‖Θ_priv − Θ*‖_F / ‖Θ*‖_F`` is measured against the non-private
@@ -20,7 +20,7 @@ What differs from the paper, and why:
 
 * **Bound.** The paper "normalises" the data. Here every record is scaled to unit norm
   individually (record-level preprocessing, which needs no budget:
-  ``make_seed001_uut(normalize_rows=True)``) and the declared bound is ``RowNorm(1)``,
+  ``make_uut_precision(normalize_rows=True)``) and the declared bound is ``RowNorm(1)``,
   so clipping changes nothing. Sensitivities are for replace-one neighbours (the paper's
   Gaussian uses the add/remove value ``1/n``; replace-one is ``sqrt(2)/n``).
 * **Model.** ``U = P (I + N) Pᵀ`` with ``N`` strictly upper triangular, entries ±1 with
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.datasets.synthetic import make_seed001_uut
+from dpggm.datasets.synthetic import make_uut_precision
 from dpggm.estimators.precision import GraphicalLasso, OutputPerturbationPrecision
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.experiments._common import (
@@ -81,7 +81,14 @@ from dpggm.metrics.matrix import relative_error
 from dpggm.privacy.budgets import ApproxDP, PureDP
 from dpggm.solvers.glasso import graphical_lasso
 
-__all__ = ["run_seed001"]
+__all__ = ["run_covariance_perturbation"]
+
+#: The label of this experiment's random streams (the ``keys`` of
+#: :func:`~dpggm.experiments._common.repetition_rng`). The committed runs in
+#: docs/reproduction/ drew their data and noise from streams with this label (the number
+#: the experiment had before it was named after its methods): it stays, because another
+#: label would change every draw and the reduced re-run could no longer repeat them.
+_STREAMS = "seed001"
 
 PAPER_ALPHA = 1e-3
 PAPER_DELTA = 1e-4
@@ -107,11 +114,11 @@ POSTPROCESSING = ("none (paper)", "library repair")
 APPROX_FAMILY = f"(epsilon, delta={PAPER_DELTA:g})-DP"
 
 _OUTPUTS = {
-    "errors": "seed001_errors.csv",
-    "table1_pure_dp": "seed001_table1_pure_dp.csv",
-    "table2_approx_dp": "seed001_table2_approx_dp.csv",
-    "ordering": "seed001_ordering.csv",
-    "figure": "seed001_errors.png",
+    "errors": "covariance_perturbation_errors.csv",
+    "table1_pure_dp": "covariance_perturbation_table1_pure_dp.csv",
+    "table2_approx_dp": "covariance_perturbation_table2_approx_dp.csv",
+    "ordering": "covariance_perturbation_ordering.csv",
+    "figure": "covariance_perturbation_errors.png",
 }
 
 
@@ -203,7 +210,7 @@ def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: flo
     ratio, repetition = cell.params["r"], cell.repetition
     n = int(round(ratio * p))
     X = cell.context.resample(
-        n_samples=n, random_state=cell.rng("seed001-data", ratio, repetition)
+        n_samples=n, random_state=cell.rng(f"{_STREAMS}-data", ratio, repetition)
     ).X
     reference = _solve(X.T @ X / n, alpha)
     if reference is None:
@@ -216,7 +223,7 @@ def _cell_records(cell: Cell, *, p: int, epsilons: tuple[float, ...], alpha: flo
             label, family, mechanism, _, validity = method
             common = _common_fields(label=label, family=family, validity=validity,
                                     epsilon=epsilon, ratio=ratio, n=n, p=p, repetition=repetition)
-            rng = cell.rng("seed001-noise", ratio, repetition, epsilon, mechanism)
+            rng = cell.rng(f"{_STREAMS}-noise", ratio, repetition, epsilon, mechanism)
             records.extend(_method_records(X=X, reference=reference, method=method,
                                            epsilon=epsilon, alpha=alpha, rng=rng, common=common))
     return records
@@ -347,12 +354,12 @@ def _spec(
     repetitions: int, random_state: int, methods: tuple[str, ...],
 ) -> ExperimentSpec:
     def model(params: Any) -> Any:
-        return make_seed001_uut(
+        return make_uut_precision(
             n_samples=1,
             n_features=p,
             density=2.0 / (p - 1),
             normalize_rows=True,
-            random_state=repetition_rng(random_state, "seed001-model"),
+            random_state=repetition_rng(random_state, f"{_STREAMS}-model"),
         )
 
     part = Part(
@@ -378,10 +385,11 @@ def _spec(
         "ordering": lambda r: _ordering(r.tables["errors"]),
     }
     figures = {"figure": lambda r: _figure(r.tables["errors"])}
-    return ExperimentSpec("seed001", [part], tables=tables, figures=figures, outputs=_OUTPUTS)
+    return ExperimentSpec("covariance_perturbation", [part], tables=tables, figures=figures,
+                          outputs=_OUTPUTS)
 
 
-def run_seed001(
+def run_covariance_perturbation(
     *,
     full: bool = False,
     repetitions: int | None = None,
@@ -394,7 +402,7 @@ def run_seed001(
     alpha: float = PAPER_ALPHA,
     methods: Any = None,
 ) -> dict[str, pd.DataFrame]:
-    """Seed 001's Tables 1-2: relative Frobenius error of private graphical lassos.
+    """Wang, Huai & Xu's Tables 1-2: relative Frobenius error of private graphical lassos.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
-"""Seed 003 (PACE-GGM, Ferrando et al.): PACE-GGM against its baselines.
+"""PACE-GGM (Ferrando et al.) against its baselines.
 
-Tables returned by :func:`run_seed003`:
+Tables returned by :func:`run_pace_ggm`:
 
 ``errors``
     Mahalanobis error ``||S^{-1/2} S~ S^{-1/2} - I||_F`` and Frobenius error ``||S~ - S||_F`` of
@@ -18,19 +18,19 @@ Data. Features are mapped to ``[-1, 1]`` with bounds that are not read from the 
 (:func:`dpggm.datasets.real.declared_ranges`: the min/max tables printed in the breast
 cancer and wine documentation, and clinical ranges for diabetes). As in the paper, the mean
 is taken as known and subtracted ("we assume the mean is known and use it to center the
-data"), and the centred records are clipped back into the box, so every method runs with
+data"), and the centered records are clipped back into the box, so every method runs with
 the declared box ``Box(1)`` and the target is the covariance ``S = Z^T Z / n`` of the
-centred, clipped records ``Z``. For the real data sets the "known" mean is the sample mean:
+centered, clipped records ``Z``. For the real data sets the "known" mean is the sample mean:
 like the paper, this reads the mean off the data without paying for it (a release would
 spend part of its budget on it, or use a public mean). Breast cancer includes the diagnosis
 column, as the paper's copy does (``d = 31``; the paper's 32 columns also hold the record
-id, which scikit-learn's copy does not have). The synthetic set is seed 000's AR(2) model
-(``d = 20``, ``n = 2000``, mean zero, so centring by the known mean changes nothing) scaled
+id, which scikit-learn's copy does not have). The synthetic set is Su, Guo & Zhang's AR(2) model
+(``d = 20``, ``n = 2000``, mean zero, so centering by the known mean changes nothing) scaled
 by a public factor of its known covariance and clipped.
 
-:func:`run_seed003_variants` measures what moves the number of measured entries on breast
-cancer (the paper's Table 4): the diagnosis column, the centring, the paper's uniform
-sensitivity, rescaling instead of clipping after centring, and the record id as a 32nd
+:func:`run_pace_ggm_variants` measures what moves the number of measured entries on breast
+cancer (the paper's Table 4): the diagnosis column, the centering, the paper's uniform
+sensitivity, rescaling instead of clipping after centering, and the record id as a 32nd
 column, with the data sets' structural properties (the paper's Table 3).
 
 Privacy: evaluation code; it reads the exact statistic to score the private ones.
@@ -53,7 +53,7 @@ from dpggm.datasets.real import (
     load_diabetes,
     load_wine,
 )
-from dpggm.datasets.synthetic import make_seed000_model
+from dpggm.datasets.synthetic import make_precision_model
 from dpggm.estimators.baselines import (
     AdaptiveCovariance,
     DiagonalCovariance,
@@ -74,7 +74,7 @@ from dpggm.metrics.matrix import frobenius_error, mahalanobis_error
 from dpggm.privacy.budgets import ZCDP
 
 __all__ = ["METHODS", "REGISTRY_DATASETS", "REGISTRY_SETTINGS", "RHOS", "VARIANTS", "load_unit_box",
-           "run_pace_registry_data", "run_seed003", "run_seed003_variants"]
+           "run_pace_registry_data", "run_pace_ggm", "run_pace_ggm_variants"]
 
 RHOS = (1e-4, 1e-3, 1e-2, 0.1, 1.0, 2.0, 10.0)
 
@@ -102,13 +102,13 @@ def _check_dataset(name: Any) -> str:
     return name
 
 
-def _centred(values: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def _centered(values: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Subtract the known mean, then clip back into the unit box (the declared bound)."""
     return np.clip(values - mean, -1.0, 1.0)
 
 
 def load_unit_box(
-    name: str, *, random_state: int = 0, centre: bool = True, diagnosis: bool = True,
+    name: str, *, random_state: int = 0, center: bool = True, diagnosis: bool = True,
 ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """Records of data set ``name`` in ``[-1, 1]``, the target mapped the same way when there
     is one with declared bounds, and how the bounds were set.
@@ -118,18 +118,18 @@ def load_unit_box(
     name : {"breast_cancer", "wine", "diabetes", "synthetic"}
     random_state : int, default=0
         Seed of the synthetic sample.
-    centre : bool, default=True
+    center : bool, default=True
         Subtract the known mean (the sample mean for the real data sets, zero for the
         synthetic model) and clip back into ``[-1, 1]``, as in the paper. ``False`` gives
-        the uncentred records (the target is then the raw second moment).
+        the uncentered records (the target is then the raw second moment).
     diagnosis : bool, default=True
         Breast cancer only: append the diagnosis (malignant -1, benign +1) as a column, as
         the paper's copy of the data has it.
     """
     if _check_dataset(name) == "synthetic":
-        model = make_seed000_model(3, n_samples=2000, n_features=20, random_state=random_state)
+        model = make_precision_model(3, n_samples=2000, n_features=20, random_state=random_state)
         scale = 3.0 * float(np.sqrt(np.max(np.diag(model.covariance))))
-        # The model's mean is zero and known: centring by it is the identity.
+        # The model's mean is zero and known: centering by it is the identity.
         return np.clip(model.X / scale, -1, 1), None, "3 standard deviations of the known model"
     data = _LOADERS[name]()
     lower, upper, how = declared_ranges(name)
@@ -142,11 +142,11 @@ def load_unit_box(
         # The label's range {0, 1} is public; it maps to {-1, +1}.
         X = np.column_stack([X, 2.0 * np.asarray(data.target, dtype=float) - 1.0])
         how += "; diagnosis column in {-1, 1}"
-    if centre:
-        X = _centred(X, X.mean(axis=0))
+    if center:
+        X = _centered(X, X.mean(axis=0))
         if y is not None:
-            y = _centred(y, y.mean())
-        how += "; centred by the sample mean (taken as known, not paid for) and clipped"
+            y = _centered(y, y.mean())
+        how += "; centered by the sample mean (taken as known, not paid for) and clipped"
     return X, y, how
 
 
@@ -262,13 +262,13 @@ def _spec(
                                            "mse_max": ("mse", "max")}),
         ))
         tables["regression"] = lambda r: r.parts["regression"].aggregated
-    outputs = {key: f"seed003_{key}.csv" for key in tables} | {"figure": "seed003_errors.png"}
-    return ExperimentSpec("seed003", parts, tables=tables,
+    outputs = {key: f"pace_ggm_{key}.csv" for key in tables} | {"figure": "pace_ggm_errors.png"}
+    return ExperimentSpec("pace_ggm", parts, tables=tables,
                           figures={"figure": lambda r: _figure(r.tables["errors"])},
                           outputs=outputs)
 
 
-def run_seed003(
+def run_pace_ggm(
     *,
     full: bool = False,
     repetitions: int | None = None,
@@ -306,29 +306,29 @@ def run_seed003(
 # ---------------------------------------------------------------------------------------
 # what moves the number of measured entries on breast cancer (the paper's Table 4)
 
-#: One change at a time from the data and settings of :func:`run_seed003` (first entry).
+#: One change at a time from the data and settings of :func:`run_pace_ggm` (first entry).
 VARIANTS: dict[str, dict[str, Any]] = {
-    "as run: d = 31, centred, clipped": {},
+    "as run: d = 31, centered, clipped": {},
     "no diagnosis column (d = 30)": {"diagnosis": False},
-    "not centred": {"centre": False},
+    "not centered": {"center": False},
     "paper's sensitivity 2B^2/n for every entry": {"entry_sensitivity": "paper"},
     "data's own min/max instead of declared ranges": {"ranges": "data"},
-    "centred, then divided by the largest deviation (no clipping)": {"after_centring": "rescale"},
+    "centered, then divided by the largest deviation (no clipping)": {"after_centering": "rescale"},
     "record id as a 32nd column (d = 32)": {"record_id": True},
-    "centred, not clipped (the bound 1 exceeded)": {"after_centring": "none"},
+    "centered, not clipped (the bound 1 exceeded)": {"after_centering": "none"},
     "all of the paper's choices at once": {
         "record_id": True, "entry_sensitivity": "paper", "ranges": "data",
-        "after_centring": "none",
+        "after_centering": "none",
     },
 }
-# Centred records lie in [-2, 2]. Measuring them with noise calibrated for the bound 1 (what
-# a pipeline that centres after rescaling to [-1, 1] and does not clip does) gives every
+# Centered records lie in [-2, 2]. Measuring them with noise calibrated for the bound 1 (what
+# a pipeline that centers after rescaling to [-1, 1] and does not clip does) gives every
 # Gaussian measurement the noise of the true bound 2 at 16 times the budget (the entry
 # sensitivity grows like the bound squared), and the exponential mechanism the same ratio
 # of epsilon to sensitivity. The variant runs exactly that: bound 2, budget 16 rho.
 _UNCLIPPED_BOUND = 2.0
-_VARIANT_DEFAULTS = {"diagnosis": True, "centre": True, "entry_sensitivity": "tight",
-                     "ranges": "declared", "after_centring": "clip", "record_id": False}
+_VARIANT_DEFAULTS = {"diagnosis": True, "center": True, "entry_sensitivity": "tight",
+                     "ranges": "declared", "after_centering": "clip", "record_id": False}
 
 
 def _read_record_ids(ids: Any) -> np.ndarray:
@@ -362,12 +362,12 @@ def _breast_cancer_variant(options: dict[str, Any], ids: np.ndarray | None) -> n
         # minimum and maximum.
         columns.insert(0, _to_unit(ids[:, None], ids.min(), ids.max()))
     X = np.column_stack(columns)
-    if not options["centre"]:
+    if not options["center"]:
         return X
     deviations = X - X.mean(axis=0)
-    if options["after_centring"] == "rescale":
+    if options["after_centering"] == "rescale":
         return deviations / np.max(np.abs(deviations), axis=0)
-    if options["after_centring"] == "none":
+    if options["after_centering"] == "none":
         return deviations
     return np.clip(deviations, -1.0, 1.0)
 
@@ -391,7 +391,7 @@ def _structure(Z: np.ndarray) -> dict[str, float]:
     }
 
 
-def run_seed003_variants(
+def run_pace_ggm_variants(
     *,
     repetitions: int = 40,
     random_state: int = 0,
@@ -410,7 +410,7 @@ def run_seed003_variants(
         are resolved).
     random_state : int, default=0
     out_dir : path, optional
-        Where to write ``seed003_variants.csv`` and ``seed003_structure.csv``.
+        Where to write ``pace_ggm_variants.csv`` and ``pace_ggm_structure.csv``.
     overwrite : bool, default=False
     rhos : sequence of float, optional
         Default: the paper's seven.
@@ -426,7 +426,7 @@ def run_seed003_variants(
         ``"variants"``: per variant and rho, ``measured_offdiag_{mean,se}``,
         ``frobenius_{mean,se}`` (against the variant's own target) and ``n_reps``.
         ``"structure"``: per variant its ``d``, ``n``, the share of values outside the box
-        after centring (clipped, or pulled in by the rescaling variant) and the paper's Table 3 properties (:func:`_structure`) of the records
+        after centering (clipped, or pulled in by the rescaling variant) and the paper's Table 3 properties (:func:`_structure`) of the records
         before clipping (as the paper computed them) and after.
 
     Privacy: evaluation code on public data; the variants read ranges, means and
@@ -447,9 +447,9 @@ def run_seed003_variants(
     def context(params: dict[str, Any]) -> dict[str, Any]:
         options = {**_VARIANT_DEFAULTS, **VARIANTS[params["variant"]]}
         Z = _breast_cancer_variant(options, record_ids)
-        raw = _breast_cancer_variant({**options, "after_centring": "none"}, record_ids)
+        raw = _breast_cancer_variant({**options, "after_centering": "none"}, record_ids)
         bound, budget_factor = 1.0, 1.0
-        if options["centre"] and options["after_centring"] == "none":
+        if options["center"] and options["after_centering"] == "none":
             bound, budget_factor = _UNCLIPPED_BOUND, _UNCLIPPED_BOUND**4
         return {"Z": Z, "S": Z.T @ Z / len(Z), "options": options, "raw": raw,
                 "bound": bound, "budget_factor": budget_factor}
@@ -480,7 +480,7 @@ def run_seed003_variants(
             Z, raw = found["Z"], found["raw"]
             rows.append({
                 "variant": variant, "d": Z.shape[1], "n": Z.shape[0],
-                "outside_box_after_centring": float(np.mean(np.abs(raw) > 1.0)),
+                "outside_box_after_centering": float(np.mean(np.abs(raw) > 1.0)),
                 **{f"{k}_before_clipping": v for k, v in _structure(raw).items()},
                 **{f"{k}_as_used": v for k, v in _structure(Z).items()},
             })
@@ -493,9 +493,9 @@ def run_seed003_variants(
                                 metrics=["measured_offdiag", "frobenius"]),
     )
     spec = ExperimentSpec(
-        "seed003_variants", [part],
+        "pace_ggm_variants", [part],
         tables={"variants": lambda r: r.parts["variants"].aggregated, "structure": structure},
-        outputs={"variants": "seed003_variants.csv", "structure": "seed003_structure.csv"},
+        outputs={"variants": "pace_ggm_variants.csv", "structure": "pace_ggm_structure.csv"},
     )
     return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables
 
@@ -506,16 +506,16 @@ def run_seed003_variants(
 #: The paper's Table 4 data sets with a copy in a package registry, by the paper's name:
 #: (name in :data:`~dpggm.experiments.registry_data.R_DATASETS`, columns left out).
 REGISTRY_DATASETS = {"spambase": ("spam", ("type",))}
-#: The settings run on them: name -> (entry sensitivity, clip after centring).
+#: The settings run on them: name -> (entry sensitivity, clip after centering).
 REGISTRY_SETTINGS = {
-    "data's own ranges, centred and clipped": ("tight", True),
+    "data's own ranges, centered and clipped": ("tight", True),
     "the paper's choices: data's own ranges, uniform sensitivity, not clipped": ("paper", False),
 }
 
 
 def _registry_records(name: str, clip: bool) -> np.ndarray:
     """The paper's preprocessing of a registry data set: every column mapped to [-1, 1]
-    by its own minimum and maximum (read off the data, as the paper does), centred by its
+    by its own minimum and maximum (read off the data, as the paper does), centered by its
     mean, then clipped back into the box (``clip``) or not."""
     from dpggm.experiments.registry_data import load_r_dataset
 
@@ -541,10 +541,10 @@ def run_pace_registry_data(
     ``apt-get install r-cran-kernlab``).
 
     Both settings read each column's range off the data, as the paper does (no declared
-    ranges are documented for these data): ``"data's own ranges, centred and clipped"``
+    ranges are documented for these data): ``"data's own ranges, centered and clipped"``
     is dpggm's pipeline otherwise (tight diagonal sensitivity, the bound 1 holds); the
-    other makes the paper's choices (uniform sensitivity ``2B²/n``, centred values not
-    clipped, run as the bound 2 at ``16 rho``; see :func:`run_seed003_variants`).
+    other makes the paper's choices (uniform sensitivity ``2B²/n``, centered values not
+    clipped, run as the bound 2 at ``16 rho``; see :func:`run_pace_ggm_variants`).
 
     Returns
     -------

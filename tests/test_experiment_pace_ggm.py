@@ -1,11 +1,11 @@
-"""A tiny configuration of the seed 003 experiment: structure and output files."""
+"""A tiny configuration of the PACE-GGM experiment (Ferrando et al.): structure and output files."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpggm.experiments.seed003 import load_unit_box, run_seed003
+from dpggm.experiments.pace_ggm import load_unit_box, run_pace_ggm
 
 
 def test_unit_box_loading_uses_declared_ranges():
@@ -16,7 +16,7 @@ def test_unit_box_loading_uses_declared_ranges():
 
 
 def test_small_run_tables_and_files(tmp_path):
-    tables = run_seed003(datasets=("diabetes",), rhos=(0.5, 5.0), repetitions=2,
+    tables = run_pace_ggm(datasets=("diabetes",), rhos=(0.5, 5.0), repetitions=2,
                          out_dir=tmp_path, random_state=1)
     errors = tables["errors"]
     assert set(errors["method"]) == {"pace", "ssp", "diagonal", "separate", "adaptive"}
@@ -27,43 +27,43 @@ def test_small_run_tables_and_files(tmp_path):
     assert set(tables["regression"]["method"]) >= {"adassp", "least squares from pace"}
     assert (tables["measured"]["measured_offdiag_mean"] >= 0).all()
     for name in ("errors", "measured", "runtime", "regression"):
-        assert (tmp_path / f"seed003_{name}.csv").exists()
-    assert (tmp_path / "seed003_errors.png").exists()
+        assert (tmp_path / f"pace_ggm_{name}.csv").exists()
+    assert (tmp_path / "pace_ggm_errors.png").exists()
 
 
-def test_breast_cancer_is_centred_clipped_and_has_the_diagnosis_column():
+def test_breast_cancer_is_centered_clipped_and_has_the_diagnosis_column():
     Z, y, how = load_unit_box("breast_cancer")
     assert Z.shape == (569, 31) and y is None
     assert np.abs(Z).max() <= 1
-    # Centred by the sample mean before clipping: what clipping moved stays small.
+    # Centered by the sample mean before clipping: what clipping moved stays small.
     assert np.abs(Z.mean(axis=0)).max() < 0.1
-    # 357 benign (+1) of 569: centred, malignant is -1.2548, clipped to -1.
+    # 357 benign (+1) of 569: centered, malignant is -1.2548, clipped to -1.
     assert set(np.unique(Z[:, -1]).round(6)) == {-1.0, round(1 - (2 * 357 / 569 - 1), 6)}
-    assert "centred" in how and "diagnosis" in how
-    raw, _, _ = load_unit_box("breast_cancer", centre=False, diagnosis=False)
+    assert "centered" in how and "diagnosis" in how
+    raw, _, _ = load_unit_box("breast_cancer", center=False, diagnosis=False)
     assert raw.shape == (569, 30) and raw.min() == -1 and raw.max() == 1
-    # Centring then clipping is what the loader does to the uncentred records.
-    with_label, _, _ = load_unit_box("breast_cancer", centre=False)
+    # Centering then clipping is what the loader does to the uncentered records.
+    with_label, _, _ = load_unit_box("breast_cancer", center=False)
     np.testing.assert_allclose(Z, np.clip(with_label - with_label.mean(axis=0), -1, 1))
 
 
-def test_diabetes_target_is_centred_too():
+def test_diabetes_target_is_centered_too():
     Z, y, _ = load_unit_box("diabetes")
     assert abs(float(y.mean())) < 0.05 and np.abs(y).max() <= 1
     assert np.abs(Z.mean(axis=0)).max() < 0.05
 
 
 def test_unclipped_variant_has_the_noise_of_the_bound_one():
-    # Centred records in [-2, 2] measured with noise for the bound 1 at rho: the variant
+    # Centered records in [-2, 2] measured with noise for the bound 1 at rho: the variant
     # runs the bound 2 at 16 rho. With the uniform sensitivity 2 B^2 / n, the first
     # round's Gaussian measurement has sigma^2 = (2 / n)^2 / (2 rho_meas) with
     # rho_meas = (1 - beta) (1 - alpha) rho / (d (d - 1)), computed here from the paper.
     from dpggm.estimators.pace import PACECovariance
-    from dpggm.experiments.seed003 import _VARIANT_DEFAULTS, _breast_cancer_variant
+    from dpggm.experiments.pace_ggm import _VARIANT_DEFAULTS, _breast_cancer_variant
     from dpggm.mechanisms.bounds import Box
     from dpggm.privacy.budgets import ZCDP
 
-    W = _breast_cancer_variant({**_VARIANT_DEFAULTS, "after_centring": "none"}, None)
+    W = _breast_cancer_variant({**_VARIANT_DEFAULTS, "after_centering": "none"}, None)
     assert 1 < np.abs(W).max() <= 2
     n, d, rho = W.shape[0], W.shape[1], 0.5
     fit = PACECovariance(budget=ZCDP(16 * rho), bounds=Box(2.0), entry_sensitivity="paper",
@@ -75,28 +75,28 @@ def test_unclipped_variant_has_the_noise_of_the_bound_one():
 
 
 def test_variants_change_one_thing_at_a_time(tmp_path):
-    from dpggm.experiments.seed003 import run_seed003_variants
+    from dpggm.experiments.pace_ggm import run_pace_ggm_variants
 
     ids = np.arange(569) * 1000 + 8670
-    tables = run_seed003_variants(
+    tables = run_pace_ggm_variants(
         repetitions=1, rhos=(1.0,), ids=ids, out_dir=tmp_path, random_state=2,
-        variants=("as run: d = 31, centred, clipped", "not centred",
+        variants=("as run: d = 31, centered, clipped", "not centered",
                   "record id as a 32nd column (d = 32)",
-                  "centred, not clipped (the bound 1 exceeded)"),
+                  "centered, not clipped (the bound 1 exceeded)"),
     )
     variants = tables["variants"].set_index("variant")
     assert variants["d"].tolist() == [31, 31, 32, 31]
     assert (variants["measured_offdiag_mean"] >= 0).all() and (variants["n_failed"] == 0).all()
     structure = tables["structure"].set_index("variant")
-    assert structure.loc["not centred", "outside_box_after_centring"] == 0
-    assert 0 < structure.loc["as run: d = 31, centred, clipped", "outside_box_after_centring"] < 0.05
+    assert structure.loc["not centered", "outside_box_after_centering"] == 0
+    assert 0 < structure.loc["as run: d = 31, centered, clipped", "outside_box_after_centering"] < 0.05
     # Before clipping, correlations are those of the records: the unclipped variant uses them.
-    assert structure.loc["centred, not clipped (the bound 1 exceeded)", "mean_abs_r_as_used"] == (
-        pytest.approx(structure.loc["as run: d = 31, centred, clipped",
+    assert structure.loc["centered, not clipped (the bound 1 exceeded)", "mean_abs_r_as_used"] == (
+        pytest.approx(structure.loc["as run: d = 31, centered, clipped",
                                     "mean_abs_r_before_clipping"]))
-    assert (tmp_path / "seed003_variants.csv").exists()
-    assert (tmp_path / "seed003_structure.csv").exists()
+    assert (tmp_path / "pace_ggm_variants.csv").exists()
+    assert (tmp_path / "pace_ggm_structure.csv").exists()
     with pytest.raises(ValueError, match="variants must be among"):
-        run_seed003_variants(variants=("no such variant",))
+        run_pace_ggm_variants(variants=("no such variant",))
     with pytest.raises(ValueError, match="record ids must be 569"):
-        run_seed003_variants(ids=[1, 2, 3])
+        run_pace_ggm_variants(ids=[1, 2, 3])

@@ -1,4 +1,4 @@
-"""Seed 002 (Guo et al.): publishing a noisy copy of the data, recovering the graph from it.
+"""Guo et al.: publishing a noisy copy of the data, recovering the graph from it.
 
 Reproduces the paper's Table 1: (a) a 50-node chain (``θ_ii = 1``, ``θ_i,i±1 = 0.5``) at
 ``n ∈ {50, 500, 5000}`` and SNR ∈ {100, 80, 60, 40, 20} dB, and (b) 1000 nodes,
@@ -89,9 +89,16 @@ from dpggm.metrics.graph import edge_auc, edge_scores_to_roc
 from dpggm.privacy.budgets import GDP
 
 __all__ = [
-    "PAPER_TABLE_1A", "PAPER_TABLE_1B", "VARIANTS_1B", "run_seed002", "run_table_1a",
+    "PAPER_TABLE_1A", "PAPER_TABLE_1B", "VARIANTS_1B", "run_noisy_data", "run_table_1a",
     "run_table_1b", "run_table_1b_variants",
 ]
+
+#: The label of this experiment's random streams (the ``keys`` of
+#: :func:`~dpggm.experiments._common.repetition_rng`). The committed runs in
+#: docs/reproduction/ drew their data and noise from streams with this label (the number
+#: the experiment had before it was named after its methods): it stays, because another
+#: label would change every draw and the reduced re-run could no longer repeat them.
+_STREAMS = "seed002"
 
 #: The paper's Table 1(a): AUC by noise level (None = no noise) and n.
 PAPER_TABLE_1A: dict[float | None, dict[int, float]] = {
@@ -123,11 +130,11 @@ ROW_BOUND_TAIL = 1e-3
 # Table 1(b) penalty: this multiple of sqrt(log p / n) times the mean variance.
 PENALTY_FACTOR_1B = 0.5
 _OUTPUT_NAMES = (
-    "seed002_table_1a.csv",
-    "seed002_runs_1a.csv",
-    "seed002_table_1b.csv",
-    "seed002_runs_1b.csv",
-    "seed002_roc.png",
+    "noisy_data_table_1a.csv",
+    "noisy_data_runs_1a.csv",
+    "noisy_data_table_1b.csv",
+    "noisy_data_runs_1b.csv",
+    "noisy_data_roc.png",
 )
 
 
@@ -243,7 +250,7 @@ def _cell_records(
                 bounds=RowNorm(bound),
                 sigma=sigma,
                 report_delta=REPORT_DELTA,
-                random_state=repetition_rng(random_state, "seed002-noise", *keys, snr),
+                random_state=repetition_rng(random_state, f"{_STREAMS}-noise", *keys, snr),
             )
             data = release.data
             estimates = {}
@@ -264,7 +271,7 @@ def _cell_records(
                 row[f"auc_reference_{label}"] = _reference_auc(est, reference)
         if gwishart_iter:
             row.update(_gwishart_columns(data, truth, release, gwishart_iter,
-                                         repetition_rng(random_state, "seed002-gwishart",
+                                         repetition_rng(random_state, f"{_STREAMS}-gwishart",
                                                         *keys, snr)))
         row["row_bound_B"] = bound
         row["clipped_fraction"] = clipped_fraction
@@ -408,7 +415,7 @@ def run_table_1a(
         truth = make_chain(
             n_samples=n,
             n_features=n_features,
-            random_state=cell.rng("seed002-chain", n, repetition),
+            random_state=cell.rng(f"{_STREAMS}-chain", n, repetition),
         )
         fields = {"n": n, "p": n_features, "repetition": repetition}
         return _sample_records(cell, truth, levels, ("chain", n, repetition), params_for,
@@ -457,7 +464,7 @@ def _table_of(
     part: Part, random_state: int, by: list[str], paper: dict, paper_key: str
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Any, Any]]:
     """Run one table's grid on the engine: (summary, runs, ROC curves of repetition 0)."""
-    results = run(ExperimentSpec(f"seed002-{part.name}", [part]), random_state=random_state)
+    results = run(ExperimentSpec(f"noisy_data-{part.name}", [part]), random_state=random_state)
     runs, roc = _runs_and_roc(results.parts[part.name].records, paper_key)
     return _summarise(runs, by, paper, paper_key), runs, roc
 
@@ -517,7 +524,7 @@ def run_table_1b(
             n_features=p,
             sparsity=float(sparsity),
             diagonal="row_sum",
-            random_state=cell.rng("seed002-sparse", sparsity, repetition),
+            random_state=cell.rng(f"{_STREAMS}-sparse", sparsity, repetition),
         )
         fields = {"sparsity": float(sparsity), "n": n, "p": p, "repetition": repetition}
         return _sample_records(cell, truth, levels, ("sparse", float(sparsity), repetition),
@@ -580,7 +587,7 @@ def run_table_1b_variants(
         The noise levels of the variants marked ``"all"``.
     random_state : int, default=0
     out_dir : path, optional
-        Where to write ``seed002_1b_variants.csv`` and ``seed002_1b_variants_runs.csv``.
+        Where to write ``noisy_data_1b_variants.csv`` and ``noisy_data_1b_variants_runs.csv``.
     overwrite : bool, default=False
 
     Returns
@@ -608,7 +615,8 @@ def run_table_1b_variants(
         options = VARIANTS_1B[variant]
         truth = make_sparse_precision(
             n_samples=n, n_features=p, sparsity=sparsity, diagonal="row_sum",
-            margin=options["margin"], random_state=cell.rng("seed002-sparse", sparsity, repetition),
+            margin=options["margin"],
+            random_state=cell.rng(f"{_STREAMS}-sparse", sparsity, repetition),
         )
         bound = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
         power = float(np.trace(truth.covariance)) / p
@@ -621,7 +629,7 @@ def run_table_1b_variants(
                 sigma = math.sqrt(power / 10.0 ** (snr / 10.0))
                 release = publish(
                     truth.X, bounds=RowNorm(bound), sigma=sigma, report_delta=REPORT_DELTA,
-                    random_state=repetition_rng(random_state, "seed002-noise", "sparse",
+                    random_state=repetition_rng(random_state, f"{_STREAMS}-noise", "sparse",
                                                 sparsity, repetition, snr),
                 )
                 data, source, variance = release.data, {"release": release}, release.noise_variance
@@ -661,9 +669,10 @@ def run_table_1b_variants(
                 axes={"variant": variants, "sparsity": tuple(sparsities)}, cell=cell,
                 repetitions=repetitions)
     spec = ExperimentSpec(
-        "seed002_1b_variants", [part],
+        "noisy_data_1b_variants", [part],
         tables={"variants": summary, "runs": lambda r: r.parts["variants"].records},
-        outputs={"variants": "seed002_1b_variants.csv", "runs": "seed002_1b_variants_runs.csv"},
+        outputs={"variants": "noisy_data_1b_variants.csv",
+                 "runs": "noisy_data_1b_variants_runs.csv"},
     )
     return run(spec, random_state=random_state, out=out_dir, overwrite=overwrite).tables
 
@@ -698,13 +707,14 @@ def _roc_figure(roc_1a: dict[Any, Any], roc_1b: dict[Any, Any]) -> Any:
         ax.tick_params(labelsize=7)
     axes.ravel()[0].legend(fontsize=5, loc="lower right")
     figure.suptitle(
-        "Seed 002: edge ROC, bias-corrected (solid) vs uncorrected (dashed)", fontsize=10
+        "Noisy data (Guo et al.): edge ROC, bias-corrected (solid) vs uncorrected (dashed)",
+        fontsize=10
     )
     figure.tight_layout()
     return figure
 
 
-def run_seed002(
+def run_noisy_data(
     *,
     full: bool = False,
     repetitions: int = 10,
@@ -713,7 +723,7 @@ def run_seed002(
     overwrite: bool = False,
     tables: Any = ("1a", "1b"),
 ) -> dict[str, pd.DataFrame]:
-    """Seed 002's Table 1(a) (50-node chain) and Table 1(b) (1000 nodes).
+    """Guo et al.'s Table 1(a) (50-node chain) and Table 1(b) (1000 nodes).
 
     Parameters
     ----------
@@ -726,8 +736,8 @@ def run_seed002(
     random_state : int, default=0
         Seed of the whole experiment (see :func:`~dpggm.experiments._common.repetition_rng`).
     out_dir : path, optional
-        Where to write ``seed002_table_1a.csv``, ``seed002_runs_1a.csv``,
-        ``seed002_table_1b.csv``, ``seed002_runs_1b.csv`` and ``seed002_roc.png``
+        Where to write ``noisy_data_table_1a.csv``, ``noisy_data_runs_1a.csv``,
+        ``noisy_data_table_1b.csv``, ``noisy_data_runs_1b.csv`` and ``noisy_data_roc.png``
         (atomically).
     overwrite : bool, default=False
         Replace existing output files; otherwise an existing file is an error, raised
@@ -741,7 +751,7 @@ def run_seed002(
         ``"table_1a"``, ``"runs_1a"``, ``"table_1b"``, ``"runs_1b"`` (for the tables run),
         ``"timing"`` (wall-clock seconds per table) and ``"environment"`` (versions,
         machine, start and wall-clock seconds; also written as
-        ``seed002_environment.csv``).
+        ``noisy_data_environment.csv``).
 
     Notes
     -----
@@ -760,7 +770,7 @@ def run_seed002(
         for name in _OUTPUT_NAMES
         if name.endswith(".png") or any(f"_{t}." in name for t in tables)
     ]
-    names.append(environment_file("seed002"))
+    names.append(environment_file("noisy_data"))
     directory = check_out_dir(out_dir, names, overwrite=overwrite)
     started_at, started_all = time.time(), time.perf_counter()
     result: dict[str, pd.DataFrame] = {}
@@ -786,18 +796,18 @@ def run_seed002(
         timing.append({"part": f"table 1({table[1]})", "seconds": time.perf_counter() - started})
     result["timing"] = pd.DataFrame(timing)
     result["environment"] = environment_table(
-        "seed002", random_state=random_state, started=started_at,
+        "noisy_data", random_state=random_state, started=started_at,
         seconds=time.perf_counter() - started_all,
     )
     if directory is not None:
         files: dict[str, Any] = {
-            f"seed002_{key}.csv": result[key]
+            f"noisy_data_{key}.csv": result[key]
             for key in ("table_1a", "runs_1a", "table_1b", "runs_1b")
             if key in result
         }
-        files["seed002_roc.png"] = lambda: _roc_figure(roc["1a"], roc["1b"])
-        files[environment_file("seed002")] = result["environment"]
-        write_outputs(directory, files, overwrite=overwrite, label="seed002")
+        files["noisy_data_roc.png"] = lambda: _roc_figure(roc["1a"], roc["1b"])
+        files[environment_file("noisy_data")] = result["environment"]
+        write_outputs(directory, files, overwrite=overwrite, label="noisy_data")
     return result
 
 
@@ -837,7 +847,7 @@ def _print(result: dict[str, pd.DataFrame]) -> None:
 if __name__ == "__main__":  # pragma: no cover - command-line convenience
     import argparse
 
-    parser = argparse.ArgumentParser(description="Seed 002: Table 1(a) and 1(b).")
+    parser = argparse.ArgumentParser(description="Guo et al.: Table 1(a) and 1(b).")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--repetitions", type=int, default=10)
     parser.add_argument("--random-state", type=int, default=0)
@@ -846,7 +856,7 @@ if __name__ == "__main__":  # pragma: no cover - command-line convenience
     parser.add_argument("--tables", default="1a,1b")
     arguments = parser.parse_args()
     _print(
-        run_seed002(
+        run_noisy_data(
             full=arguments.full,
             repetitions=arguments.repetitions,
             random_state=arguments.random_state,

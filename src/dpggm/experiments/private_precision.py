@@ -1,4 +1,4 @@
-"""Seed 000 (Su, Guo and Zhang): DP-RP and DP-AGL on the four simulation models.
+"""Su, Guo & Zhang: DP-RP and DP-AGL on the four simulation models.
 
 Reproduces, in reduced or full form, the paper's Tables 1-2 (relative l1, Frobenius and
 spectral error of the private precision estimate against the non-private estimate at the
@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm.datasets.synthetic import make_seed000_model
+from dpggm.datasets.synthetic import make_precision_model
 from dpggm.estimators.covariance import PrivateCovariance
 from dpggm.estimators.precision import GraphicalLasso, RidgePrecision, non_private_cv_alpha
 from dpggm.exceptions import ConvergenceWarning
@@ -102,7 +102,14 @@ from dpggm.privacy.budgets import ZCDP, ApproxDP, NonPrivate
 from dpggm.solvers.glasso import graphical_lasso
 from dpggm.solvers.ridge import ridge_precision
 
-__all__ = ["LDA_EPSILONS", "run_ridge_precision_lda", "run_seed000"]
+__all__ = ["LDA_EPSILONS", "run_ridge_precision_lda", "run_private_precision"]
+
+#: The label of this experiment's random streams (the ``keys`` of
+#: :func:`~dpggm.experiments._common.repetition_rng`). The committed runs in
+#: docs/reproduction/ drew their data and noise from streams with this label (the number
+#: the experiment had before it was named after its methods): it stays, because another
+#: label would change every draw and the reduced re-run could no longer repeat them.
+_STREAMS = "seed000"
 
 PAPER_EPSILONS = (0.1, 0.3, 0.5, 0.8, 1.2, 2.0)
 PAPER_SAMPLE_SIZES = (100, 200, 400)
@@ -123,13 +130,13 @@ ROC_PATH_RANGE = 1e-2
 ROC_FPR_GRID = np.linspace(0.0, 1.0, 101)
 
 _OUTPUTS = {
-    "errors": "seed000_errors.csv",
-    "table1_dp_rp": "seed000_table1_dp_rp.csv",
-    "table2_dp_agl": "seed000_table2_dp_agl.csv",
-    "trend": "seed000_trend.csv",
-    "settings": "seed000_settings.csv",
+    "errors": "private_precision_errors.csv",
+    "table1_dp_rp": "private_precision_table1_dp_rp.csv",
+    "table2_dp_agl": "private_precision_table2_dp_agl.csv",
+    "trend": "private_precision_trend.csv",
+    "settings": "private_precision_settings.csv",
 }
-_PAPER_OUTPUTS = {"paper_setting": "seed000_paper_setting.csv"}
+_PAPER_OUTPUTS = {"paper_setting": "private_precision_paper_setting.csv"}
 #: The steps from the honest run to the paper's setting, in order (see the module notes).
 SETTINGS = ("honest", "data-max", "data-max+cv", "paper")
 #: Cross-validation grids, in units of the normalised scale ``v = 1/p`` (ridge: ``v^2``).
@@ -137,15 +144,15 @@ CV_RIDGE_GRID = np.geomspace(1e-6, 1e2, 33)
 CV_ALPHA_GRID = np.geomspace(1e-4, 1e2, 25)
 CV_FOLDS = 5
 _ROC_OUTPUTS = {
-    "roc_auc": "seed000_roc_auc.csv",
-    "roc_curves": "seed000_roc_curves.csv",
-    "roc_figure": "seed000_roc.png",
+    "roc_auc": "private_precision_roc_auc.csv",
+    "roc_curves": "private_precision_roc_curves.csv",
+    "roc_figure": "private_precision_roc.png",
 }
 
 
 @dataclass(frozen=True)
 class _Settings:
-    """The validated arguments of :func:`run_seed000`."""
+    """The validated arguments of :func:`run_private_precision`."""
 
     p: int
     inner: int
@@ -218,12 +225,12 @@ def _fit_agl(alpha: Any, budget: Any, bounds: RowNorm, X: np.ndarray, rng: Any):
 def _model_context(settings: _Settings, random_state: int, model: int) -> dict[str, Any]:
     """The model, its declared row bound and the penalties (public: from the model)."""
     p = settings.p
-    truth = make_seed000_model(
+    truth = make_precision_model(
         model,
         n_samples=1,
         n_features=p,
         inner_dimension=settings.inner,
-        random_state=repetition_rng(random_state, "seed000-model", model),
+        random_state=repetition_rng(random_state, f"{_STREAMS}-model", model),
     )
     B = gaussian_row_norm_bound(truth.covariance, tail=ROW_BOUND_TAIL)
     scale = B * B / p
@@ -284,7 +291,7 @@ def _error_cell(cell: Cell, *, epsilons: tuple[float, ...]) -> list[dict[str, An
     context = cell.context
     bounds, ridge = context["bounds"], context["ridge"]
     X = context["truth"].resample(
-        n_samples=n, random_state=cell.rng("seed000-data", model, n, repetition)
+        n_samples=n, random_state=cell.rng(f"{_STREAMS}-data", model, n, repetition)
     ).X
     clipped = float(np.mean(np.linalg.norm(X, axis=1) > context["B"]))
     records = []
@@ -298,7 +305,7 @@ def _error_cell(cell: Cell, *, epsilons: tuple[float, ...]) -> list[dict[str, An
         }
         for epsilon in epsilons:
             budget = ApproxDP(epsilon, 1.0 / n)
-            keys = ("seed000-noise", model, n, repetition, epsilon)
+            keys = (f"{_STREAMS}-noise", model, n, repetition, epsilon)
             # Every fit at this (sample, epsilon) draws its noise from the same stream, so
             # the methods and penalties are compared on the same release.
             private_rp = RidgePrecision(
@@ -523,7 +530,7 @@ def _paper_setting_cell(cell: Cell, *, epsilons: tuple[float, ...],
     model, n, repetition = cell.params["model"], cell.params["n"], cell.repetition
     context = cell.context
     X = context["truth"].resample(
-        n_samples=n, random_state=cell.rng("seed000-data", model, n, repetition)
+        n_samples=n, random_state=cell.rng(f"{_STREAMS}-data", model, n, repetition)
     ).X
     p = X.shape[1]
     data_max = float(np.max(np.linalg.norm(X, axis=1)))
@@ -552,7 +559,7 @@ def _paper_setting_cell(cell: Cell, *, epsilons: tuple[float, ...],
 
         for epsilon in epsilons:
             budget = ApproxDP(epsilon, 1.0 / n)
-            keys = ("seed000-noise", model, n, repetition, epsilon)
+            keys = (f"{_STREAMS}-noise", model, n, repetition, epsilon)
             for step in steps:
                 ridge, alpha = penalties["data-max" if step == "data-max" else "cv"]
                 budget, calibration, validity = _paper_step(step, epsilon, 1.0 / n)
@@ -655,11 +662,11 @@ def _roc_budgets() -> dict[str, Any]:
 
 
 def _roc_context(random_state: int, model: int) -> dict[str, Any]:
-    truth = make_seed000_model(
+    truth = make_precision_model(
         model,
         n_samples=1,
         n_features=ROC_N_FEATURES,
-        random_state=repetition_rng(random_state, "seed000-roc-model", model),
+        random_state=repetition_rng(random_state, f"{_STREAMS}-roc-model", model),
     )
     return {
         "truth": truth,
@@ -672,14 +679,14 @@ def _roc_cell(cell: Cell) -> list[dict[str, Any]]:
     model, label, repetition = cell.params["model"], cell.params["budget"], cell.repetition
     truth = cell.context["truth"]
     X = truth.resample(
-        n_samples=ROC_SAMPLE_SIZE, random_state=cell.rng("seed000-roc-data", model, repetition)
+        n_samples=ROC_SAMPLE_SIZE, random_state=cell.rng(f"{_STREAMS}-roc-data", model, repetition)
     ).X
     S = (
         PrivateCovariance(
             budget=_roc_budgets()[label],
             bounds=cell.context["bounds"],
             psd=False,
-            random_state=cell.rng("seed000-roc-noise", model, repetition, label),
+            random_state=cell.rng(f"{_STREAMS}-roc-noise", model, repetition, label),
         )
         .fit(X)
         .noisy_covariance_
@@ -829,10 +836,11 @@ def _spec(settings: _Settings, *, random_state: int, roc: bool) -> ExperimentSpe
         tables["roc_curves"] = _roc_curves
         outputs.update(_ROC_OUTPUTS)
     figures = {"roc_figure": _roc_figure} if roc else {}
-    return ExperimentSpec("seed000", parts, tables=tables, figures=figures, outputs=outputs)
+    return ExperimentSpec("private_precision", parts, tables=tables, figures=figures,
+                          outputs=outputs)
 
 
-def run_seed000(
+def run_private_precision(
     *,
     full: bool = False,
     repetitions: int | None = None,
@@ -850,7 +858,7 @@ def run_seed000(
     roc_repetitions: int | None = None,
     settings: Any = ("honest",),
 ) -> dict[str, pd.DataFrame]:
-    """Seed 000's simulation: Tables 1-2 (DP-RP, DP-AGL errors) and Figure 1 (ROC).
+    """Su, Guo & Zhang's simulation: Tables 1-2 (DP-RP, DP-AGL errors) and Figure 1 (ROC).
 
     Parameters
     ----------
@@ -863,7 +871,7 @@ def run_seed000(
     random_state : int, default=0
         Seed of the whole experiment; see :func:`~dpggm.experiments._common.repetition_rng`.
     out_dir : path, optional
-        Where to write the CSV tables (and ``seed000_roc.png``).
+        Where to write the CSV tables (and ``private_precision_roc.png``).
     overwrite : bool, default=False
         Replace existing output files; otherwise an existing file is an error, raised
         before any computation.
@@ -967,10 +975,10 @@ def run_ridge_precision_lda(
 
     As in the paper, each repetition splits the 351 records at random into a training set
     of 40, a validation set of 40 (which chooses the ridge penalty) and a test set (the
-    rest); the precision matrix of the training records, centred within each class, is
+    rest); the precision matrix of the training records, centered within each class, is
     released by DP-RP at ``(epsilon, 1e-3)``; the class means and priors are those of the
     training records, not private (the paper privatises the precision matrix only). The
-    34 features are documented to lie in ``[-1, 1]``, so a centred record lies in
+    34 features are documented to lie in ``[-1, 1]``, so a centered record lies in
     ``[-2, 2]`` per coordinate and the declared row bound is ``2·sqrt(34)``. The ridge
     penalties of the validation grid are post-processing of the one release. Needs the R
     package mlbench (``apt-get install r-cran-mlbench``).

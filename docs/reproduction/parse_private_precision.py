@@ -1,6 +1,6 @@
-"""Parse seed 000's Tables 1-2 from the paper's text into paper_seed000_tables.csv.
+"""Parse Su, Guo & Zhang's Tables 1-2 from the paper's text into paper_private_precision_tables.csv.
 
-Usage: python3 docs/reproduction/parse_seed000.py [PAPER.txt]  (default: the copy in
+Usage: python3 docs/reproduction/parse_private_precision.py [PAPER.txt]  (default: the copy in
 /work/shared/seeds/000_*.txt).
 """
 
@@ -53,7 +53,7 @@ def parse(text: list[str]) -> pd.DataFrame:
 def main() -> int:
     paper = sys.argv[1] if len(sys.argv) > 1 else glob.glob("/work/shared/seeds/000_*.txt")[0]
     text = Path(paper).read_text(encoding="utf-8").splitlines()
-    parse(text).to_csv(Path(__file__).with_name("paper_seed000_tables.csv"), index=False)
+    parse(text).to_csv(Path(__file__).with_name("paper_private_precision_tables.csv"), index=False)
     return 0
 
 
