@@ -17,9 +17,16 @@ compared with the floor of any estimator of this kind measured in the same child
   renders).
 
 Every case runs in a child process (a fit from a file in one, its floor's reading in
-another); the fit's own peak resident memory comes from
-``os.wait4``. The load average (``uptime``) is printed before each case: the machine may
-be shared, so read the ratios (same process, same minute), not the seconds.
+another); the fit's own peak resident memory comes from ``os.wait4``, with the child's
+``VmHWM`` beside it. The files are written by children too, and a first child fits a small
+file so that numba's kernels are compiled (and cached) before anything is measured. The
+launching process never holds the data: Linux counts the launcher's own peak in a child's
+``ru_maxrss`` (the child is started by ``vfork``, and at ``exec`` the kernel folds the high
+mark of the memory it leaves -- the launcher's -- into the child's), so a launcher that
+had written a 2 000 000 x 20 file made every child report its 1.4 GB. The launcher's peak
+is printed with the load; a child's peak that does not exceed it is marked as not
+measured. The load average (``uptime``) is printed before each case: the machine may be
+shared, so read the ratios (same process, same minute), not the seconds.
 
 Usage::
 
@@ -34,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -46,6 +54,25 @@ import numpy as np
 
 def _load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def _launcher_peak() -> float:
+    """The launching process's own peak resident memory (MB): a floor under every
+    child's ``ru_maxrss`` (see the module's docstring)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _own_peak() -> float | None:
+    """This process's peak resident memory (MB) since it started its program (``VmHWM``;
+    Linux only): unlike ``ru_maxrss`` it owes nothing to the process that launched it."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 def _data(n: int, p: int) -> np.ndarray:
@@ -116,6 +143,29 @@ def child_csv(p: int, n: int, rho: float, path: str) -> dict:
             "edges": int(graph.edges_.shape[0])}
 
 
+def child_warm(p: int, n: int, rho: float, folder: str) -> dict:
+    """Fit a small table from memory and from a CSV file: numba compiles the kernels the
+    measured fits use (the first run after a checkout compiles them for seconds, with
+    some 50 MB more memory) and caches them for the other children. The kernels' types
+    do not depend on the table's size, so a small one compiles them all."""
+    path = Path(folder) / "warm.csv"
+    write_csv(path, n, p)
+    _fit(_data(n, p), rho)
+    _fit(str(path), rho)
+    path.unlink()
+    return {}
+
+
+def child_write_csv(p: int, n: int, rho: float, path: str) -> dict:
+    write_csv(Path(path), n, p)
+    return {}
+
+
+def child_write_parquet(p: int, n: int, rho: float, folder: str, parts: str) -> dict:
+    write_parquet(Path(folder), n, p, parts=int(parts))
+    return {}
+
+
 def child_csv_floor(p: int, n: int, rho: float, path: str) -> dict:
     read, X = _read_csv_seconds(Path(path))
     return {"read": read, "gram": _gram_seconds(X)}
@@ -171,6 +221,25 @@ def _run_child(argv: list[str]) -> tuple[dict | None, float, int]:
     return answer, usage.ru_maxrss / 1024, process.returncode
 
 
+def _make(me: list[str], kind: str, p: int, n: int, *rest: str, rho: float = 1.0) -> None:
+    """Write a data file (or warm the kernels) in a child: the launcher stays small (see
+    the module's docstring)."""
+    _, _, code = _run_child(me + [kind, str(p), str(n), str(rho), *rest])
+    if code != 0:
+        raise SystemExit(f"writing the data ({kind}) failed (exit {code})")
+
+
+def _peak_text(peak: float, answer: dict | None) -> str:
+    """The child's ``ru_maxrss`` with its own ``VmHWM``; not a measure of the child when
+    it does not exceed the launcher's peak (which it includes)."""
+    own = (answer or {}).get("own_peak")
+    text = f"peak {peak:.0f} MB" + (f" (own VmHWM {own:.0f} MB)" if own is not None else "")
+    launcher = _launcher_peak()
+    if peak <= launcher + 1:
+        text += f" [not measured: the launcher's own peak is {launcher:.0f} MB]"
+    return text
+
+
 def _fit_and_floor(me: list[str], fit_kind: str, floor_kind: str, p: int, n: int,
                    rho: float, source: Path) -> tuple[dict | None, float, int]:
     """The fit from a file in one child (its peak is the fit's own), the floor's reading
@@ -180,34 +249,34 @@ def _fit_and_floor(me: list[str], fit_kind: str, floor_kind: str, p: int, n: int
                                             str(source)])
     if fit is None or floor is None:
         return None, peak, code or floor_code
-    return {**fit, **floor}, peak, code
+    return {**floor, **fit}, peak, code  # the fit's own peak, not the floor's
 
 
 def _print_ratio(label: str, answer: dict, peak: float) -> None:
     floor = answer["read"] + answer["gram"] + answer["glasso"]
     print(f"  {label}: fit {answer['fit']:.1f} s | floor {floor:.1f} s (read "
           f"{answer['read']:.1f} + XtX {answer['gram']:.1f} + glasso {answer['glasso']:.1f}) "
-          f"| ratio {answer['fit'] / floor:.2f} | peak {peak:.0f} MB | alpha "
+          f"| ratio {answer['fit'] / floor:.2f} | {_peak_text(peak, answer)} | alpha "
           f"{answer['alpha']:.3g}, {answer['edges']} edges", flush=True)
 
 
-def run_folder(p: int, n: int, rho: float, work: Path) -> None:
+def run_folder(me: list[str], p: int, n: int, rho: float, work: Path) -> None:
     folder = work / f"parquet-{p}x{n}"
-    write_parquet(folder, n, p)
+    _make(me, "write-parquet", p, n, str(folder), "8")
     out = work / f"result-{p}"
     command = [sys.executable, "-m", "dpggm", "graph", str(folder), "--rho", str(rho),
                "--seed", "0", "--out", str(out), "--quiet"]
     start = time.perf_counter()
     _, peak, code = _run_child(command)
     seconds = time.perf_counter() - start
-    print(f"  folder {p} x {n}: dpggm graph exit {code}, {seconds:.0f} s, peak {peak:.0f} MB",
-          flush=True)
+    print(f"  folder {p} x {n}: dpggm graph exit {code}, {seconds:.0f} s, "
+          f"{_peak_text(peak, None)}", flush=True)
     start = time.perf_counter()
     _, peak, code = _run_child([sys.executable, "-m", "dpggm", "report", str(out)])
     report = out / "report.html"
     size = report.stat().st_size / 1e6 if report.exists() else float("nan")
-    print(f"  dpggm report exit {code}, {time.perf_counter() - start:.0f} s, peak {peak:.0f} MB, "
-          f"report.html {size:.1f} MB", flush=True)
+    print(f"  dpggm report exit {code}, {time.perf_counter() - start:.0f} s, "
+          f"{_peak_text(peak, None)}, report.html {size:.1f} MB", flush=True)
 
 
 def main() -> None:
@@ -226,22 +295,28 @@ def main() -> None:
     if args.child:
         kind, p, n, rho, *rest = args.child
         function = {"memory": child_memory, "csv": child_csv, "csv-floor": child_csv_floor,
-                    "dask": child_dask, "parquet-floor": child_parquet_floor}[kind]
-        print(json.dumps(function(int(p), int(n), float(rho), *rest)), flush=True)
+                    "dask": child_dask, "parquet-floor": child_parquet_floor,
+                    "warm": child_warm, "write-csv": child_write_csv,
+                    "write-parquet": child_write_parquet}[kind]
+        answer = function(int(p), int(n), float(rho), *rest)
+        print(json.dumps({**answer, "own_peak": _own_peak()}), flush=True)
         return
     me = [sys.executable, __file__, "--child"]
     with tempfile.TemporaryDirectory(prefix="dpggm-wide-", dir="/tmp") as tmp:
         work = Path(tmp)
+        _make(me, "warm", 20, 2000, str(work), rho=args.rho)
         if args.folder:
             for p in args.sizes:
-                print(f"p = {p}, n = {args.n} (load {_load()})", flush=True)
-                run_folder(p, args.n, args.rho, work)
+                print(f"p = {p}, n = {args.n} (load {_load()}; launcher {_launcher_peak():.0f} "
+                      "MB)", flush=True)
+                run_folder(me, p, args.n, args.rho, work)
             return
         if args.dask:
             p, n = 1000, 500_000
             folder = work / "dask-parts"
-            write_parquet(folder, n, p, parts=20)
-            print(f"p = {p}, n = {n}, Parquet parts on Dask (load {_load()})", flush=True)
+            _make(me, "write-parquet", p, n, str(folder), "20")
+            print(f"p = {p}, n = {n}, Parquet parts on Dask (load {_load()}; launcher "
+                  f"{_launcher_peak():.0f} MB)", flush=True)
             answer, peak, code = _fit_and_floor(me, "dask", "parquet-floor", p, n, args.rho,
                                                 folder)
             if answer is None:
@@ -250,7 +325,8 @@ def main() -> None:
                 _print_ratio("dask", answer, peak)
             return
         for p in args.sizes:
-            print(f"p = {p}, n = {args.n} (load {_load()})", flush=True)
+            print(f"p = {p}, n = {args.n} (load {_load()}; launcher {_launcher_peak():.0f} MB)",
+                  flush=True)
             if not args.no_memory:
                 answer, peak, code = _run_child(me + ["memory", str(p), str(args.n),
                                                       str(args.rho)])
@@ -260,7 +336,7 @@ def main() -> None:
                     _print_ratio("memory", answer, peak)
             if args.csv:
                 path = work / f"wide-{p}.csv"
-                write_csv(path, args.n, p)
+                _make(me, "write-csv", p, args.n, str(path))
                 answer, peak, code = _fit_and_floor(me, "csv", "csv-floor", p, args.n,
                                                     args.rho, path)
                 path.unlink()

@@ -1,6 +1,13 @@
-"""The data path: input validation, chunked second moments, centering."""
+"""The data path: input validation, chunked second moments, centering, and a fit from a
+file holding a few blocks of it, whatever its number of records."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,6 +15,8 @@ import pytest
 
 from dpggm import ZCDP, Box, PrivateCovariance, RowNorm
 from dpggm.estimators.data import as_matrix, clipped_second_moment
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 @pytest.fixture
@@ -89,3 +98,83 @@ def test_missing_csv_named(tmp_path):
 def test_string_array_named():
     with pytest.raises(ValueError, match="must be numeric"):
         as_matrix(np.array([["a", "b"], ["c", "d"]]))
+
+
+# -- a fit from a file holds a few blocks of it ---------------------------------------
+
+#: In a fresh interpreter (nothing left by other tests): a first fit of a small file loads
+#: the modules and compiled kernels, then each file's fit is measured alone -- the peak of
+#: what Python and NumPy allocate during it (tracemalloc sees every NumPy array) -- and,
+#: over the whole run, the peak of pyarrow's pool (which holds what the CSV parser reads).
+_MEASURED_FITS = """
+import json, sys, tracemalloc
+import pyarrow as pa
+from dpggm import ZCDP, PrivateGraph, TableFile
+from dpggm.estimators import _passes
+
+block, limit, small, *paths = sys.argv[1:]
+_passes.MEMORY_LIMIT = int(limit)
+
+
+def fit(path):
+    table = TableFile(path, block_size=int(block))
+    return PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(table)
+
+
+fit(small)
+tracemalloc.start()
+peaks, records = [], []
+for path in paths:
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    graph = fit(path)
+    peaks.append(tracemalloc.get_traced_memory()[1] - before)
+    records.append(int(graph.n_samples_))
+    del graph
+print(json.dumps({"peaks": peaks, "records": records,
+                  "arrow": pa.default_memory_pool().max_memory()}))
+"""
+
+
+def _write_records(path: Path, n: int, p: int = 5) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    rng = np.random.default_rng(n)
+    values = rng.standard_normal((n, p)) @ np.triu(np.ones((p, p)))
+    pacsv.write_csv(pa.table({f"x{j}": values[:, j] for j in range(p)}), path)
+
+
+def _measured_fits(block: int, memory_limit: int, small: Path, *paths: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED_FITS, str(block), str(memory_limit), str(small),
+         *map(str, paths)],
+        env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, check=True,
+        timeout=600)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_fit_from_a_csv_file_holds_a_few_blocks_of_it_whatever_its_length(tmp_path):
+    """PrivateGraph on a CSV file larger than the memory limit streams it: the file is
+    parsed in blocks of ``block_size`` bytes and every pass reads them back one by one,
+    so what the fit allocates does not grow with the number of records. The control (the
+    same fit with the limit above the file, which keeps the parsed blocks in memory)
+    shows that the measurement sees records held in memory."""
+    p, block = 5, 1 << 16
+    small, shorter, longer = (tmp_path / f"{name}.csv" for name in ("small", "short", "long"))
+    _write_records(small, 2_000, p)
+    _write_records(shorter, 40_000, p)
+    _write_records(longer, 320_000, p)
+    matrix = 320_000 * p * 8  # the longer file's records as one float64 matrix: 12.8 MB
+    assert longer.stat().st_size > 20 * (1 << 20)
+    streamed = _measured_fits(block, 1 << 18, small, shorter, longer)
+    held = _measured_fits(block, 1 << 30, small, longer)
+    assert streamed["records"] == [40_000, 320_000] and held["records"] == [320_000]
+    assert held["peaks"][0] > matrix  # the blocks kept in memory are seen
+    shorter_peak, longer_peak = streamed["peaks"]
+    # Not a copy of the records (12.8 MB), nor anything that grows with their number: 8
+    # times the records (11 MB more as one matrix) take no more than a few blocks more.
+    assert longer_peak < matrix / 4, streamed
+    assert longer_peak - shorter_peak < 8 * block, streamed
+    # pyarrow parses a block at a time (a whole-file read_csv would hold the 30 MB file).
+    assert streamed["arrow"] < 16 * block, streamed

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -48,6 +49,22 @@ def test_budget_commands_import_no_heavy_library(tmp_path):
     )
     loaded = _modules_after(code)
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_a_fit_from_a_csv_file_imports_no_plotting_library(tmp_path):
+    """The pictures' modules (some 50 MB resident) are loaded when a picture is drawn, not
+    by a fit: a fit's peak memory is the estimator's."""
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((500, 4)) @ np.triu(np.ones((4, 4)))
+    path = tmp_path / "records.csv"
+    path.write_text("a,b,c,d\n" + "".join(",".join(f"{v:.6g}" for v in row) + "\n"
+                                         for row in values))
+    code = ("from dpggm import ZCDP, PrivateGraph\n"
+            f"graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit({str(path)!r})\n"
+            "assert graph.n_samples_ == 500\n")
+    plotting = {"matplotlib", "networkx", "PIL", "fontTools"}
+    loaded = _modules_after(code)
+    assert not loaded & plotting, sorted(loaded & plotting)
 
 
 @pytest.mark.parametrize("args, message", [
