@@ -210,7 +210,7 @@ def noisy_indefinite(rng, p=25):
     return S_noisy
 
 
-def test_indefinite_input_auto_admm_and_cd():
+def test_indefinite_input_auto_continuation_and_cd():
     rng = np.random.default_rng(11)
     S = noisy_indefinite(rng)
     assert np.linalg.eigvalsh(S)[0] < 0
@@ -218,7 +218,8 @@ def test_indefinite_input_auto_admm_and_cd():
     alpha = 0.12
     auto = graphical_lasso(S, alpha)
     admm = graphical_lasso(S, alpha, method="admm")
-    assert auto.method == "admm+cd"
+    # The start comes from the solutions with a raised diagonal, lowered stage by stage.
+    assert auto.method == "continuation+cd"
     assert admm.method == "admm"
     assert_certified(auto)
     assert_certified(admm)
@@ -228,6 +229,31 @@ def test_indefinite_input_auto_admm_and_cd():
     assert_kkt(S, auto, alpha)
     with pytest.raises(NumericalError, match=r"method='cd' needs a positive definite starting"):
         graphical_lasso(S, alpha, method="cd")
+
+
+def test_auto_falls_back_on_admm_when_the_continuation_stalls(monkeypatch):
+    import dpggm.solvers.glasso as glasso_module
+
+    rng = np.random.default_rng(11)
+    S = noisy_indefinite(rng)
+    monkeypatch.setattr(glasso_module, "_continuation_start", lambda S, alpha: None)
+    auto = graphical_lasso(S, 0.12)
+    assert auto.method == "admm+cd"
+    assert_certified(auto)
+    assert auto.objective == pytest.approx(graphical_lasso(S, 0.12).objective, rel=1e-7)
+
+
+def test_continuation_start_is_positive_definite_and_dual_feasible():
+    from dpggm.solvers.glasso import _continuation_start
+
+    rng = np.random.default_rng(11)
+    S = noisy_indefinite(rng)
+    alpha = 0.12
+    W, _, _ = _continuation_start(S, alpha)
+    assert np.linalg.eigvalsh(W)[0] > 0
+    assert_allclose(np.diagonal(W), np.diagonal(S), rtol=0, atol=1e-15)
+    off = ~np.eye(len(S), dtype=bool)
+    assert np.max(np.abs(W - S)[off]) <= alpha * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("method", ["auto", "admm"])
