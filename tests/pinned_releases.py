@@ -10,6 +10,11 @@ are read through. Every method of the registry (:data:`dpggm.estimators.registry
 is pinned, and the estimators the registry does not name: ``PrivateGraph`` (both methods),
 ``PrivateGraphComparison``, ``AdaSSP`` and ``PrivateLinearRegression``.
 
+The command line's releases are pinned too (:data:`CLI_CASES`): what ``dpggm estimate``,
+``dpggm graph`` and ``dpggm compare`` deliver from a CSV file -- the names of every file,
+and the records, matrices and tables among them (the pictures and the report are drawn
+from those).
+
 Dask collections are not pinned: their sums are added partition by partition and then
 across partitions, an order no array or file shares, so a seeded release through Dask
 equals the in-memory one to rounding only (``tests/test_dask.py``).
@@ -203,8 +208,58 @@ def outputs(estimator: Any, directory: Path) -> dict[str, np.ndarray]:
             for key, value in out.items()}
 
 
+#: (name, command line before the data file, records options): runs of the command line
+#: on a CSV file of :func:`records`, each with its seed.
+CLI_CASES: tuple[tuple[str, tuple[str, ...], dict], ...] = (
+    ("estimate", ("estimate", "--method", "glasso", "--alpha", "0.1", "--rho", "1",
+                  "--bound", "l2:2", "--seed", "5"), {}),
+    ("estimate-drop", ("estimate", "--method", "ssp", "--rho", "1", "--bound", "l2:2",
+                       "--neighbors", "add-remove", "--missing", "drop", "--seed", "8"),
+     {"missing": 0.05}),
+    ("graph", ("graph", "--rho", "1", "--seed", "6"), {}),
+    ("compare", ("compare", "--group", "group", "--levels", "a,b", "--rho", "2",
+                 "--seed", "7"), {"groups": True}),
+)
+
+
+def command_line(case: tuple, directory: Path) -> tuple[list[str], Path]:
+    """The arguments of ``case``'s command on a CSV file of its records (written into
+    ``directory``) and the output directory they name."""
+    _, command, data = case
+    path = directory / "records.csv"
+    records(**data).to_csv(path, index=False, float_format="%.17g")
+    out = directory / "out"
+    return [command[0], str(path), *command[1:], "--out", str(out)], out
+
+
+def delivered(out: Path) -> dict[str, np.ndarray]:
+    """What a command delivered into ``out``: the names of its files, and the contents of
+    its records, matrices and tables."""
+    found: dict[str, np.ndarray] = {"files": np.array(sorted(p.name for p in out.iterdir()))}
+    for file in sorted(out.iterdir()):
+        if file.suffix == ".json":
+            found["file:" + file.name] = np.array(
+                _jsonable(json.loads(file.read_text(encoding="utf-8"))))
+        elif file.suffix == ".npy":
+            found["file:" + file.name] = np.load(file)
+        elif file.suffix == ".csv":
+            found["file:" + file.name] = np.array(file.read_text(encoding="utf-8"))
+    return found
+
+
 def compute() -> dict[str, np.ndarray]:
     pinned: dict[str, np.ndarray] = {}
+    from typer.testing import CliRunner
+
+    from dpggm.cli.main import app
+
+    for case in CLI_CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            args, out = command_line(case, Path(tmp))
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 0, result.output
+            for key, value in delivered(out).items():
+                pinned[f"cli:{case[0]}/{key}"] = np.asarray(value)
     for case in CASES:
         for kind in case[2]:
             with tempfile.TemporaryDirectory() as tmp:
