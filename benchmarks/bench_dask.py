@@ -12,7 +12,7 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    process with ``--workers`` threads; BLAS limited to one thread each, Dask's
    default; pyarrow's pools limited to one thread; Dask's statistical profiler off unless
    ``--worker-profiler``) and computes
-   :func:`dpggm.estimators.data.clipped_second_moment` of ``dd.read_parquet(parts)``,
+   :func:`dpggm.data.tables.clipped_second_moment` of ``dd.read_parquet(parts)``,
    printing the wall time, rows/s, rows per worker CPU-second (user + system; the system
    part is mostly the kernel reading the files), and every worker's peak resident memory;
 2. the baseline in the same run: bare NumPy ``X.T @ X`` on an in-memory slice of
@@ -144,7 +144,7 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     import pyarrow.parquet as pq
     from threadpoolctl import threadpool_limits
 
-    from dpggm.estimators import _dask
+    from dpggm.data import dask_records
     from dpggm.mechanisms.bounds import RowNorm
 
     pa.set_cpu_count(1)
@@ -172,28 +172,28 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     def decode() -> None:
         for path in paths:
             with pq.ParquetFile(path, memory_map=True) as reader:
-                for batch in reader.iter_batches(batch_size=_dask._BATCH_ROWS, columns=names,
+                for batch in reader.iter_batches(batch_size=dask_records._BATCH_ROWS, columns=names,
                                                  use_threads=False):
                     [batch.column(j).to_numpy(zero_copy_only=False) for j in range(p)]
 
     def whole() -> None:
         for k, path in enumerate(paths):
-            _dask._parquet_stats(path, None, k, local, names, RowNorm(BOUND), None)
+            dask_records._parquet_stats(path, None, k, local, names, RowNorm(BOUND), None)
 
     columns = [c.to_numpy() for c in pq.read_table(paths[0], columns=names).columns]
     n_first = len(columns[0])
 
     def blocks() -> None:
-        _dask._Accumulator(p, RowNorm(BOUND), None).add_columns(columns)
+        dask_records._Accumulator(p, RowNorm(BOUND), None).add_columns(columns)
 
-    work = np.asfortranarray(np.stack([c[:_dask._BLOCK_ROWS] for c in columns] +
-                                      [np.ones(_dask._BLOCK_ROWS)], axis=1))
+    work = np.asfortranarray(np.stack([c[:dask_records._BLOCK_ROWS] for c in columns] +
+                                      [np.ones(dask_records._BLOCK_ROWS)], axis=1))
 
     def syrk_only() -> None:
         from scipy.linalg.blas import dsyrk
 
         gram = np.zeros((p + 1, p + 1), order="F")
-        for _ in range(0, n_first, _dask._BLOCK_ROWS):
+        for _ in range(0, n_first, dask_records._BLOCK_ROWS):
             gram = dsyrk(1.0, work, beta=1.0, c=gram, trans=1, overwrite_c=1)
 
     base_ns = 1e9 / base_cpu
@@ -211,7 +211,7 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
                   "columns)", decode, count, None),
                  ("block work alone on columns in memory (copy, check, clip, dsyrk)",
                   blocks, n_first, None),
-                 (f"dsyrk alone on a cached {_dask._BLOCK_ROWS} x {p + 1} block", syrk_only,
+                 (f"dsyrk alone on a cached {dask_records._BLOCK_ROWS} x {p + 1} block", syrk_only,
                   n_first, None)]
         print(f"where the time goes (CPU time, user + system, one thread, first {count:,} "
               f"rows; baseline {base_ns:.0f} ns/row):")
@@ -227,7 +227,7 @@ def _one_thread() -> None:
     import pyarrow as pa
     import pyarrow.parquet
 
-    import dpggm.estimators._dask  # noqa: F401
+    import dpggm.data.dask_records  # noqa: F401
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -256,7 +256,7 @@ def main() -> None:
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from dpggm.estimators.records import clipped_second_moment
+    from dpggm.data.records import clipped_second_moment
     from dpggm.mechanisms.bounds import RowNorm
 
     reuse = args.data is not None and any(args.data.glob("*.parquet"))

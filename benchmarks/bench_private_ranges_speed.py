@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import ArrayRecords, ValueCounts
+from dpggm.data import kernels
+from dpggm.data.passes import ArrayRecords, ValueCounts
 from dpggm.mechanisms.private_bounds import (
     STAGE_COUNT_WEIGHTS,
     RangeStages,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpggm.cli import data_options
 from dpggm.cli.main import app
-from dpggm.estimators import _passes
+from dpggm.data import passes as _passes
 from dpggm.privacy.ledger import Ledger
 
 runner = CliRunner()

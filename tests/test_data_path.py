@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from dpggm import ZCDP, Box, PrivateCovariance, RowNorm
-from dpggm.estimators.data import as_matrix, clipped_second_moment
+from dpggm.data.tables import as_matrix, clipped_second_moment
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -110,7 +110,7 @@ _MEASURED_FITS = """
 import json, sys, tracemalloc
 import pyarrow as pa
 from dpggm import ZCDP, PrivateGraph, TableFile
-from dpggm.estimators import _passes
+from dpggm.data import passes as _passes
 
 block, limit, small, *paths = sys.argv[1:]
 _passes.MEMORY_LIMIT = int(limit)

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from dpggm import ZCDP, PrivateGraph
-from dpggm.datasets import make_raw_chain
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import (
+from dpggm.data import kernels
+from dpggm.data.passes import (
     ArrayRecords,
     FileRecords,
     Moments,
@@ -20,7 +19,8 @@ from dpggm.estimators._passes import (
     Ranges,
     ValueCounts,
 )
-from dpggm.estimators.data import TableFile
+from dpggm.data.tables import TableFile
+from dpggm.datasets import make_raw_chain
 from dpggm.mechanisms.private_bounds import RangeStages, candidate_grid, norm_edges
 
 
@@ -145,7 +145,7 @@ def test_file_records_spill_owner_only_and_are_removed(tmp_path):
 
 @pytest.mark.parametrize("memory_limit", [1 << 30, 4096])
 def test_private_graph_on_a_file_equals_in_memory(tmp_path, monkeypatch, memory_limit):
-    from dpggm.estimators import _passes
+    from dpggm.data import passes as _passes
 
     monkeypatch.setattr(_passes, "MEMORY_LIMIT", memory_limit)
     frame, _ = make_raw_chain(n_samples=6000, n_features=6, random_state=1)
@@ -190,7 +190,7 @@ def test_counts_stay_exact_on_edges_the_grid_formula_does_not_describe():
 def test_norm_clip_follows_the_row_norm_rule():
     """The fused clip of the clipped sums shrinks exactly the rows RowNorm.clip shrinks
     (rows within rounding of the bound are settled in rationals), onto the same point."""
-    from dpggm.estimators._passes import norm_clip_factors
+    from dpggm.data.passes import norm_clip_factors
     from dpggm.mechanisms.bounds import RowNorm
 
     rng = np.random.default_rng(6)
@@ -212,7 +212,7 @@ def test_norm_clip_follows_the_row_norm_rule():
 
 
 def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
-    from dpggm.estimators.data import _byte_blocks
+    from dpggm.data.tables import _byte_blocks
 
     rng = np.random.default_rng(7)
     lines = [b"x" * int(n) for n in rng.integers(0, 3000, 400)]
@@ -225,7 +225,7 @@ def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
 
 
 def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
-    from dpggm.estimators import _passes
+    from dpggm.data import passes as _passes
 
     frame, _ = make_raw_chain(n_samples=20000, n_features=5, random_state=3)
     path = tmp_path / "d.csv"
@@ -243,7 +243,7 @@ def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
 
 def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
                                                                      monkeypatch):
-    from dpggm.estimators import _passes
+    from dpggm.data import passes as _passes
 
     frame, _ = make_raw_chain(n_samples=5000, n_features=4, random_state=0)
     path = tmp_path / "d.csv"

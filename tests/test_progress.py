@@ -16,7 +16,7 @@ from rich.console import Console
 
 from dpggm import _progress
 from dpggm.cli._common import progress_display
-from dpggm.estimators.data import TableFile, iter_chunks
+from dpggm.data.tables import TableFile, iter_chunks
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

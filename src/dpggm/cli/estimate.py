@@ -151,7 +151,7 @@ def estimate(
         if not data.exists():
             raise UserError(f"no such file: {data}")
         if data.is_dir():
-            from dpggm.estimators._formats import parquet_parts
+            from dpggm.data.formats import parquet_parts
 
             parquet_parts(data)  # a folder of Parquet files is one table
     # Options are passed exactly as typed: 0 is a value, not "unset" (None is unset).

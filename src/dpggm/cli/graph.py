@@ -423,7 +423,7 @@ def _reading_ahead(data: Path, reading: Any, scratch: Path | None,
         return
     from dataclasses import replace
 
-    from dpggm.estimators._passes import reading_ahead
+    from dpggm.data.passes import reading_ahead
 
     source = dopt.table_file(data, reading)
     if scratch is not None:
@@ -458,7 +458,7 @@ def _check_input(data: Path, engine: str) -> None:
     if not data.exists():
         raise UserError(f"no such file: {data}")
     if data.is_dir():
-        from dpggm.estimators._formats import parquet_parts
+        from dpggm.data.formats import parquet_parts
 
         parquet_parts(data)  # a folder of Parquet files is one table; any other is refused
 

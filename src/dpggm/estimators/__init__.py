@@ -56,13 +56,15 @@ _EXPORTS = {
     "make_estimator": "dpggm.estimators.registry",
     "AdaSSP": "dpggm.estimators.regression",
     "PrivateLinearRegression": "dpggm.estimators.regression",
-    "TableFile": "dpggm.estimators.data",
-    "TableSchema": "dpggm.estimators.schema",
+    "TableFile": "dpggm.data.tables",
+    "TableSchema": "dpggm.data.schema",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.data.schema import TableSchema
+    from dpggm.data.tables import TableFile
     from dpggm.estimators.baselines import (
         AdaptiveCovariance,
         DiagonalCovariance,
@@ -73,7 +75,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
-    from dpggm.estimators.data import TableFile
     from dpggm.estimators.graph import PrivateGraph
     from dpggm.estimators.graph_baselines import (
         SCIO,
@@ -99,7 +100,6 @@ if TYPE_CHECKING:  # pragma: no cover
         AdaSSP,
         PrivateLinearRegression,
     )
-    from dpggm.estimators.schema import TableSchema
 
 __all__ = [
     "SCIO",

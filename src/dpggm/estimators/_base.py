@@ -36,6 +36,8 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from dpggm.data.records import SecondMoment, clipped_second_moment
+from dpggm.data.tables import too_few_variables
 from dpggm.estimators._contract import (
     BOUNDS,
     BUDGET,
@@ -54,8 +56,6 @@ from dpggm.estimators._contract import (
     check_fraction,
     fraction,
 )
-from dpggm.estimators.data import too_few_variables
-from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext

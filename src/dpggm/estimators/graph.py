@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from dpggm.data.passes import ArrayRecords, open_records
+from dpggm.data.tables import too_few_records, too_few_variables
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import (
     BOUNDS,
@@ -53,8 +55,6 @@ from dpggm.estimators._graph_pipeline import (
     pass_threads,
     run_plan,
 )
-from dpggm.estimators._passes import ArrayRecords, open_records
-from dpggm.estimators.data import too_few_records, too_few_variables
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
     INFERENCE_COLUMNS,
@@ -322,7 +322,7 @@ def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
     fitted with those ranges in ``column_ranges`` (``table.declared_ranges()``): the plan
     and the ledger's check are made from the estimator's parameters, so a declaration the
     parameters do not hold is refused rather than silently ignored or silently used."""
-    from dpggm.estimators.data import TableFile
+    from dpggm.data.tables import TableFile
 
     if not isinstance(X, TableFile) or not X.table_schema.declares_ranges:
         return

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpggm import _progress
+from dpggm.data.records import SecondMoment, clipped_second_moment
 from dpggm.estimators._base import DPEstimator, MomentRecords, Settings
 from dpggm.estimators._contract import (
     CALLABLE,
@@ -33,7 +34,6 @@ from dpggm.estimators._contract import (
     Options,
     fraction,
 )
-from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.additive import GaussianMechanism, NoisePart, check_budget_range
 from dpggm.mechanisms.context import ReleaseContext
@@ -171,7 +171,7 @@ class PACECovariance(DPEstimator):
     plan_ : ReleasePlan
     privacy_ : PrivacyGuarantee
 
-    ``X`` may also be the :class:`~dpggm.estimators.records.SecondMoment` of records already
+    ``X`` may also be the :class:`~dpggm.data.records.SecondMoment` of records already
     clipped to ``bounds`` (the caller vouches for the clipping).
 
     Privacy

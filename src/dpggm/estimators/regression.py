@@ -26,6 +26,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
+from dpggm.data.tables import as_matrix, is_dask_collection
 from dpggm.estimators._base import (
     DPEstimator,
     PlannedEstimator,
@@ -44,7 +45,6 @@ from dpggm.estimators._contract import (
     check_feature_names,
     fraction,
 )
-from dpggm.estimators.data import as_matrix, is_dask_collection
 from dpggm.exceptions import NumericalError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
@@ -497,9 +497,9 @@ def _clipped_regression_statistics(
     ``[x, 1]``, for records clipped to ``bounds`` and targets to ``[-y_bound, y_bound]``
     (in memory, or per partition and tree-reduced for Dask input)."""
     if is_dask_collection(X) or is_dask_collection(y):
-        from dpggm.estimators import _dask
+        from dpggm.data import dask_records
 
-        gram, moment, n, columns = _dask.regression_statistics(
+        gram, moment, n, columns = dask_records.regression_statistics(
             X, y, bounds=bounds, y_bound=y_bound, fit_intercept=fit_intercept)
         x_bound = bounds.row_norm(len(columns))
     else:

@@ -12,7 +12,7 @@ same task runs over
   owner-only temporary file deleted when the records are closed; every pass reads the
   blocks as they arrive (the first one follows the parsing), later passes read binary
   blocks;
-* a Dask collection (:mod:`dpggm.estimators._dask`), partition by partition on the
+* a Dask collection (:mod:`dpggm.data.dask_records`), partition by partition on the
   workers, with a tree reduction.
 
 A pass over blocks in memory or in the temporary file deals them into :data:`PASS_SPLIT`
@@ -82,9 +82,9 @@ MEMORY_LIMIT = 64 << 20
 def _kernels() -> Any:
     """The compiled kernels, imported on first use: reading a file starts before numba
     and SciPy are loaded (the command line overlaps the parsing with those imports)."""
-    from dpggm.estimators import _count_kernels
+    from dpggm.data import kernels
 
-    return _count_kernels
+    return kernels
 
 
 def grid_parameters(edges: np.ndarray, kind: int) -> tuple[float, float, int]:
@@ -677,7 +677,7 @@ class FileRecords:
 
     ``n_samples`` and ``columns`` are complete after the first pass. ``scratch`` is the
     directory of the temporary file (default: ``source.scratch`` if the source is a
-    :class:`~dpggm.estimators.data.TableFile` that names one, else the system's temporary
+    :class:`~dpggm.data.tables.TableFile` that names one, else the system's temporary
     directory, ``TMPDIR``): it needs room for ``8 n p`` bytes.
 
     Privacy
@@ -746,7 +746,7 @@ class FileRecords:
             self._condition.notify_all()
 
     def _parse(self) -> None:
-        from dpggm.estimators.data import iter_chunks
+        from dpggm.data.tables import iter_chunks
 
         recycler = _Recycler()
         writer: _SpillWriter | None = None
@@ -891,7 +891,7 @@ _STARTED: dict[int, FileRecords] = {}
 @contextlib.contextmanager
 def reading_ahead(source: Any, *, missing: str = "refuse") -> Iterator[FileRecords]:
     """Start parsing the file ``source`` (a path or a
-    :class:`~dpggm.estimators.data.TableFile`) in the background; an estimator fitted on
+    :class:`~dpggm.data.tables.TableFile`) in the background; an estimator fitted on
     this same object within the block reads these records instead of parsing the file
     again. The command line starts it before it imports the estimator, so the parsing
     overlaps the imports."""
@@ -907,15 +907,15 @@ def reading_ahead(source: Any, *, missing: str = "refuse") -> Iterator[FileRecor
 
 def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
     """The records of ``X`` as a pass source: :class:`FileRecords` for a path or
-    :class:`~dpggm.estimators.data.TableFile` (those started by :func:`reading_ahead` if
+    :class:`~dpggm.data.tables.TableFile` (those started by :func:`reading_ahead` if
     any), the Dask source for a Dask collection, :class:`ArrayRecords` otherwise
-    (validated by :func:`~dpggm.estimators.data.as_matrix`). With ``missing`` other than
+    (validated by :func:`~dpggm.data.tables.as_matrix`). With ``missing`` other than
     ``"refuse"`` a missing value is kept as NaN: the counting kernels count it apart and
     the rescaling imputes it at the center of its range."""
-    from dpggm.estimators.data import ColumnProfile, as_matrix, is_dask_collection, is_path
+    from dpggm.data.tables import ColumnProfile, as_matrix, is_dask_collection, is_path
 
     if is_dask_collection(X):
-        from dpggm.estimators._dask import DaskRecords
+        from dpggm.data.dask_records import DaskRecords
 
         return DaskRecords(X, name=name, missing=missing)
     if is_path(X):

@@ -1,9 +1,9 @@
 """Reading the private records of a fit: the one entry point that dispatches between the
-in-memory reader (:mod:`dpggm.estimators.data`: arrays, DataFrames, CSV and Parquet files)
-and the cluster reader (:mod:`dpggm.estimators._dask`: Dask collections).
+in-memory reader (:mod:`dpggm.data.tables`: arrays, DataFrames, CSV and Parquet files)
+and the cluster reader (:mod:`dpggm.data.dask_records`: Dask collections).
 
-It sits above both, so neither imports the other (:mod:`dpggm.estimators._dask` builds on
-:mod:`dpggm.estimators.data`; this module chooses between them).
+It sits above both, so neither imports the other (:mod:`dpggm.data.dask_records` builds on
+:mod:`dpggm.data.tables`; this module chooses between them).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.estimators.data import (
+from dpggm.data.tables import (
     DEFAULT_CHUNK_ROWS,
     SecondMoment,
     is_dask_collection,
 )
-from dpggm.estimators.data import clipped_second_moment as _in_memory_second_moment
+from dpggm.data.tables import clipped_second_moment as _in_memory_second_moment
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = ["RecordMatrix", "SecondMoment", "clipped_second_moment"]
@@ -50,9 +50,9 @@ def clipped_second_moment(
     missing: str = "refuse",
 ) -> SecondMoment:
     """Clip every record to ``bounds`` and accumulate ``X^T X / n``: in chunks for data in
-    memory or in files (:func:`dpggm.estimators.data.clipped_second_moment`), per partition
+    memory or in files (:func:`dpggm.data.tables.clipped_second_moment`), per partition
     and tree-reduced on its cluster for a Dask collection
-    (:func:`dpggm.estimators._dask.clipped_second_moment`); the results agree up to
+    (:func:`dpggm.data.dask_records.clipped_second_moment`); the results agree up to
     floating-point summation order.
 
     Privacy
@@ -61,10 +61,10 @@ def clipped_second_moment(
     Nothing here draws noise, so every error is raised before any budget is spent.
     """
     if is_dask_collection(X):
-        from dpggm.estimators import _dask
+        from dpggm.data import dask_records
 
         if missing == "drop":
-            X = _dask.without_incomplete_rows(X)
-        return _dask.clipped_second_moment(X, bounds=bounds, center=center)
+            X = dask_records.without_incomplete_rows(X)
+        return dask_records.clipped_second_moment(X, bounds=bounds, center=center)
     return _in_memory_second_moment(X, bounds=bounds, center=center, chunk_rows=chunk_rows,
                                     missing=missing)

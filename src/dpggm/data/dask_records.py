@@ -1,13 +1,13 @@
 """Dask back end of the data path (optional extra ``dpggm[dask]``).
 
 Imported only when an input is a Dask collection (see
-:func:`dpggm.estimators.data.is_dask_collection`), so ``import dpggm`` never imports Dask.
+:func:`dpggm.data.tables.is_dask_collection`), so ``import dpggm`` never imports Dask.
 
 The only step that touches records is clip -> sums. Each partition computes its clipped
 statistics (``X^T X``, column sums, count, clipped count, and the first non-finite value
 if any) block by block in one cache-sized buffer, one ``dsyrk`` per block; a tree
 reduction adds them; the client normalises them with the same code as the
-in-memory path (:func:`dpggm.estimators.data.finish_second_moment`). Noise is drawn once,
+in-memory path (:func:`dpggm.data.tables.finish_second_moment`). Noise is drawn once,
 on the client, by the estimator, after the reduction: a seeded release through Dask equals
 the in-memory one (up to floating-point summation order in the statistic, ~1e-15
 relative), and the budget spent is the same.
@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import dsyrk
 
-from dpggm.estimators.data import (
+from dpggm.data.schema import ResolvedColumns
+from dpggm.data.tables import (
     DEFAULT_NA_VALUES,
     ColumnProfile,
     SecondMoment,
@@ -56,7 +57,6 @@ from dpggm.estimators.data import (
     refuse_degenerate_columns,
     too_few_records,
 )
-from dpggm.estimators.schema import ResolvedColumns
 from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
@@ -373,7 +373,7 @@ def partition_blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
 
 def without_incomplete_rows(X: Any) -> Any:
     """``X`` without its rows that hold a missing value (NaN), lazily: listwise deletion
-    on the cluster, as :func:`dpggm.estimators.data.clipped_second_moment` does in
+    on the cluster, as :func:`dpggm.data.tables.clipped_second_moment` does in
     memory with ``missing="drop"``."""
     import dask.array as da
     import dask.dataframe as dd
@@ -396,7 +396,7 @@ def clipped_second_moment(
 
     Same checks and messages as in memory (bound length and center before any work;
     NaN / infinite values with their 0-based row and column name); the result equals
-    :func:`dpggm.estimators.data.clipped_second_moment` on the same records.
+    :func:`dpggm.data.tables.clipped_second_moment` on the same records.
     """
     blocks, columns = partition_blocks(X, name)
     p = len(columns)
@@ -547,7 +547,7 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
 
 class DaskRecords:
     """A Dask DataFrame or Array as a source of passes
-    (:class:`~dpggm.estimators._passes.PassTask`): every pass runs partition by partition
+    (:class:`~dpggm.data.passes.PassTask`): every pass runs partition by partition
     on the workers, block by block, and the partitions' states are added up by a tree
     reduction (fan-in 8, in partition order); only the reduced state (counts on public
     grids, or ``(p + 1) x (p + 1)`` sums) comes back to the client, where the estimator
@@ -777,7 +777,7 @@ def _where(source: TableFile) -> str:
 def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) -> Any:
     """Open a CSV or Parquet glob (local path or any fsspec URL) as a Dask DataFrame.
 
-    The same options and checks as :class:`~dpggm.estimators.data.TableFile` in memory: a
+    The same options and checks as :class:`~dpggm.data.tables.TableFile` in memory: a
     CSV header is checked on the first matching file (no header row, duplicated or unnamed
     columns, another delimiter, another encoding) and the table's schema applied to it
     before anything is read in parallel; every used column is read as float64, so a

@@ -9,7 +9,7 @@ Files
 CSV (plain or compressed: ``.gz``, ``.bz2``, ``.xz``, ``.zip``, ``.zst``), Parquet (a file
 or a folder of files read as one table), spreadsheets (``.xlsx``, ``.xls``, ``.ods``) and
 the files of statistics packages (SPSS ``.sav``, Stata ``.dta``, SAS ``.sas7bdat``); see
-:mod:`dpggm.estimators._formats` for the libraries and the optional extra
+:mod:`dpggm.data.formats` for the libraries and the optional extra
 ``dpggm[formats]``. CSV and Parquet files are read in blocks (pyarrow), so a file larger
 than memory is processed with memory ``O(p^2)`` plus one block.
 
@@ -18,7 +18,7 @@ values, non-numeric columns, fewer than two records, bounds of the wrong length,
 files, the usual ways a file is misread (no header row, duplicated or empty column names,
 an index column, another delimiter, decimal mark or thousands separator, another
 encoding). What a file's columns are is public and declared by its
-:class:`~dpggm.estimators.schema.TableSchema` (which columns are variables, identifiers or
+:class:`~dpggm.data.schema.TableSchema` (which columns are variables, identifiers or
 left out, and their declared ranges).
 
 Records of a file
@@ -40,7 +40,7 @@ Messages use the file's own terms (1-based line or row numbers, column names) an
 caller's: ``TableFile(..., terms="cli")`` names the command line's options (``--drop``),
 the default the Python parameters (``drop=[...]``).
 
-Dask input is reduced on the cluster (see :mod:`dpggm.estimators._dask`); this module
+Dask input is reduced on the cluster (see :mod:`dpggm.data.dask_records`); this module
 recognises it by the module name of its type, so that ``import dpggm`` never imports Dask.
 """
 
@@ -59,8 +59,8 @@ import numpy as np
 import pandas as pd
 
 from dpggm import _progress
-from dpggm.estimators import _formats
-from dpggm.estimators.schema import ResolvedColumns, TableSchema
+from dpggm.data import formats
+from dpggm.data.schema import ResolvedColumns, TableSchema
 from dpggm.exceptions import CuratorWarning
 from dpggm.mechanisms.bounds import Bounds
 
@@ -142,7 +142,7 @@ class TableFile:
     ----------
     path : str or path-like
         The file, or a folder of Parquet files read as one table. For Dask input
-        (``engine="dask"`` in the CLI, or :func:`dpggm.estimators._dask.read_dask`) a glob
+        (``engine="dask"`` in the CLI, or :func:`dpggm.data.dask_records.read_dask`) a glob
         or any URL fsspec understands.
     columns : sequence of str, optional
         Use only these columns as variables, in this order (names or glob patterns).
@@ -181,7 +181,7 @@ class TableFile:
     scales : mapping, optional
         Declared ranges, column name or pattern -> ``(low, high)``, such as
         ``{"item_*": (1, 6)}`` for items answered 1 to 6 (see
-        :class:`~dpggm.estimators.schema.TableSchema`).
+        :class:`~dpggm.data.schema.TableSchema`).
     schema : TableSchema, mapping, or path of a JSON / YAML file, optional
         The table's public schema; ``columns``, ``drop``, ``id_columns``, ``index_col``
         and ``scales`` add to it.
@@ -247,9 +247,9 @@ class TableFile:
                 raise ValueError(
                     f"{self._say('thousands', '--thousands')} must differ from the decimal "
                     f"mark; both are {self.decimal!r}")
-        if self.format not in (None, *_formats.FORMATS):
+        if self.format not in (None, *formats.FORMATS):
             raise ValueError(f"{self._say('format', '--format')} must be one of "
-                             f"{', '.join(_formats.FORMATS)}; got {self.format!r}")
+                             f"{', '.join(formats.FORMATS)}; got {self.format!r}")
         if self.header not in (None, True, False):
             raise ValueError(f"header must be None, True or False; got {self.header!r}")
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or (
@@ -309,18 +309,18 @@ class TableFile:
     @property
     def kind(self) -> str:
         """The file's format (``csv``, ``parquet``, ``xlsx``, ...)."""
-        return _formats.detect_format(self.path, self.format)[0]
+        return formats.detect_format(self.path, self.format)[0]
 
     @property
     def compression(self) -> str | None:
         """The compression of a CSV file (``gzip``, ``bz2``, ``xz``, ``zip``, ``zstd``)."""
-        return _formats.detect_format(self.path, self.format)[1]
+        return formats.detect_format(self.path, self.format)[1]
 
     @property
     def where(self) -> str:
         if os.path.isdir(self.path):
             return f"Parquet folder {str(self.path)!r}"
-        return f"{_formats.format_name(self.kind)} file {str(self.path)!r}"
+        return f"{formats.format_name(self.kind)} file {str(self.path)!r}"
 
     def resolve(self) -> ResolvedColumns:
         """The columns the schema makes variables, identifiers or dropped, with their
@@ -786,7 +786,7 @@ def _read_layout(source: TableFile) -> _Layout:
     kind = source.kind
     path = _open_checked(source)
     if kind == "csv":
-        with _formats.open_binary(path, source.compression) as stream:
+        with formats.open_binary(path, source.compression) as stream:
             raw = stream.read(1 << 20)
         return read_layout(source, raw=raw)
     if kind == "parquet":
@@ -906,7 +906,7 @@ def _non_numeric(source: TableFile, *, column: str, value: str, at: str) -> Valu
 def _open_checked(source: TableFile) -> Path:
     path = Path(source.path)
     if not path.exists():
-        kind = _formats.format_name(source.kind)
+        kind = formats.format_name(source.kind)
         raise FileNotFoundError(f"no such {kind} file: {str(path)!r}")
     if path.is_dir() and source.kind != "parquet":
         raise ValueError(
@@ -1088,7 +1088,7 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
     line = layout.data_line
     task, size = f"reading {path.name}", os.path.getsize(path)
     _progress.report(task, 0, size)
-    with _formats.open_binary(path, source.compression) as stream:
+    with formats.open_binary(path, source.compression) as stream:
         for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
             try:
                 table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)),
@@ -1131,7 +1131,7 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
 
 def _csv_layout_and_skip(source: TableFile) -> tuple[_Layout, int]:
     path = _open_checked(source)
-    with _formats.open_binary(path, source.compression) as stream:
+    with formats.open_binary(path, source.compression) as stream:
         raw = stream.read(1 << 20)
     layout = read_layout(source, raw=raw)
     bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
@@ -1145,7 +1145,7 @@ def _csv_layout_and_skip(source: TableFile) -> tuple[_Layout, int]:
 
 def _parquet_parts(source: TableFile) -> list[Path]:
     path = _open_checked(source)
-    return _formats.parquet_parts(path) if path.is_dir() else [path]
+    return formats.parquet_parts(path) if path.is_dir() else [path]
 
 
 def _parquet_layout(source: TableFile, parts: list[Path]) -> tuple[_Layout, list[Any]]:
@@ -1253,7 +1253,7 @@ def _arrow_numeric(kind: Any) -> bool:
 
 def _open_frame_table(source: TableFile, path: Path) -> tuple[_Layout, Any]:
     kind = source.kind
-    table = _formats.frame_table(path, kind, sheet=source.sheet,
+    table = formats.frame_table(path, kind, sheet=source.sheet,
                                  header=source.header is not False)
     if table.header_cells is not None:  # a spreadsheet's header row
         if not table.names:
@@ -1399,7 +1399,7 @@ def iter_chunks(
     Arrays and DataFrames are sliced into ``chunk_rows`` rows; Parquet files are read
     ``chunk_rows`` rows at a time; CSV files are streamed in blocks of
     ``TableFile.block_size`` bytes (pyarrow); spreadsheets and the files of statistics
-    packages are read whole or in chunks (see :mod:`dpggm.estimators._formats`).
+    packages are read whole or in chunks (see :mod:`dpggm.data.formats`).
     ``first_row`` is the 0-based index of the chunk's first record. A file's chunks are
     column-major matrices obtained from ``matrix(rows, width)`` (a reader that recycles
     its buffers passes its own); its rows with no value at all are not records. The
@@ -1487,7 +1487,7 @@ def clipped_second_moment(
     Parameters
     ----------
     X : array, DataFrame, CSV / Parquet path or TableFile
-        (A Dask collection is read by :func:`dpggm.estimators.records.clipped_second_moment`,
+        (A Dask collection is read by :func:`dpggm.data.records.clipped_second_moment`,
         which dispatches between this reader and the cluster's.)
     bounds : Bounds
         Declared bounds; records are clipped to them (after subtracting ``center``).
@@ -1615,7 +1615,7 @@ def _csv_text_column(source: TableFile, column: str, markers: _Markers) -> list[
     text_markers = pa.array(markers.text)
     out: list[str | None] = []
     path = Path(source.path)
-    with _formats.open_binary(path, source.compression) as stream:
+    with formats.open_binary(path, source.compression) as stream:
         for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
             table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)),
                                    read_options=read_options, parse_options=parse_options,
