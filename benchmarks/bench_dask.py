@@ -12,7 +12,7 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    process with ``--workers`` threads; BLAS limited to one thread each, Dask's
    default; pyarrow's pools limited to one thread; Dask's statistical profiler off unless
    ``--worker-profiler``) and computes
-   :func:`dpggm.data.tables.clipped_second_moment` of ``dd.read_parquet(parts)``,
+   :func:`dpggm.data.records.clipped_second_moment` of ``dd.read_parquet(parts)``,
    printing the wall time, rows/s, rows per worker CPU-second (user + system; the system
    part is mostly the kernel reading the files), and every worker's peak resident memory;
 2. the baseline in the same run: bare NumPy ``X.T @ X`` on an in-memory slice of
@@ -26,10 +26,10 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    baseline's time per row: reading the bytes of all the files and of the first files
    from disk alone (on this virtual machine the cost per byte grows once a few GB have
    streamed through the page cache), the per-part work
-   without Dask (decode, copy into the block buffer, check, clip, ``dsyrk``) with the files
-   read from disk and from the page cache, pyarrow decode alone, the block work alone on
-   records already in memory, and ``dsyrk`` alone. Reading + decode + ``dsyrk`` is a
-   floor no scheduling can remove;
+   without Dask (decode, copy into the block buffer, check, clip, the product) with the
+   files read from disk and from the page cache, pyarrow decode alone, the block work alone
+   on records already in memory, and the product ``ZᵀZ`` alone. Reading + decode + the
+   product is a floor no scheduling can remove;
 5. a check of the Dask result against a NumPy reference on the first part.
 
 The data directory is deleted at the end unless ``--keep`` is given (or ``--data DIR``
@@ -145,6 +145,7 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     from threadpoolctl import threadpool_limits
 
     from dpggm.data import dask_records
+    from dpggm.data.passes import ClippedSums
     from dpggm.mechanisms.bounds import RowNorm
 
     pa.set_cpu_count(1)
@@ -158,6 +159,8 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     names = pq.ParquetFile(paths[0]).schema_arrow.names
     p = len(names)
     local = fsspec.filesystem("file")
+    task = ClippedSums(RowNorm(BOUND))
+    rows_per_block = dask_records._pass_rows(p)
 
     buffer = bytearray(16 << 20)
     every = sorted(folder.glob("*.parquet"))
@@ -172,29 +175,26 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     def decode() -> None:
         for path in paths:
             with pq.ParquetFile(path, memory_map=True) as reader:
-                for batch in reader.iter_batches(batch_size=dask_records._BATCH_ROWS, columns=names,
+                for batch in reader.iter_batches(batch_size=rows_per_block, columns=names,
                                                  use_threads=False):
                     [batch.column(j).to_numpy(zero_copy_only=False) for j in range(p)]
 
     def whole() -> None:
         for k, path in enumerate(paths):
-            dask_records._parquet_stats(path, None, k, local, names, RowNorm(BOUND), None)
+            dask_records._parquet_pass(path, None, k, local, names, task)
 
     columns = [c.to_numpy() for c in pq.read_table(paths[0], columns=names).columns]
     n_first = len(columns[0])
 
     def blocks() -> None:
-        dask_records._Accumulator(p, RowNorm(BOUND), None).add_columns(columns)
+        dask_records._run_columns(task, 0, p, [columns])
 
-    work = np.asfortranarray(np.stack([c[:dask_records._BLOCK_ROWS] for c in columns] +
-                                      [np.ones(dask_records._BLOCK_ROWS)], axis=1))
+    work = np.asfortranarray(np.stack([c[:rows_per_block] for c in columns], axis=1))
 
-    def syrk_only() -> None:
-        from scipy.linalg.blas import dsyrk
-
-        gram = np.zeros((p + 1, p + 1), order="F")
-        for _ in range(0, n_first, dask_records._BLOCK_ROWS):
-            gram = dsyrk(1.0, work, beta=1.0, c=gram, trans=1, overwrite_c=1)
+    def product_only() -> None:
+        gram = np.zeros((p, p))
+        for _ in range(0, n_first, rows_per_block):
+            gram += work.T @ work
 
     base_ns = 1e9 / base_cpu
     with threadpool_limits(limits=1):
@@ -206,12 +206,12 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
                  ("per-part work without Dask, files read from disk (cold page cache)",
                   whole, count, cold),
                  ("per-part work without Dask, files in the page cache (decode, copy, "
-                  "check, clip, dsyrk)", whole, count, None),
+                  "check, clip, product)", whole, count, None),
                  ("pyarrow decode alone, files in the page cache (Parquet -> NumPy "
                   "columns)", decode, count, None),
-                 ("block work alone on columns in memory (copy, check, clip, dsyrk)",
+                 ("block work alone on columns in memory (copy, check, clip, product)",
                   blocks, n_first, None),
-                 (f"dsyrk alone on a cached {dask_records._BLOCK_ROWS} x {p + 1} block", syrk_only,
+                 (f"Z^T Z alone on a cached {rows_per_block} x {p} block", product_only,
                   n_first, None)]
         print(f"where the time goes (CPU time, user + system, one thread, first {count:,} "
               f"rows; baseline {base_ns:.0f} ns/row):")

@@ -32,7 +32,8 @@ import time
 import numpy as np
 
 from dpggm.data import kernels
-from dpggm.data.passes import ArrayRecords, ValueCounts
+from dpggm.data.passes import ValueCounts
+from dpggm.data.records import ArrayRecords
 from dpggm.mechanisms.private_bounds import (
     STAGE_COUNT_WEIGHTS,
     RangeStages,

@@ -303,13 +303,12 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
     """A Dask DataFrame that is only a Parquet read is decoded by pyarrow into the block
     buffer (no pandas partitions): same statistic as in memory, for float, integer and
     boolean columns, a column selection, row-group partitions and a subset of partitions,
-    with blocks and decode batches that cut across row groups and files."""
+    with decode batches (and so blocks) that cut across row groups and files."""
     import dask
 
     from dpggm.data import dask_records
 
-    monkeypatch.setattr(dask_records, "_BLOCK_ROWS", 7)
-    monkeypatch.setattr(dask_records, "_BATCH_ROWS", 23)
+    monkeypatch.setattr(dask_records, "_pass_rows", lambda p: 7)
     rng = np.random.default_rng(3)
     rows = 301
     frame = pd.DataFrame({
@@ -352,8 +351,7 @@ def test_parquet_read_directly_reports_missing_and_infinite_values(tmp_path, mon
 
     from dpggm.data import dask_records
 
-    monkeypatch.setattr(dask_records, "_BLOCK_ROWS", 5)
-    monkeypatch.setattr(dask_records, "_BATCH_ROWS", 11)
+    monkeypatch.setattr(dask_records, "_pass_rows", lambda p: 5)
     frame = _frame(120, seed=4)
     missing = frame.copy()
     missing.iloc[97, 3] = np.nan  # written as a Parquet null
@@ -450,7 +448,8 @@ def test_private_graph_on_dask_partitions_and_arrays(graph_parts):
     from dpggm import PrivateGraph
     from dpggm.data import kernels
     from dpggm.data.dask_records import DaskRecords
-    from dpggm.data.passes import ArrayRecords, ValueCounts
+    from dpggm.data.passes import ValueCounts
+    from dpggm.data.records import ArrayRecords
     from dpggm.mechanisms.private_bounds import RangeStages
 
     _, frame = graph_parts

@@ -9,7 +9,8 @@ import pytest
 
 from dpggm import ZCDP, PrivateGraph
 from dpggm.data import kernels
-from dpggm.data.passes import ArrayRecords, Moments, ValueCounts
+from dpggm.data.passes import Moments, ValueCounts
+from dpggm.data.records import ArrayRecords
 from dpggm.datasets import make_raw_chain
 from dpggm.mechanisms.private_bounds import (
     QUANTILE_SCORE_SENSITIVITY,

@@ -11,14 +11,9 @@ import pytest
 
 from dpggm import ZCDP, PrivateGraph
 from dpggm.data import kernels
-from dpggm.data.passes import (
-    ArrayRecords,
-    FileRecords,
-    Moments,
-    NormCounts,
-    Ranges,
-    ValueCounts,
-)
+from dpggm.data.file_records import FileRecords
+from dpggm.data.passes import Moments, NormCounts, Ranges, ValueCounts
+from dpggm.data.records import ArrayRecords
 from dpggm.data.tables import TableFile
 from dpggm.datasets import make_raw_chain
 from dpggm.mechanisms.private_bounds import RangeStages, candidate_grid, norm_edges
@@ -145,9 +140,9 @@ def test_file_records_spill_owner_only_and_are_removed(tmp_path):
 
 @pytest.mark.parametrize("memory_limit", [1 << 30, 4096])
 def test_private_graph_on_a_file_equals_in_memory(tmp_path, monkeypatch, memory_limit):
-    from dpggm.data import passes as _passes
+    from dpggm.data import file_records
 
-    monkeypatch.setattr(_passes, "MEMORY_LIMIT", memory_limit)
+    monkeypatch.setattr(file_records, "MEMORY_LIMIT", memory_limit)
     frame, _ = make_raw_chain(n_samples=6000, n_features=6, random_state=1)
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False, float_format="%.17g")
@@ -225,7 +220,7 @@ def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
 
 
 def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
-    from dpggm.data import passes as _passes
+    from dpggm.data import passes
 
     frame, _ = make_raw_chain(n_samples=20000, n_features=5, random_state=3)
     path = tmp_path / "d.csv"
@@ -233,7 +228,7 @@ def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
     r = Ranges(frame.quantile(0.1).to_numpy(), frame.quantile(0.9).to_numpy())
     results = []
     for workers in (1, 2):
-        monkeypatch.setattr(_passes, "PASS_WORKERS", workers)
+        monkeypatch.setattr(passes, "PASS_WORKERS", workers)
         with FileRecords(TableFile(path, block_size=4096), memory_limit=8192) as records:
             records.run(ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC))
             results.append(records.run(Moments(ranges=r, norm_bound=1.0)))
@@ -243,7 +238,7 @@ def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
 
 def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
                                                                      monkeypatch):
-    from dpggm.data import passes as _passes
+    from dpggm.data import file_records
 
     frame, _ = make_raw_chain(n_samples=5000, n_features=4, random_state=0)
     path = tmp_path / "d.csv"
@@ -252,7 +247,7 @@ def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
     def full(self, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(_passes._SpillWriter, "_write", full)
+    monkeypatch.setattr(file_records._SpillWriter, "_write", full)
     records = FileRecords(TableFile(path, block_size=4096, scratch=str(tmp_path)),
                           memory_limit=1024)
     with pytest.raises(OSError, match="No space left"):

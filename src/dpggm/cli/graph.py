@@ -423,7 +423,7 @@ def _reading_ahead(data: Path, reading: Any, scratch: Path | None,
         return
     from dataclasses import replace
 
-    from dpggm.data.passes import reading_ahead
+    from dpggm.data.records import reading_ahead
 
     source = dopt.table_file(data, reading)
     if scratch is not None:

@@ -1,59 +1,68 @@
-"""Passes over the records: histograms on public grids and clipped sums, merged by addition.
+"""Passes over records: the one way a statistic of the private records is computed.
 
-A pipeline of private releases whose later steps depend on earlier released values (the
-clipping ranges, then the row-norm bound, then the mean and the second moment) needs one
-pass over the records per step. Each pass is a :class:`PassTask`: it starts an empty state
-for ``p`` columns, adds blocks of records to it, and merges two states by addition. The
-same task runs over
+Every statistic an estimator needs -- the clipped second moment, a regression's sums,
+counts of values on public grids, row norms, the main job's moments after its released
+ranges -- is a :class:`PassTask`: it starts an empty state for ``p`` columns, adds blocks of
+records to it, and merges two states by addition. Every source of records is a
+:class:`Records` and runs any task (:meth:`Records.run`):
 
-* an array in memory (:class:`ArrayRecords`), block by block;
-* a CSV or Parquet file (:class:`FileRecords`): parsed once (the costly part), in a
-  background thread, into blocks kept in memory when they are small, otherwise in an
-  owner-only temporary file deleted when the records are closed; every pass reads the
-  blocks as they arrive (the first one follows the parsing), later passes read binary
-  blocks;
-* a Dask collection (:mod:`dpggm.data.dask_records`), partition by partition on the
-  workers, with a tree reduction.
+* an array or a DataFrame in memory (:class:`~dpggm.data.records.ArrayRecords`);
+* a data file, read afresh at every pass
+  (:class:`~dpggm.data.records.StreamedFile`: a statistic of one pass keeps nothing) or
+  parsed once into blocks kept for the passes that follow
+  (:class:`~dpggm.data.file_records.FileRecords`);
+* a Dask collection (:class:`~dpggm.data.dask_records.DaskRecords`), partition by
+  partition on the workers, with a tree reduction in partition order.
 
-A pass over blocks in memory or in the temporary file deals them into :data:`PASS_SPLIT`
-states filled by up to as many threads (:func:`run_split`) and merged in order, so its
-sums do not depend on the threads.
+:func:`~dpggm.data.records.open_records` chooses the source for an input.
+
+Two orders of work. A task ``in_order`` adds the records' chunks in the order of the
+records into one state (an array's chunks of
+:data:`~dpggm.data.tables.DEFAULT_CHUNK_ROWS` rows, a file's blocks as they are read):
+its floating-point sums are those of one loop over the records, the same on every run and
+for every reader of the same file. Any other task gets cache-sized blocks
+(:func:`block_rows`) dealt into :data:`PASS_SPLIT` states filled by up to as many threads
+(:func:`run_split`) and merged in order, so its sums do not depend on the threads either.
+A Dask collection adds each partition's blocks in order and the partitions in partition
+order: its sums equal the in-memory ones to rounding.
 
 Every state holds exact counts and sums of the curator's records; nothing here adds noise
-or is released as is.
+or is released as is (that is :mod:`dpggm.mechanisms`' work).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
-import queue
-import shutil
-import sys
-import tempfile
 import threading
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from dpggm.mechanisms.bounds import Bounds
+
 __all__ = [
-    "ArrayRecords",
-    "FileRecords",
+    "BLOCK_ROWS",
+    "PASS_SPLIT",
+    "ClippedSums",
+    "CountState",
     "Moments",
     "MomentsState",
     "NormCounts",
     "PassTask",
+    "Ranges",
+    "Records",
+    "RegressionSums",
     "Shifted",
+    "SumsState",
     "ValueCounts",
     "block_rows",
+    "check_center",
     "grid_parameters",
-    "open_records",
-    "reading_ahead",
+    "norm_clip_factors",
+    "run_in_order",
     "run_split",
 ]
 
@@ -69,14 +78,11 @@ def block_rows(p: int) -> int:
     block holds about :data:`BLOCK_BYTES` (at least 256 rows)."""
     return int(max(256, min(BLOCK_ROWS, BLOCK_BYTES // (8 * max(p, 1)))))
 
+
 #: A pass over parsed blocks deals them into this many states, merged at the end...
 PASS_SPLIT = 2
 #: ... filled by this many threads.
 PASS_WORKERS = min(PASS_SPLIT, os.cpu_count() or 1)
-
-#: Parsed file blocks are kept in memory up to this many bytes, beyond it in a temporary
-#: file (so a file larger than memory is read with memory O(p^2 + a few blocks)).
-MEMORY_LIMIT = 64 << 20
 
 
 def _kernels() -> Any:
@@ -101,8 +107,14 @@ def grid_parameters(edges: np.ndarray, kind: int) -> tuple[float, float, int]:
 
 
 class PassTask:
-    """One pass: ``new(p)`` an empty state, ``add(state, block)`` a block of records
-    (float64, ``m x p``, column-major), ``merge(a, b)`` two states; ``finish(state)``."""
+    """One pass: ``new(p)`` an empty state for ``p`` columns (where a task refuses a width
+    it cannot take), ``add(state, block)`` a block of records (float64, ``m x p``;
+    column-major unless the task is ``in_order``, which gets the records' chunks as they
+    are), ``merge(a, b)`` two states; ``finish(state)`` the result."""
+
+    #: Whether the records' chunks are added in their order into one state (see the
+    #: module documentation): for sums that must not depend on how the records are read.
+    in_order: ClassVar[bool] = False
 
     def new(self, p: int) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -115,6 +127,87 @@ class PassTask:
 
     def finish(self, state: Any) -> Any:
         return state
+
+
+class Records:
+    """Private records read in passes: the one interface every source of records serves
+    (arrays, files, Dask collections; see the module documentation).
+
+    ``columns`` and ``n_samples`` are complete after the first pass (before it when
+    ``sizes_known``); ``n_features`` once the records' width is known. A pass runs any
+    :class:`PassTask` and returns its finished state; every value is checked as it is read
+    (a missing value is refused or kept as NaN, as the records were opened), so a pass
+    raises before anything is released. ``close`` frees what the records hold (a file's
+    parsed blocks, its temporary file); the records are a context manager.
+    """
+
+    #: Whether ``n_samples`` and ``n_features`` are known before the first pass.
+    sizes_known: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.columns: list[str] = []
+        self.n_samples = 0
+        self.n_features = 0
+
+    def run(self, task: PassTask) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> Records:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def run_in_order(task: PassTask, p: int, chunks: Iterable[np.ndarray]) -> Any:
+    """``task`` over ``chunks`` in their order, into one state (an ``in_order`` task)."""
+    state = task.new(p)
+    for chunk in chunks:
+        task.add(state, chunk)
+    return task.finish(state)
+
+
+def run_split(task: PassTask, p: int, exists: Callable[[int], bool],
+              read: Callable[[int, int], np.ndarray], *, workers: int | None = None) -> Any:
+    """``task`` over the blocks ``read(index, worker)``, for the indices ``0, 1, ...`` while
+    ``exists(index)`` (which may wait for a block still being parsed).
+
+    The blocks are dealt into :data:`PASS_SPLIT` states (block ``i`` to state
+    ``i mod PASS_SPLIT``), merged in order at the end, so the sums do not depend on the
+    number of threads or their timing; ``workers`` threads (default
+    :data:`PASS_WORKERS`) share the states out (the kernels release the GIL)."""
+    workers = max(1, min(PASS_WORKERS if workers is None else workers, PASS_SPLIT))
+    states = [task.new(p) for _ in range(PASS_SPLIT)]
+    failures: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for share in range(worker, PASS_SPLIT, workers):
+                index = share
+                while not failures and exists(index):
+                    task.add(states[share], read(index, worker))
+                    index += PASS_SPLIT
+        except BaseException as exc:  # re-raised in the calling thread
+            failures.append(exc)
+
+    if workers == 1:
+        work(0)
+    else:
+        threads = [threading.Thread(target=work, args=(w,), name=f"dpggm-pass-{w}",
+                                    daemon=True) for w in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    state = states[0]
+    for other in states[1:]:
+        state = task.merge(state, other)
+    return task.finish(state)
 
 
 @dataclass
@@ -423,513 +516,109 @@ class Shifted(PassTask):
         return self.task.finish(state)
 
 
-# ------------------------------------------------------------------------------ sources
-
-
-class ArrayRecords:
-    """Records in memory, passed block by block."""
-
-    def __init__(self, values: np.ndarray, columns: list[str]) -> None:
-        self.values = values
-        self.columns = list(columns)
-        self.n_samples, self.n_features = values.shape
-
-    def run(self, task: PassTask) -> Any:
-        rows = block_rows(self.n_features)
-        count = -(-self.n_samples // rows)
-
-        def read(index: int, worker: int) -> np.ndarray:
-            start = index * rows
-            return np.asfortranarray(self.values[start:start + rows], dtype=float)
-
-        return run_split(task, self.n_features, lambda index: index < count, read)
-
-    def close(self) -> None:
+def check_center(center: Any, p: int) -> np.ndarray | None:
+    """A public center must be a finite vector with one entry per column."""
+    if center is None:
         return None
-
-    def __enter__(self) -> ArrayRecords:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def run_split(task: PassTask, p: int, exists: Callable[[int], bool],
-              read: Callable[[int, int], np.ndarray], *, workers: int | None = None) -> Any:
-    """``task`` over the blocks ``read(index, worker)``, for the indices ``0, 1, ...`` while
-    ``exists(index)`` (which may wait for a block still being parsed).
-
-    The blocks are dealt into :data:`PASS_SPLIT` states (block ``i`` to state
-    ``i mod PASS_SPLIT``), merged in order at the end, so the sums do not depend on the
-    number of threads or their timing; ``workers`` threads (default
-    :data:`PASS_WORKERS`) share the states out (the kernels release the GIL)."""
-    workers = max(1, min(PASS_WORKERS if workers is None else workers, PASS_SPLIT))
-    states = [task.new(p) for _ in range(PASS_SPLIT)]
-    failures: list[BaseException] = []
-
-    def work(worker: int) -> None:
-        try:
-            for share in range(worker, PASS_SPLIT, workers):
-                index = share
-                while not failures and exists(index):
-                    task.add(states[share], read(index, worker))
-                    index += PASS_SPLIT
-        except BaseException as exc:  # re-raised in the calling thread
-            failures.append(exc)
-
-    if workers == 1:
-        work(0)
-    else:
-        threads = [threading.Thread(target=work, args=(w,), name=f"dpggm-pass-{w}",
-                                    daemon=True) for w in range(workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    if failures:
-        raise failures[0]
-    state = states[0]
-    for other in states[1:]:
-        state = task.merge(state, other)
-    return task.finish(state)
+    center = np.asarray(center, dtype=float)
+    if center.shape != (p,) or not np.all(np.isfinite(center)):
+        raise ValueError(
+            f"center must be a finite vector of length {p} (one per column); "
+            f"got shape {center.shape}"
+        )
+    return center
 
 
-def release_free_memory() -> None:
-    """Hand the free memory of pyarrow's pool and of the C heap back to the system
-    (glibc's ``malloc_trim``; nothing on other C libraries): the blocks of a large file,
-    parsed by several threads, leave free but fragmented memory behind that would
-    otherwise stay counted against the process."""
-    arrow = sys.modules.get("pyarrow")
-    if arrow is not None:
-        arrow.default_memory_pool().release_unused()
-    try:
-        import ctypes
+@dataclass
+class SumsState:
+    """``Z^T Z`` (full, ``p x p``), the column sums and the count of the clipped records
+    ``Z``, and the records changed by clipping (a curator-only diagnostic)."""
 
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return
-    trim(0)
+    gram: np.ndarray
+    total: np.ndarray
+    n: int = 0
+    n_clipped: int = 0
 
 
-class _Recycler:
-    """Column-major matrices for the parser, drawn from buffers handed back once their
-    block is written: parsing a large file then allocates a handful of blocks, not one
-    per block (repeated large allocations fragment the heap, which then keeps the
-    memory)."""
+@dataclass(frozen=True)
+class ClippedSums(PassTask):
+    """The clipped second moment's sums: every record minus a public ``center`` (if any),
+    clipped to the declared ``bounds``, then ``Z^T Z`` and ``Z^T 1`` -- one matrix
+    product a chunk, added in the records' order (``in_order``: an array's chunks of
+    :data:`~dpggm.data.tables.DEFAULT_CHUNK_ROWS` rows, a file's blocks). With
+    ``drop_incomplete`` a record holding a missing value (NaN) is left out (listwise
+    deletion; the records are then opened with missing values kept)."""
 
-    def __init__(self) -> None:
-        self._free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
-        self._owner: dict[int, np.ndarray] = {}
+    bounds: Bounds
+    center: np.ndarray | None = None
+    drop_incomplete: bool = False
 
-    def matrix(self, rows: int, width: int) -> np.ndarray:
-        size = rows * width
-        try:
-            flat = self._free.get_nowait()
-            if flat.size < size:
-                flat = np.empty(size + size // 8)
-        except queue.Empty:
-            flat = np.empty(size + size // 8)
-        block = flat[:size].reshape(width, rows).T
-        self._owner[id(block)] = flat
-        return block
+    in_order: ClassVar[bool] = True
 
-    def give_back(self, block: np.ndarray) -> None:
-        flat = self._owner.pop(id(block), None)
-        if flat is not None:
-            self._free.put(flat)
+    def new(self, p: int) -> SumsState:
+        self.bounds.check_dimension(p)
+        check_center(self.center, p)
+        return SumsState(np.zeros((p, p)), np.zeros(p))
 
+    def add(self, state: SumsState, block: np.ndarray) -> None:
+        values = block
+        if self.drop_incomplete:
+            values = values[~np.isnan(values).any(axis=1)]
+        if self.center is not None:
+            values = values - np.asarray(self.center, dtype=float)
+        clipped, changed = self.bounds.clip(values)
+        state.gram += clipped.T @ clipped
+        state.total += clipped.sum(axis=0)
+        state.n += clipped.shape[0]
+        state.n_clipped += changed
 
-class _SpillWriter:
-    """Appends blocks to the temporary file from a background thread (a throttled disk
-    then delays the parsing only when it falls ``depth`` blocks behind), reports each
-    block once it is written (``written(rows)``) and hands its buffer back to the
-    recycler; :meth:`read_into` reads them back.
-
-    Column-major bytes: a block reads back as a column-major ``m x p`` array; the
-    transpose of a column-major block is C-contiguous, so it is written without a copy.
-
-    Privacy: the file holds parsed private records, so it never has a name while it holds
-    any. It is created anonymous where the system allows (``O_TMPFILE`` in the directory
-    of ``path``) or created at ``path`` and unlinked before anything is written; it is
-    readable by its owner only (mode 0600 whatever the umask), reached through this
-    object's descriptor only, and its directory (made for it) is removed at once. When
-    the process ends -- :meth:`release`, an exception, or ``kill -9`` -- the system frees
-    the file: no copy of the records is left behind. (Where an open file cannot be
-    unlinked, on Windows, it keeps its name until :meth:`release`.)
-    """
-
-    def __init__(self, path: str, recycler: _Recycler, written: Callable[[int], None], *,
-                 depth: int = 2) -> None:
-        self._fd = _anonymous_file(path)
-        self._named = path if os.path.exists(path) else None
-        self._recycler = recycler
-        self._written = written
-        self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None
-        self._finished = False
-        self._thread = threading.Thread(target=self._drain, name="dpggm-spill", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while True:
-            block = self._queue.get()
-            if block is None:
-                return
-            if self._error is None:
-                try:
-                    self._write(memoryview(np.asfortranarray(block).T).cast("B"))
-                    self._written(block.shape[0])
-                except BaseException as exc:  # raised in the parsing thread
-                    self._error = exc
-            self._recycler.give_back(block)
-            del block
-
-    def _write(self, data: memoryview) -> None:
-        done = 0
-        while done < len(data):
-            done += os.write(self._fd, data[done:])
-
-    def put(self, block: np.ndarray) -> None:
-        if self._error is not None:
-            raise self._error
-        self._queue.put(block)
-
-    def close(self, *, raising: bool = True) -> None:
-        """No more blocks: wait until every block is written (the file stays readable
-        until :meth:`release`)."""
-        if not self._finished:
-            self._finished = True
-            self._queue.put(None)
-            self._thread.join()
-        if raising and self._error is not None:
-            raise self._error
-
-    def read_into(self, view: memoryview, offset: int) -> None:
-        """Fill ``view`` (bytes) from ``offset`` of the file (positional reads: any number
-        of threads at once)."""
-        done = 0
-        while done < len(view):
-            if hasattr(os, "preadv"):
-                count = os.preadv(self._fd, [view[done:]], offset + done)
-            else:  # pragma: no cover - systems without preadv
-                chunk = os.pread(self._fd, len(view) - done, offset + done)
-                view[done:done + len(chunk)] = chunk
-                count = len(chunk)
-            if not count:
-                raise OSError("the temporary file of the parsed records was truncated")
-            done += count
-
-    def release(self) -> None:
-        """Close the file: the system frees it (and its name, where it kept one)."""
-        self.close(raising=False)
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._named is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._named)
+    def merge(self, a: SumsState, b: SumsState) -> SumsState:
+        return SumsState(a.gram + b.gram, a.total + b.total, a.n + b.n,
+                         a.n_clipped + b.n_clipped)
 
 
-def _anonymous_file(path: str) -> int:
-    """A read-write descriptor of a new owner-only file without a name in the directory of
-    ``path`` (see :class:`_SpillWriter`); the directory is removed if it is left empty."""
-    directory = os.path.dirname(path) or "."
-    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
-    fd = -1
-    if hasattr(os, "O_TMPFILE"):
-        try:
-            fd = os.open(directory, flags | os.O_TMPFILE, 0o600)
-        except OSError:  # a file system without anonymous files
-            fd = -1
-    if fd < 0:
-        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                     0o600)
-        with contextlib.suppress(OSError):  # Windows keeps it until release()
-            os.unlink(path)
-    try:
-        os.fchmod(fd, 0o600)
-    except (OSError, AttributeError):  # pragma: no cover - no fchmod on Windows
-        pass
-    if hasattr(os, "posix_fadvise"):  # the passes read it from start to end
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-    with contextlib.suppress(OSError):  # not empty where the name could not be removed
-        os.rmdir(directory)
-    return fd
+@dataclass
+class RegressionState:
+    """``F^T F``, ``F^T y`` and the count, for the clipped features ``F`` (with a column of
+    ones for an intercept) and the clipped targets ``y``."""
+
+    gram: np.ndarray
+    moment: np.ndarray
+    n: int = 0
 
 
-class _Closed(RuntimeError):
-    pass
+@dataclass(frozen=True)
+class RegressionSums(PassTask):
+    """A linear regression's sufficient statistics from records ``[x, y]`` (the target in
+    the last column): the features clipped to ``bounds``, the target to
+    ``[-y_bound, y_bound]``, a column of ones appended for ``fit_intercept``; one matrix
+    product a chunk, in the records' order (``in_order``)."""
 
+    bounds: Bounds
+    y_bound: float
+    fit_intercept: bool = False
 
-class FileRecords:
-    """A CSV or Parquet file, parsed once, in a background thread, into float64 blocks:
-    the first ones kept in memory (up to :data:`MEMORY_LIMIT` bytes), the rest appended to
-    an owner-only temporary file deleted by :meth:`close`.
+    in_order: ClassVar[bool] = True
 
-    Every pass (:meth:`run`) reads the blocks by index, on :data:`PASS_WORKERS` threads,
-    as soon as they are parsed: the first pass counts block ``k`` while the parser parses
-    block ``k + 1`` (pyarrow and the numba kernels release the GIL), and :meth:`start`
-    lets the parsing begin before anything else (the command line starts it before it
-    imports the estimator). A file larger than the memory limit goes to the temporary
-    file from its first block, so memory stays O(p^2 + a few blocks) whatever the number
-    of records; the blocks are written by a background thread without copies and read
-    back by each thread with its own handle into its own buffer.
+    def new(self, p: int) -> RegressionState:
+        self.bounds.check_dimension(p - 1)
+        d = p - 1 + int(self.fit_intercept)
+        return RegressionState(np.zeros((d, d)), np.zeros(d))
 
-    ``n_samples`` and ``columns`` are complete after the first pass. ``scratch`` is the
-    directory of the temporary file (default: ``source.scratch`` if the source is a
-    :class:`~dpggm.data.tables.TableFile` that names one, else the system's temporary
-    directory, ``TMPDIR``): it needs room for ``8 n p`` bytes.
+    def add(self, state: RegressionState, block: np.ndarray) -> None:
+        features = block[:, :-1]
+        if not (features.flags.c_contiguous or features.flags.f_contiguous):
+            # The features as one array in memory: the product then runs on the layout
+            # the caller's array had (a C- or Fortran-ordered matrix), as one product of
+            # the features always has.
+            features = np.ascontiguousarray(features)
+        features, _ = self.bounds.clip(features)
+        target = np.clip(block[:, -1], -self.y_bound, self.y_bound)
+        if self.fit_intercept:
+            features = np.hstack([features, np.ones((features.shape[0], 1))])
+        state.gram += features.T @ features
+        state.moment += features.T @ target
+        state.n += features.shape[0]
 
-    Privacy
-    -------
-    The temporary file holds the parsed private records: it is created in a fresh
-    directory of mode 0700 (:func:`tempfile.mkdtemp`) and removed when the records are
-    closed, also on errors.
-    """
-
-    def __init__(self, source: Any, *, memory_limit: int | None = None,
-                 scratch: str | os.PathLike | None = None, missing: str = "refuse") -> None:
-        self.source = source
-        self.missing = missing
-        self.memory_limit = int(MEMORY_LIMIT if memory_limit is None else memory_limit)
-        if scratch is None:
-            scratch = getattr(source, "scratch", None)
-        self.scratch = scratch
-        self.columns: list[str] = []
-        self.n_samples = 0
-        self.n_features = 0
-        self._kept: list[np.ndarray] = []
-        self._kept_bytes = 0
-        self._spill_dir: str | None = None
-        self._spill: _SpillWriter | None = None
-        self._spill_offsets: list[int] = [0]  # rows before each spilled block
-        self._condition = threading.Condition()
-        self._available = 0  # blocks that can be read, in order
-        self._parsed = False
-        self._failure: BaseException | None = None
-        self._stop = threading.Event()
-        self._parser: threading.Thread | None = None
-        # The curator's warnings about the columns, gathered by the parser (a thread) and
-        # issued by the first pass that reads the whole file (in the caller's thread).
-        self._notes: list[str] = []
-        self._noted = False
-
-    # -- parsing (background thread) -------------------------------------------------
-
-    def start(self) -> FileRecords:
-        """Start parsing the file in a background thread (once)."""
-        if self._parser is None:
-            # The parser runs in the caller's context, so that a progress reporter the
-            # caller installed (dpggm._progress) hears about the file being read.
-            context = contextvars.copy_context()
-            self._parser = threading.Thread(target=context.run, args=(self._parse,),
-                                            name="dpggm-parse", daemon=True)
-            self._parser.start()
-        return self
-
-    def _spill_path(self) -> str:
-        assert self._spill_dir is not None
-        return os.path.join(self._spill_dir, "records.f64")
-
-    def _file_bytes(self) -> int:
-        path = getattr(self.source, "path", self.source)
-        try:
-            return os.path.getsize(path)
-        except (OSError, TypeError):
-            return 0
-
-    def _arrived(self, rows: int) -> None:
-        """One more block can be read (in order)."""
-        with self._condition:
-            self._available += 1
-            self.n_samples += rows
-            self._condition.notify_all()
-
-    def _parse(self) -> None:
-        from dpggm.data.tables import iter_chunks
-
-        recycler = _Recycler()
-        writer: _SpillWriter | None = None
-        try:
-            spill_all = self._file_bytes() > self.memory_limit
-            chunks = iter_chunks(self.source, matrix=recycler.matrix, missing=self.missing,
-                                 notes=self._notes)
-            with contextlib.closing(chunks):
-                for block, columns, _ in chunks:
-                    if self._stop.is_set():
-                        break
-                    if self.n_features == 0:
-                        with self._condition:
-                            self.columns = list(columns)
-                            self.n_features = block.shape[1]
-                            self._condition.notify_all()
-                    if writer is None and not spill_all and (
-                            self._kept_bytes + block.nbytes <= self.memory_limit):
-                        self._kept.append(block)
-                        self._kept_bytes += block.nbytes
-                        self._arrived(block.shape[0])
-                    else:
-                        if writer is None:
-                            self._spill_dir = tempfile.mkdtemp(prefix="dpggm-records-",
-                                                               dir=self.scratch)
-                            writer = self._spill = _SpillWriter(self._spill_path(), recycler,
-                                                                self._arrived)
-                        self._spill_offsets.append(self._spill_offsets[-1] + block.shape[0])
-                        writer.put(block)
-                    del block
-            if writer is not None:
-                writer.close()
-            if self._stop.is_set():
-                raise _Closed("the records were closed")
-            with self._condition:
-                self._parsed = True
-                self._condition.notify_all()
-        except BaseException as exc:  # raised in the threads that read the blocks
-            if writer is not None:
-                writer.release()
-            # The parsed records are incomplete and of no further use: deleted at once.
-            if self._spill_dir is not None:
-                shutil.rmtree(self._spill_dir, ignore_errors=True)
-            with self._condition:
-                self._failure = exc
-                self._condition.notify_all()
-
-    # -- reading -----------------------------------------------------------------------
-
-    def _wait(self, ready: Callable[[], bool]) -> None:
-        with self._condition:
-            while not ready():
-                if self._failure is not None:
-                    raise self._failure
-                self._condition.wait()
-            if self._failure is not None:
-                raise self._failure
-
-    def _exists(self, index: int) -> bool:
-        """Whether block ``index`` exists, waiting for the parser if need be."""
-        with self._condition:
-            while True:
-                if self._failure is not None:
-                    raise self._failure
-                if index < self._available:
-                    return True
-                if self._parsed:
-                    return False
-                self._condition.wait()
-
-    def run(self, task: PassTask) -> Any:
-        """``task`` over every block (the first run follows the parsing)."""
-        self.start()
-        self._wait(lambda: self.n_features > 0 or self._parsed)
-        p = self.n_features
-        buffers: dict[int, np.ndarray] = {}
-
-        def read(index: int, worker: int) -> np.ndarray:
-            if index < len(self._kept):
-                return self._kept[index]
-            spilled = index - len(self._kept)
-            first, last = self._spill_offsets[spilled], self._spill_offsets[spilled + 1]
-            rows = last - first
-            # Each worker reads into its own buffer (positional reads of the one file).
-            buffer = buffers.get(worker)
-            if buffer is None or buffer.size < rows * p:
-                buffer = buffers[worker] = np.empty(rows * p + rows * p // 8)
-            flat = buffer[:rows * p]
-            assert self._spill is not None
-            self._spill.read_into(memoryview(flat).cast("B"), first * 8 * p)
-            return flat.reshape(p, rows).T
-
-        try:
-            result = run_split(task, p, self._exists, read)
-            if not self._noted:
-                self._noted = True
-                from dpggm.exceptions import CuratorWarning
-
-                for note in self._notes:
-                    warnings.warn(CuratorWarning(note), stacklevel=2)
-            return result
-        except BaseException:
-            # A reader may have tripped over the parser's failure before seeing it.
-            failure = self._failure
-            if failure is not None and not isinstance(failure, _Closed):
-                raise failure from None
-            raise
-
-    def close(self) -> None:
-        """Stop the parser, delete the temporary file and release the blocks' memory."""
-        self._stop.set()
-        if self._parser is not None:
-            self._parser.join()
-        with self._condition:
-            if self._failure is None and not self._parsed:
-                self._failure = _Closed("the records were closed")
-            self._condition.notify_all()
-        had_blocks = bool(self._kept) or self._spill_dir is not None
-        self._kept = []
-        self._kept_bytes = 0
-        if self._spill is not None:
-            self._spill.release()
-            self._spill = None
-        if self._spill_dir is not None:
-            shutil.rmtree(self._spill_dir, ignore_errors=True)
-            self._spill_dir = None
-        if had_blocks:
-            release_free_memory()
-
-    def __enter__(self) -> FileRecords:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-#: Records whose parsing started ahead of the fit that reads them (see
-#: :func:`reading_ahead`), by the identity of their source.
-_STARTED: dict[int, FileRecords] = {}
-
-
-@contextlib.contextmanager
-def reading_ahead(source: Any, *, missing: str = "refuse") -> Iterator[FileRecords]:
-    """Start parsing the file ``source`` (a path or a
-    :class:`~dpggm.data.tables.TableFile`) in the background; an estimator fitted on
-    this same object within the block reads these records instead of parsing the file
-    again. The command line starts it before it imports the estimator, so the parsing
-    overlaps the imports."""
-    records = FileRecords(source, missing=missing).start()
-    _STARTED[id(source)] = records
-    try:
-        yield records
-    finally:
-        if _STARTED.get(id(source)) is records:
-            del _STARTED[id(source)]
-        records.close()
-
-
-def open_records(X: Any, *, name: str = "X", missing: str = "refuse") -> Any:
-    """The records of ``X`` as a pass source: :class:`FileRecords` for a path or
-    :class:`~dpggm.data.tables.TableFile` (those started by :func:`reading_ahead` if
-    any), the Dask source for a Dask collection, :class:`ArrayRecords` otherwise
-    (validated by :func:`~dpggm.data.tables.as_matrix`). With ``missing`` other than
-    ``"refuse"`` a missing value is kept as NaN: the counting kernels count it apart and
-    the rescaling imputes it at the center of its range."""
-    from dpggm.data.tables import ColumnProfile, as_matrix, is_dask_collection, is_path
-
-    if is_dask_collection(X):
-        from dpggm.data.dask_records import DaskRecords
-
-        return DaskRecords(X, name=name, missing=missing)
-    if is_path(X):
-        started = _STARTED.pop(id(X), None)
-        if started is not None and started.source is X and started.missing == missing:
-            return started
-        if started is not None:
-            started.close()
-        return FileRecords(X, missing=missing)
-    values, columns = as_matrix(X, name=name, missing=missing)
-    # A column with no value or a single value is refused before any draw (the message
-    # is the curator's: see refuse_degenerate_columns); an identifier-like one is flagged.
-    profile = ColumnProfile(values.shape[1])
-    profile.add(values)
-    profile.refuse_degenerate(columns, where=name, drop=f"leave it out of {name}")
-    profile.warn_identifiers(columns)
-    return ArrayRecords(values, columns)
+    def merge(self, a: RegressionState, b: RegressionState) -> RegressionState:
+        return RegressionState(a.gram + b.gram, a.moment + b.moment, a.n + b.n)

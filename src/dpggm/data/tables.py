@@ -1,8 +1,10 @@
-"""The data path: from user input to the clipped second moment.
+"""Reading tables: arrays, DataFrames and data files, checked, as blocks of float64 records.
 
-Input may be a NumPy array, a pandas DataFrame, the path of a data file (or a
-:class:`TableFile` carrying reading options and the table's public schema), or a Dask
-DataFrame / Array (optional extra ``dpggm[dask]``).
+Input may be a NumPy array, a pandas DataFrame or the path of a data file (or a
+:class:`TableFile` carrying reading options and the table's public schema);
+:func:`as_matrix` gives the records in memory and :func:`iter_chunks` block by block. What
+is computed from them is a pass over their :class:`~dpggm.data.passes.Records`
+(:func:`~dpggm.data.records.open_records`), which read through this module.
 
 Files
 -----
@@ -40,8 +42,9 @@ Messages use the file's own terms (1-based line or row numbers, column names) an
 caller's: ``TableFile(..., terms="cli")`` names the command line's options (``--drop``),
 the default the Python parameters (``drop=[...]``).
 
-Dask input is reduced on the cluster (see :mod:`dpggm.data.dask_records`); this module
-recognises it by the module name of its type, so that ``import dpggm`` never imports Dask.
+A Dask DataFrame / Array (optional extra ``dpggm[dask]``) is read on its cluster (see
+:mod:`dpggm.data.dask_records`); this module recognises it by the module name of its type,
+so that ``import dpggm`` never imports Dask.
 """
 
 from __future__ import annotations
@@ -62,18 +65,17 @@ from dpggm import _progress
 from dpggm.data import formats
 from dpggm.data.schema import ResolvedColumns, TableSchema
 from dpggm.exceptions import CuratorWarning
-from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES",
     "DEFAULT_CHUNK_ROWS",
     "DEFAULT_NA_VALUES",
     "ColumnProfile",
-    "SecondMoment",
     "TableFile",
     "TableSchema",
     "as_matrix",
-    "clipped_second_moment",
+    "bad_value_error",
+    "check_chunk_rows",
     "is_dask_collection",
     "is_path",
     "iter_chunks",
@@ -417,26 +419,35 @@ def _check_array(
         row, col = np.argwhere(~finite)[0]
         name = columns[col] if columns else f"x{col}"
         at = int(rows[row]) if rows is not None else int(row) + row_offset
-        if allow_missing:
-            raise ValueError(
-                f"{where} contains infinite values (first at {unit} {at}, column "
-                f"{name!r}); an infinite value is not a missing one: correct or remove it"
-            )
-        if terms == "cli":
-            raise ValueError(
-                f"{where} has a missing value (first at {unit} {at}, column {name!r}); it is "
-                "refused with --missing refuse: dpggm graph imputes it (--missing impute), "
-                "dpggm estimate leaves its row out under add/remove neighbours "
-                "(--missing drop --neighbors add-remove)")
-        raise ValueError(
-            f"{where} contains NaN or infinite values (first at {unit} "
-            f"{at}, column {name!r}); missing values (an empty field counts as "
-            "missing) are refused with missing='refuse': PrivateGraph imputes them "
-            "(missing='impute'; dpggm graph --missing impute), the covariance estimators "
-            "under add/remove neighbours leave their rows out (missing='drop'; dpggm "
-            "estimate --missing drop), or remove them before estimating"
-        )
+        raise bad_value_error(where, unit, at, name, allow_missing=allow_missing, terms=terms)
     return values
+
+
+def bad_value_error(where: str, unit: str, at: int, column: str, *, allow_missing: bool,
+                    terms: str = "python") -> ValueError:
+    """The error for the first value that is not a finite number, at ``unit`` ``at`` (the
+    user's terms: a 0-based ``row`` of an array, a 1-based ``line`` of a CSV file) of
+    ``column``, worded once for every source of records. With ``allow_missing`` only an
+    infinite value can be one (NaN then marks a missing value)."""
+    if allow_missing:
+        return ValueError(
+            f"{where} contains infinite values (first at {unit} {at}, column "
+            f"{column!r}); an infinite value is not a missing one: correct or remove it"
+        )
+    if terms == "cli":
+        return ValueError(
+            f"{where} has a missing value (first at {unit} {at}, column {column!r}); it is "
+            "refused with --missing refuse: dpggm graph imputes it (--missing impute), "
+            "dpggm estimate leaves its row out under add/remove neighbours "
+            "(--missing drop --neighbors add-remove)")
+    return ValueError(
+        f"{where} contains NaN or infinite values (first at {unit} "
+        f"{at}, column {column!r}); missing values (an empty field counts as "
+        "missing) are refused with missing='refuse': PrivateGraph imputes them "
+        "(missing='impute'; dpggm graph --missing impute), the covariance estimators "
+        "under add/remove neighbours leave their rows out (missing='drop'; dpggm "
+        "estimate --missing drop), or remove them before estimating"
+    )
 
 
 def _refuse_dask(X: Any, name: str) -> None:
@@ -459,8 +470,8 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
     With ``missing="refuse"`` (default) a missing value (NaN, an empty field) is an error;
     otherwise it is kept as NaN for the caller's policy (infinite values are refused).
 
-    Dask collections are refused here: estimators that accept them reduce them with
-    :func:`clipped_second_moment` instead.
+    Dask collections are refused here: their records are read in passes on the cluster
+    (:func:`~dpggm.data.records.open_records`), never gathered into memory.
     """
     _refuse_dask(X, name)
     if type(X).__module__.startswith("scipy.sparse"):
@@ -1389,6 +1400,15 @@ def _iter_file(source: TableFile, chunk_rows: int,
     yield pending
 
 
+def check_chunk_rows(chunk_rows: Any) -> int:
+    """Rows per chunk must be a positive integer."""
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
+        chunk_rows < 1
+    ):
+        raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
+    return int(chunk_rows)
+
+
 def iter_chunks(
     X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
     matrix: Callable[[int, int], np.ndarray] = _new_matrix, missing: str = "refuse",
@@ -1406,133 +1426,14 @@ def iter_chunks(
     curator's warnings about a file's columns are appended to ``notes`` if given (a reader
     in another thread re-issues them), else issued as ``CuratorWarning``.
     """
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
-        chunk_rows < 1
-    ):
-        raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
+    chunk_rows = check_chunk_rows(chunk_rows)
     _refuse_dask(X, "X")
     if is_path(X):
-        yield from _iter_file(_as_table(X), int(chunk_rows), matrix, missing, notes)
+        yield from _iter_file(_as_table(X), chunk_rows, matrix, missing, notes)
         return
     values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):
         yield values[start : start + chunk_rows], columns, start
-
-
-@dataclass(frozen=True)
-class SecondMoment:
-    """Exact statistics of the clipped records (curator side; never released as is).
-
-    Attributes
-    ----------
-    second_moment : ndarray (p, p)
-        ``X^T X / n`` of the clipped (and, with a public center, centered) records.
-    total : ndarray (p,)
-        Column sums of the same records.
-    n : int
-        Number of records.
-    n_clipped : int
-        Records changed by clipping (a curator-only diagnostic, not part of any release).
-    columns : list of str
-    """
-
-    second_moment: np.ndarray
-    total: np.ndarray
-    n: int
-    n_clipped: int
-    columns: list[str] = field(default_factory=list)
-
-    @property
-    def n_features(self) -> int:
-        return self.second_moment.shape[0]
-
-
-def check_center(center: Any, p: int) -> np.ndarray | None:
-    """A public center must be a finite vector with one entry per column."""
-    if center is None:
-        return None
-    center = np.asarray(center, dtype=float)
-    if center.shape != (p,) or not np.all(np.isfinite(center)):
-        raise ValueError(
-            f"center must be a finite vector of length {p} (one per column); "
-            f"got shape {center.shape}"
-        )
-    return center
-
-
-def finish_second_moment(
-    gram: np.ndarray, total: np.ndarray, n: int, n_clipped: int, columns: list[str],
-    *, name: str = "X",
-) -> SecondMoment:
-    """Normalise summed statistics (shared by the in-memory and the Dask paths, so that
-    both give the same numbers)."""
-    if n < 2:
-        raise too_few_records(n, name=name)
-    second_moment = gram / n
-    # Symmetrise exactly: the chunked products are symmetric only up to rounding.
-    second_moment = (second_moment + second_moment.T) / 2
-    return SecondMoment(second_moment, total, n, n_clipped, list(columns))
-
-
-def clipped_second_moment(
-    X: Any,
-    *,
-    bounds: Bounds,
-    center: np.ndarray | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    missing: str = "refuse",
-) -> SecondMoment:
-    """Clip every record to ``bounds`` and accumulate ``X^T X / n`` in chunks.
-
-    Parameters
-    ----------
-    X : array, DataFrame, CSV / Parquet path or TableFile
-        (A Dask collection is read by :func:`dpggm.data.records.clipped_second_moment`,
-        which dispatches between this reader and the cluster's.)
-    bounds : Bounds
-        Declared bounds; records are clipped to them (after subtracting ``center``).
-    center : ndarray of shape (p,), optional
-        A public mean subtracted from every record before clipping.
-    chunk_rows : int
-        Rows per chunk (memory is ``O(p^2)`` plus one chunk).
-    missing : {"refuse", "drop"}, default="refuse"
-        A missing value (NaN, an empty field) is an error, or its whole row is left out
-        (``n`` counts the rows kept). Dropping rows makes ``n`` depend on the data: only
-        an estimator under add/remove neighbours (whose count is private) may ask for it.
-
-    Privacy
-    -------
-    The result is the exact (unreleased) statistic; only a mechanism may publish it.
-    Nothing here draws noise, so every error is raised before any budget is spent.
-    """
-    if missing not in ("refuse", "drop"):
-        raise ValueError(f"missing must be 'refuse' or 'drop'; got {missing!r}")
-    gram: np.ndarray | None = None
-    total: np.ndarray | None = None
-    n = 0
-    n_clipped = 0
-    columns: list[str] = []
-    for values, chunk_columns, _ in iter_chunks(X, chunk_rows=chunk_rows, missing=missing):
-        columns = chunk_columns
-        p = values.shape[1]
-        if missing == "drop":
-            values = values[~np.isnan(values).any(axis=1)]
-        if gram is None:
-            bounds.check_dimension(p)
-            center = check_center(center, p)
-            gram = np.zeros((p, p))
-            total = np.zeros(p)
-        if center is not None:
-            values = values - center
-        clipped, changed = bounds.clip(values)
-        gram += clipped.T @ clipped
-        total += clipped.sum(axis=0)
-        n += clipped.shape[0]
-        n_clipped += changed
-    if gram is None or total is None:
-        raise too_few_records(0)
-    return finish_second_moment(gram, total, n, n_clipped, columns)
-
 
 
 # ------------------------------------------------------------------- a column as text

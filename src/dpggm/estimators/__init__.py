@@ -56,15 +56,11 @@ _EXPORTS = {
     "make_estimator": "dpggm.estimators.registry",
     "AdaSSP": "dpggm.estimators.regression",
     "PrivateLinearRegression": "dpggm.estimators.regression",
-    "TableFile": "dpggm.data.tables",
-    "TableSchema": "dpggm.data.schema",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpggm.data.schema import TableSchema
-    from dpggm.data.tables import TableFile
     from dpggm.estimators.baselines import (
         AdaptiveCovariance,
         DiagonalCovariance,
@@ -119,8 +115,6 @@ __all__ = [
     "RidgePrecision",
     "SSPCovariance",
     "SeparateCovariance",
-    "TableFile",
-    "TableSchema",
     "ThresholdedCovariance",
     "make_estimator",
 ]

@@ -851,7 +851,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         """Before any draw: declared sizes match, every group is large enough and its
         data and plan pass the group estimator's own refusals (messages for the curator;
         nothing is released)."""
-        from dpggm.data.passes import open_records
+        from dpggm.data.records import open_records
 
         declared = settings["sizes_checked"]
         for level in settings["levels_checked"]:

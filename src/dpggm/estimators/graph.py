@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.data.passes import ArrayRecords, open_records
+from dpggm.data.records import open_records
 from dpggm.data.tables import too_few_records, too_few_variables
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import (
@@ -902,7 +902,7 @@ class PrivateGraph(DPEstimator):
         runs here, while a file is parsed."""
         _check_table_ranges(X, settings)
         with open_records(X, missing=settings.missing) as records:
-            if isinstance(records, ArrayRecords):
+            if records.sizes_known:
                 # The sizes are known: refuse before even the first pass.
                 self._check_plan(settings, self._plan(settings, records.n_samples,
                                                       records.n_features))
