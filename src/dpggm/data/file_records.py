@@ -264,7 +264,7 @@ class FileRecords(Records):
         """Start parsing the file in a background thread (once)."""
         if self._parser is None:
             # The parser runs in the caller's context, so that a progress reporter the
-            # caller installed (dpggm._progress) hears about the file being read.
+            # caller installed (dpggm.progress) hears about the file being read.
             context = contextvars.copy_context()
             self._parser = threading.Thread(target=context.run, args=(self._parse,),
                                             name="dpggm-parse", daemon=True)

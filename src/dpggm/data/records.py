@@ -51,11 +51,44 @@ __all__ = [
     "RecordMatrix",
     "SecondMoment",
     "StreamedFile",
+    "check_missing_policy",
     "clipped_second_moment",
     "finish_second_moment",
     "open_records",
     "reading_ahead",
 ]
+
+
+def check_missing_policy(missing: str, *, neighbors: str, drops: bool) -> None:
+    """The one rule for leaving incomplete records out (``missing="drop"``), checked before
+    any data are read.
+
+    Dropping records makes their number depend on the private data, which replace-one
+    neighbours take as public: it needs add/remove neighbours, whose count is private (and
+    released with noise anyway). And it needs an estimator whose statistic is the clipped
+    second moment alone (``drops``: :class:`~dpggm.data.passes.ClippedSums` leaves the
+    records out); any other pass -- the ranges and norm bound ``PrivateGraph`` chooses --
+    would count every record.
+
+    Raises
+    ------
+    ValueError
+        ``missing="drop"`` where it cannot hold.
+    """
+    if missing != "drop":
+        return
+    if not drops:
+        raise ValueError(
+            "missing='drop' is refused: dropping incomplete rows makes the number of "
+            "records depend on the private data, while replace-one neighbours take it "
+            "as public (and the ranges and norm bound of bounds='auto' count every "
+            "record); use missing='impute' (the default) or missing='refuse'")
+    if neighbors != "add-remove":
+        raise ValueError(
+            "missing='drop' needs neighbors='add-remove': leaving out incomplete rows "
+            "makes the number of records depend on the data, which replace-one "
+            "neighbours take as public; under add/remove the count is released with "
+            "noise anyway")
 
 
 class ArrayRecords(Records):

@@ -61,10 +61,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm import _progress
 from dpggm.data import formats
 from dpggm.data.schema import ResolvedColumns, TableSchema
 from dpggm.exceptions import CuratorWarning
+from dpggm.progress import report as report_progress
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES",
@@ -1098,7 +1098,7 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
         null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False))
     line = layout.data_line
     task, size = f"reading {path.name}", os.path.getsize(path)
-    _progress.report(task, 0, size)
+    report_progress(task, 0, size)
     with formats.open_binary(path, source.compression) as stream:
         for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
             try:
@@ -1136,7 +1136,7 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
                 empty = np.array([r for r in empty if _empty_line(lines[r], source, markers)],
                                  dtype=np.intp)
             values, numbers = _assemble(arrays, numbers, empty, matrix)
-            _progress.report(task, stream.raw_position(), size)
+            report_progress(task, stream.raw_position(), size)
             yield values, numbers
 
 
@@ -1248,7 +1248,7 @@ def _parquet_blocks(source: TableFile, layout: _Layout, handles: list[Any], chun
             numbers = np.arange(first, first + rows)
             first += rows
             values, numbers = _assemble(arrays, numbers, empty, matrix)
-            _progress.report(task, first - 1, total)
+            report_progress(task, first - 1, total)
             yield values, numbers
 
 

@@ -54,6 +54,8 @@ _EXPORTS = {
     "RidgePrecision": "dpggm.estimators.precision",
     "ThresholdedCovariance": "dpggm.estimators.precision",
     "make_estimator": "dpggm.estimators.registry",
+    "feature_names": "dpggm.estimators._contract",
+    "result_record": "dpggm.estimators._base",
     "AdaSSP": "dpggm.estimators.regression",
     "PrivateLinearRegression": "dpggm.estimators.regression",
 }
@@ -61,6 +63,8 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.estimators._base import result_record
+    from dpggm.estimators._contract import feature_names
     from dpggm.estimators.baselines import (
         AdaptiveCovariance,
         DiagonalCovariance,
@@ -116,5 +120,7 @@ __all__ = [
     "SSPCovariance",
     "SeparateCovariance",
     "ThresholdedCovariance",
+    "feature_names",
     "make_estimator",
+    "result_record",
 ]

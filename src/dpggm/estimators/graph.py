@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.data.records import open_records
+from dpggm.data.records import check_missing_policy, open_records
 from dpggm.data.tables import too_few_records, too_few_variables
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import (
@@ -53,6 +53,7 @@ from dpggm.estimators._graph_pipeline import (
     first_pass_task,
     graph_plan,
     pass_threads,
+    predicted_partial_correlation_noise,
     run_plan,
 )
 from dpggm.estimators.edges import (
@@ -86,6 +87,7 @@ __all__ = [
     "inference_record",
     "partial_correlation",
     "planned_release_noise",
+    "predicted_partial_correlation_noise",
     "stage_graph_release",
 ]
 
@@ -685,13 +687,7 @@ class PrivateGraph(DPEstimator):
                 "method 'pace' divides its measurements by the number of records, which is "
                 "private under add/remove neighbours; use method='glasso' or "
                 "neighbors='replace'")
-        if params["missing"] == "drop":
-            raise ValueError(
-                "missing='drop' is refused: dropping incomplete rows makes the number of "
-                "records depend on the private data, while replace-one neighbours take it "
-                "as public (and the ranges and norm bound of bounds='auto' count every "
-                "record); use missing='impute' (the default) or missing='refuse'"
-            )
+        check_missing_policy(params["missing"], neighbors=params["neighbors"], drops=False)
         budget = params["budget"]
         auto = isinstance(params["bounds"], str)
         declared = None if auto else params["bounds"]

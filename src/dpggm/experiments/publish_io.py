@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from dpggm.data.tables import TableFile, as_matrix, iter_chunks
-from dpggm.estimators._contract import feature_names as _names
+from dpggm.estimators import feature_names
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
@@ -124,6 +125,7 @@ def publish_csv(
     overwrite: bool = False,
     ledger: Any = None,
     dataset: str | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> NoisyRelease:
     """Release a noisy copy of a CSV file and write it with its metadata, charged to a
     ledger before either file appears when ``ledger`` is given.
@@ -160,6 +162,9 @@ def publish_csv(
         then carries the receipt under ``"ledger"`` (ledger, dataset, spend, output id).
     dataset : str, optional
         The dataset's name in ``ledger`` (given with ``ledger``).
+    report : callable, optional
+        ``report(line)`` hears what the recovery of interrupted deliveries into the
+        directory of ``output_csv`` did (:func:`dpggm.io.recover_pending`, run first).
 
     Returns
     -------
@@ -181,7 +186,7 @@ def publish_csv(
     The release's guarantee (``release.privacy_``); the metadata file carries it. The
     paper's data-dependent figures stay out of the file.
     """
-    from dpggm.io import StagedOutput, failed_release, recover_pending
+    from dpggm.io import check_ledger_pair, deliver
     from dpggm.mechanisms.publish import check_publish_ledger
     from dpggm.privacy.ledger import Ledger
 
@@ -196,10 +201,7 @@ def publish_csv(
         raise ValueError(
             f"metadata_path must be another file in the directory of output_csv (they are "
             f"delivered together); got {str(metadata_path)!r} for {str(output_csv)!r}")
-    if (ledger is None) != (dataset is None):
-        raise ValueError(
-            "ledger and dataset go together: give both (to charge the release) or neither; "
-            f"got ledger={ledger!r}, dataset={dataset!r}")
+    check_ledger_pair(ledger, dataset)
     if not overwrite:
         for target in (output_csv, metadata_path):
             if target.exists():
@@ -212,28 +214,22 @@ def publish_csv(
         book = ledger if isinstance(ledger, Ledger) else _open_ledger(ledger)
         check_publish_ledger(book, dataset, n_features=_n_variables(input_csv),
                              random_state=random_state, **options)
-    parent = output_csv.parent if str(output_csv.parent) else Path(".")
-    recover_pending(parent, report=lambda line: None)
-    pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
-                                       "dataset": dataset}
-    staged = StagedOutput(output_csv, overwrite=overwrite, pending=pending,
-                          files=[metadata_path, output_csv], receipt_into=metadata_path.name)
-    release = None
-    try:
-        release = publish(_read_records(input_csv), random_state=random_state, **options)
-        metadata = release.to_json_metadata()
-        staged.text(output_csv.name, released_csv_text(release.data))
-        staged.json(metadata_path.name, metadata)
-    except BaseException as exc:
-        staged.discard()
-        # After the draw a failure is charged (with a ledger) and reported generically.
-        raise failed_release(exc, None if release is None else release.privacy_, ledger=book,
-                             dataset=dataset, mechanism="dpggm publish",
-                             details={"data": str(input_csv), "out": str(output_csv)}) from None
-    staged.deliver(ledger=book, dataset=dataset, guarantee=release.privacy_,
-                   mechanism="dpggm publish (noisy copy of the records)",
-                   details={"data": str(input_csv), "out": str(output_csv)})
-    return release
+    released: list[NoisyRelease] = []
+
+    def write(staged: Any) -> None:
+        released.append(publish(_read_records(input_csv), random_state=random_state,
+                                **options))
+        staged.text(output_csv.name, released_csv_text(released[0].data))
+        staged.json(metadata_path.name, released[0].to_json_metadata())
+
+    # After the draw a failure is charged (with a ledger) and reported generically.
+    deliver(output_csv, write, overwrite=overwrite, ledger=book, dataset=dataset,
+            guarantee=lambda: released[0].privacy_,
+            drawn=lambda: released[0].privacy_ if released else None,
+            mechanism="dpggm publish (noisy copy of the records)",
+            details={"data": str(input_csv), "out": str(output_csv)},
+            files=[metadata_path, output_csv], receipt_into=metadata_path.name, report=report)
+    return released[0]
 
 
 #: Name of the JSON metadata written inside the output directory.
@@ -352,7 +348,7 @@ def publish_dask(
 
     from dpggm.data.dask_records import partition_blocks
     from dpggm.data.records import clipped_second_moment
-    from dpggm.io import RECEIPT_NAME, StagedOutput, check_target, failed_release, recover_pending
+    from dpggm.io import RECEIPT_NAME, check_ledger_pair, check_target, deliver
     from dpggm.mechanisms.bounds import check_bounds, check_neighbors
     from dpggm.mechanisms.publish import check_publish_ledger
     from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
@@ -362,10 +358,7 @@ def publish_dask(
     if out.exists() and not overwrite:
         raise FileExistsError(f"{str(out)!r} exists; pass overwrite=True to replace it")
     check_target(out, overwrite=overwrite)
-    if (ledger is None) != (dataset is None):
-        raise ValueError(
-            "ledger and dataset go together: give both (to charge the release) or neither; "
-            f"got ledger={ledger!r}, dataset={dataset!r}")
+    check_ledger_pair(ledger, dataset)
     bounds = check_bounds(bounds)
     check_neighbors(neighbors)
     blocks, columns = partition_blocks(X, "X")
@@ -409,26 +402,21 @@ def publish_dask(
     parts = [dask.delayed(_publish_partition, pure=False)(block, seeds[k], columns, options)
              for k, block in enumerate(blocks)]
     released = dd.from_delayed(parts, meta=meta, verify_meta=False)
-    recover_pending(out.parent if str(out.parent) else Path("."), report=lambda line: None)
-    pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
-                                       "dataset": dataset}
-    # Parquet readers skip names starting with "_" or ".": the receipt is "_ledger.json".
-    staged = StagedOutput(out, overwrite=overwrite, pending=pending,
-                          receipt="_" + RECEIPT_NAME, receipt_into=METADATA_NAME)
-    try:
+
+    def write(staged: Any) -> None:
         released.to_parquet(str(staged.staging), write_index=False, write_metadata_file=True)
         staged.json(METADATA_NAME, metadata)
-    except BaseException as exc:
-        staged.discard()
-        # The partitions draw their noise while they are written: every failure here is
-        # taken as one after the first draw (charged with a ledger, reported generically).
-        raise failed_release(exc, guarantee, ledger=book, dataset=dataset,
-                             mechanism="publish_dask", details={"out": str(out)}) from None
-    receipt = staged.deliver(ledger=book, dataset=dataset, guarantee=guarantee,
-                             mechanism="publish_dask (noisy copy of the records)",
-                             details={"out": str(out)})
-    if receipt is not None:
-        metadata["ledger"] = receipt
+
+    # The partitions draw their noise while they are written: every failure of the write is
+    # taken as one after the first draw (charged with a ledger, reported generically).
+    # Parquet readers skip names starting with "_" or ".": the receipt is "_ledger.json".
+    delivered = deliver(out, write, overwrite=overwrite, ledger=book, dataset=dataset,
+                        guarantee=lambda: guarantee, drawn=lambda: guarantee,
+                        mechanism="publish_dask (noisy copy of the records)",
+                        details={"out": str(out)}, receipt="_" + RECEIPT_NAME,
+                        receipt_into=METADATA_NAME)
+    if delivered["ledger"] is not None:
+        metadata["ledger"] = delivered["ledger"]
     return metadata
 
 
@@ -570,7 +558,7 @@ def recover_from_csv(
 
 
 def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrite: bool) -> None:
-    names = _names(estimator)
+    names = feature_names(estimator)
     precision = pd.DataFrame(estimator.precision_, columns=names)
     precision.insert(0, "variable", names)
     write_csv(precision, directory / "precision.csv", overwrite=overwrite,
