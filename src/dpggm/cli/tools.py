@@ -121,13 +121,13 @@ def solve(
 
     _input_file(matrix, "matrix file (.npy, or .csv with or without a header row)")
     S, names, names_from = _load_matrix(matrix)
-    solved = []
+    result: Any = None
 
     def write(staged: Any) -> None:
+        nonlocal result
         with summarised_warnings():
-            solved.append(graphical_lasso(S, alpha, method=solver,
-                                          penalize_diagonal=penalize_diagonal, tol=tol))
-        result = solved[0]
+            result = graphical_lasso(S, alpha, method=solver,
+                                     penalize_diagonal=penalize_diagonal, tol=tol)
         staged.npy("precision.npy", result.estimate)
         staged.npy("covariance.npy", result.covariance)
         staged.text("edges.csv", edge_list_csv(result.estimate, names))
@@ -140,7 +140,6 @@ def solve(
         })
 
     delivered = deliver(out, write, overwrite=overwrite, report=_report)
-    result = solved[0]
     console.print(f"graphical lasso ({result.extra.get('method')}): {result.iterations} "
                   f"iterations, objective {result.objective:.10g}, duality gap "
                   f"{result.extra.get('duality_gap'):.3g}", markup=False)
@@ -308,23 +307,22 @@ def recover(
     # Everything the user typed is checked before the fit; every file is written into a
     # staging directory and appears only when all of them (the AUC too) are written.
     truth_edges = None if truth is None else _read_truth(truth, _csv_header(noisy))
-    fitted: list[Any] = []
+    estimator: Any = None
     auc = None
 
     def write(staged: Any) -> None:
-        nonlocal auc
+        nonlocal estimator, auc
         with summarised_warnings():
-            fitted.append(recover_from_csv(
+            estimator = recover_from_csv(
                 noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
                 alpha=alpha_value, selection=selection, solver=solver,
                 penalize_diagonal=penalize_diagonal, out_dir=staged.staging, overwrite=True,
-            ))
+            )
         if truth_edges is not None:
-            auc = _truth_auc(fitted[0], truth_edges)
+            auc = _truth_auc(estimator, truth_edges)
             staged.json("auc.json", {"auc": auc, "truth": str(truth)})
 
     deliver(out, write, overwrite=overwrite, report=_report)
-    estimator = fitted[0]
     edges = int((np.triu(estimator.precision_, 1) != 0).sum())
     console.print(f"alpha = {estimator.alpha_:.4g}; {edges} edges", markup=False)
     if auc is not None:

@@ -288,12 +288,13 @@ class Deliverable:
         check_ledger_pair(ledger, dataset)
         book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
             ledger, create=False)
-        fitted_here: list[bool] = []
+        fitted_here = False
 
         def write(staged: Any) -> None:
+            nonlocal fitted_here
             if X is not None:
                 self.fit(X, y)
-                fitted_here.append(True)
+                fitted_here = True
             written = record(self) if callable(record) else record
             self._stage_release(staged, written if written is not None
                                 else self._release_record())

@@ -214,22 +214,24 @@ def publish_csv(
         book = ledger if isinstance(ledger, Ledger) else _open_ledger(ledger)
         check_publish_ledger(book, dataset, n_features=_n_variables(input_csv),
                              random_state=random_state, **options)
-    released: list[NoisyRelease] = []
+    release: NoisyRelease | None = None
 
     def write(staged: Any) -> None:
-        released.append(publish(_read_records(input_csv), random_state=random_state,
-                                **options))
-        staged.text(output_csv.name, released_csv_text(released[0].data))
-        staged.json(metadata_path.name, released[0].to_json_metadata())
+        nonlocal release
+        release = publish(_read_records(input_csv), random_state=random_state, **options)
+        staged.text(output_csv.name, released_csv_text(release.data))
+        staged.json(metadata_path.name, release.to_json_metadata())
+
+    def drawn() -> Any:
+        return None if release is None else release.privacy_
 
     # After the draw a failure is charged (with a ledger) and reported generically.
     deliver(output_csv, write, overwrite=overwrite, ledger=book, dataset=dataset,
-            guarantee=lambda: released[0].privacy_,
-            drawn=lambda: released[0].privacy_ if released else None,
+            guarantee=drawn, drawn=drawn,
             mechanism="dpggm publish (noisy copy of the records)",
             details={"data": str(input_csv), "out": str(output_csv)},
             files=[metadata_path, output_csv], receipt_into=metadata_path.name, report=report)
-    return released[0]
+    return release
 
 
 #: Name of the JSON metadata written inside the output directory.
