@@ -159,7 +159,7 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     names = pq.ParquetFile(paths[0]).schema_arrow.names
     p = len(names)
     local = fsspec.filesystem("file")
-    task = ClippedSums(RowNorm(BOUND))
+    sums = ClippedSums(RowNorm(BOUND))
     rows_per_block = dask_records._pass_rows(p)
 
     buffer = bytearray(16 << 20)
@@ -181,13 +181,13 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
 
     def whole() -> None:
         for k, path in enumerate(paths):
-            dask_records._parquet_pass(path, None, k, local, names, task)
+            dask_records._parquet_pass(path, None, k, local, names, sums)
 
     columns = [c.to_numpy() for c in pq.read_table(paths[0], columns=names).columns]
     n_first = len(columns[0])
 
     def blocks() -> None:
-        dask_records._run_columns(task, 0, p, [columns])
+        dask_records._run_columns(sums, 0, p, [columns])
 
     work = np.asfortranarray(np.stack([c[:rows_per_block] for c in columns], axis=1))
 
