@@ -50,7 +50,8 @@ def child(method: str, path: str) -> None:
     import pandas as pd
     import pyarrow.csv as pacsv
 
-    from dpggm.estimators.data import clipped_second_moment, iter_chunks
+    from dpggm.data.records import clipped_second_moment
+    from dpggm.data.tables import iter_chunks
     from dpggm.mechanisms.bounds import RowNorm
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

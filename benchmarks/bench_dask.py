@@ -12,7 +12,7 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    process with ``--workers`` threads; BLAS limited to one thread each, Dask's
    default; pyarrow's pools limited to one thread; Dask's statistical profiler off unless
    ``--worker-profiler``) and computes
-   :func:`dpggm.estimators.data.clipped_second_moment` of ``dd.read_parquet(parts)``,
+   :func:`dpggm.data.records.clipped_second_moment` of ``dd.read_parquet(parts)``,
    printing the wall time, rows/s, rows per worker CPU-second (user + system; the system
    part is mostly the kernel reading the files), and every worker's peak resident memory;
 2. the baseline in the same run: bare NumPy ``X.T @ X`` on an in-memory slice of
@@ -26,10 +26,10 @@ declared non-nullable (REQUIRED), so pyarrow reads no definition levels. Then:
    baseline's time per row: reading the bytes of all the files and of the first files
    from disk alone (on this virtual machine the cost per byte grows once a few GB have
    streamed through the page cache), the per-part work
-   without Dask (decode, copy into the block buffer, check, clip, ``dsyrk``) with the files
-   read from disk and from the page cache, pyarrow decode alone, the block work alone on
-   records already in memory, and ``dsyrk`` alone. Reading + decode + ``dsyrk`` is a
-   floor no scheduling can remove;
+   without Dask (decode, copy into the block buffer, check, clip, the product) with the
+   files read from disk and from the page cache, pyarrow decode alone, the block work alone
+   on records already in memory, and the product ``ZᵀZ`` alone. Reading + decode + the
+   product is a floor no scheduling can remove;
 5. a check of the Dask result against a NumPy reference on the first part.
 
 The data directory is deleted at the end unless ``--keep`` is given (or ``--data DIR``
@@ -144,7 +144,8 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     import pyarrow.parquet as pq
     from threadpoolctl import threadpool_limits
 
-    from dpggm.estimators import _dask
+    from dpggm.data import dask_records
+    from dpggm.data.passes import ClippedSums
     from dpggm.mechanisms.bounds import RowNorm
 
     pa.set_cpu_count(1)
@@ -158,6 +159,8 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     names = pq.ParquetFile(paths[0]).schema_arrow.names
     p = len(names)
     local = fsspec.filesystem("file")
+    sums = ClippedSums(RowNorm(BOUND))
+    rows_per_block = dask_records._pass_rows(p)
 
     buffer = bytearray(16 << 20)
     every = sorted(folder.glob("*.parquet"))
@@ -172,29 +175,26 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
     def decode() -> None:
         for path in paths:
             with pq.ParquetFile(path, memory_map=True) as reader:
-                for batch in reader.iter_batches(batch_size=_dask._BATCH_ROWS, columns=names,
+                for batch in reader.iter_batches(batch_size=rows_per_block, columns=names,
                                                  use_threads=False):
                     [batch.column(j).to_numpy(zero_copy_only=False) for j in range(p)]
 
     def whole() -> None:
         for k, path in enumerate(paths):
-            _dask._parquet_stats(path, None, k, local, names, RowNorm(BOUND), None)
+            dask_records._parquet_pass(path, None, k, local, names, sums)
 
     columns = [c.to_numpy() for c in pq.read_table(paths[0], columns=names).columns]
     n_first = len(columns[0])
 
     def blocks() -> None:
-        _dask._Accumulator(p, RowNorm(BOUND), None).add_columns(columns)
+        dask_records._run_columns(sums, 0, p, [columns])
 
-    work = np.asfortranarray(np.stack([c[:_dask._BLOCK_ROWS] for c in columns] +
-                                      [np.ones(_dask._BLOCK_ROWS)], axis=1))
+    work = np.asfortranarray(np.stack([c[:rows_per_block] for c in columns], axis=1))
 
-    def syrk_only() -> None:
-        from scipy.linalg.blas import dsyrk
-
-        gram = np.zeros((p + 1, p + 1), order="F")
-        for _ in range(0, n_first, _dask._BLOCK_ROWS):
-            gram = dsyrk(1.0, work, beta=1.0, c=gram, trans=1, overwrite_c=1)
+    def product_only() -> None:
+        gram = np.zeros((p, p))
+        for _ in range(0, n_first, rows_per_block):
+            gram += work.T @ work
 
     base_ns = 1e9 / base_cpu
     with threadpool_limits(limits=1):
@@ -206,12 +206,12 @@ def breakdown(folder: Path, rows: int, base_cpu: float) -> None:
                  ("per-part work without Dask, files read from disk (cold page cache)",
                   whole, count, cold),
                  ("per-part work without Dask, files in the page cache (decode, copy, "
-                  "check, clip, dsyrk)", whole, count, None),
+                  "check, clip, product)", whole, count, None),
                  ("pyarrow decode alone, files in the page cache (Parquet -> NumPy "
                   "columns)", decode, count, None),
-                 ("block work alone on columns in memory (copy, check, clip, dsyrk)",
+                 ("block work alone on columns in memory (copy, check, clip, product)",
                   blocks, n_first, None),
-                 (f"dsyrk alone on a cached {_dask._BLOCK_ROWS} x {p + 1} block", syrk_only,
+                 (f"Z^T Z alone on a cached {rows_per_block} x {p} block", product_only,
                   n_first, None)]
         print(f"where the time goes (CPU time, user + system, one thread, first {count:,} "
               f"rows; baseline {base_ns:.0f} ns/row):")
@@ -227,7 +227,7 @@ def _one_thread() -> None:
     import pyarrow as pa
     import pyarrow.parquet
 
-    import dpggm.estimators._dask  # noqa: F401
+    import dpggm.data.dask_records  # noqa: F401
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -256,7 +256,7 @@ def main() -> None:
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from dpggm.estimators.records import clipped_second_moment
+    from dpggm.data.records import clipped_second_moment
     from dpggm.mechanisms.bounds import RowNorm
 
     reuse = args.data is not None and any(args.data.glob("*.parquet"))

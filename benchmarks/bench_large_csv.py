@@ -3,7 +3,7 @@
 Writes a CSV of seeded Gaussian records (``--gigabytes``, default 2.1), then in two
 separate child processes computes
 
-* the streamed, clipped second moment with :func:`dpggm.estimators.data.clipped_second_moment`
+* the streamed, clipped second moment with :func:`dpggm.data.records.clipped_second_moment`
   (chunked reading), recording the child's peak resident memory, and
 * the in-memory reference: the same records regenerated from the same seeds into one
   array, clipped with plain NumPy and multiplied out,
@@ -52,7 +52,7 @@ def write_csv(path: Path, gigabytes: float) -> int:
 def child_streamed(path: str) -> None:
     import resource
 
-    from dpggm.estimators.data import clipped_second_moment
+    from dpggm.data.records import clipped_second_moment
     from dpggm.mechanisms.bounds import RowNorm
 
     start = time.perf_counter()

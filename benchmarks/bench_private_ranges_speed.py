@@ -31,8 +31,9 @@ import time
 
 import numpy as np
 
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import ArrayRecords, ValueCounts
+from dpggm.data import kernels
+from dpggm.data.passes import ValueCounts
+from dpggm.data.records import ArrayRecords
 from dpggm.mechanisms.private_bounds import (
     STAGE_COUNT_WEIGHTS,
     RangeStages,

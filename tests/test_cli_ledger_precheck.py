@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpggm.cli import data_options
 from dpggm.cli.main import app
-from dpggm.estimators import _passes
+from dpggm.data import records as data_records
 from dpggm.privacy.ledger import Ledger
 
 runner = CliRunner()
@@ -32,7 +32,7 @@ def untouchable(monkeypatch, tmp_path):
         raise DataOpened("the data were opened")
 
     monkeypatch.setattr(data_options, "open_data", opened)
-    monkeypatch.setattr(_passes, "open_records", opened)
+    monkeypatch.setattr(data_records, "open_records", opened)
     import dpggm.estimators.graph as graph_module
 
     monkeypatch.setattr(graph_module, "open_records", opened)

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpggm.cli.main import app
-from dpggm.cli.output import STAGING_PREFIX, recover_pending
+from dpggm.io import STAGING_PREFIX, recover_pending
 from dpggm.privacy.ledger import Ledger
 
 runner = CliRunner()
@@ -316,7 +316,7 @@ def test_killed_between_spend_and_rename_is_finished_not_charged_twice(csv, tmp_
     out = tmp_path / "o"
     script = (
         "import os, signal, sys\n"
-        "import dpggm.cli.output as o\n"
+        "import dpggm.io as o\n"
         "def die(self):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "o.StagedOutput.commit = die\n"
@@ -387,7 +387,7 @@ def _modes(directory):
 
 
 def test_staging_is_owner_only_until_commit_whatever_the_umask(tmp_path):
-    from dpggm.cli.output import StagedOutput
+    from dpggm.io import StagedOutput
 
     old = os.umask(0o000)
     try:

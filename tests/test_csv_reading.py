@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from dpggm import NonPrivate, PrivateCovariance, RowNorm
 from dpggm.cli.main import app
-from dpggm.estimators.data import TableFile, as_matrix, clipped_second_moment
+from dpggm.data.records import clipped_second_moment
+from dpggm.data.tables import TableFile, as_matrix
 
 DATA = np.array([[1.5, -2.0, 0.25], [0.5, 1.0, -1.75], [-1.0, 0.5, 2.0], [2.5, -0.5, 1.0]])
 

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpggm import ZCDP, Box, NonPrivate, PrivateCovariance, RowNorm
-from dpggm.estimators.records import clipped_second_moment
+from dpggm.data.records import clipped_second_moment
 
 COLUMNS = [f"v{j}" for j in range(5)]
 
@@ -46,7 +46,7 @@ def cluster():
 
 def test_cluster_second_moment_and_seeded_release_match_memory(parts, cluster):
     folder, frame = parts
-    from dpggm.estimators._dask import read_dask
+    from dpggm.data.dask_records import read_dask
 
     lazy = read_dask(str(folder / "*.parquet"))
     assert lazy.npartitions == 6
@@ -155,8 +155,8 @@ def test_csv_glob_through_dask(tmp_path):
     for k in range(3):
         frame.iloc[k * 100:(k + 1) * 100].to_csv(tmp_path / f"p{k}.csv", sep=";", decimal=",",
                                                    index=False)
-    from dpggm.estimators._dask import read_dask
-    from dpggm.estimators.data import TableFile
+    from dpggm.data.dask_records import read_dask
+    from dpggm.data.tables import TableFile
 
     with pytest.raises(ValueError, match="looks ';'-separated"):
         read_dask(str(tmp_path / "*.csv"))
@@ -170,7 +170,7 @@ def test_csv_glob_through_dask(tmp_path):
 
 
 def test_import_dpggm_does_not_import_dask():
-    code = ("import sys, dpggm, dpggm.estimators.data, dpggm.cli.data_options; "
+    code = ("import sys, dpggm, dpggm.data.tables, dpggm.cli.data_options; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('dask', 'distributed', 'dask_expr')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -181,11 +181,11 @@ def test_import_dpggm_does_not_import_dask():
 def test_publish_on_dask_per_partition_streams(parts, tmp_path):
     import dask
 
-    from dpggm.estimators._dask_publish import publish_dask, seed_streams
+    from dpggm.experiments.publish_io import publish_dask, seed_streams
     from dpggm.mechanisms.publish import publish
 
     folder, frame = parts
-    from dpggm.estimators._dask import read_dask
+    from dpggm.data.dask_records import read_dask
 
     lazy = read_dask(str(folder / "*.parquet"))
     out = tmp_path / "release"
@@ -220,7 +220,7 @@ def test_publish_on_dask_per_partition_streams(parts, tmp_path):
 def test_publish_on_dask_validates_before_noise(parts, tmp_path):
     import dask
 
-    from dpggm.estimators._dask_publish import publish_dask
+    from dpggm.experiments.publish_io import publish_dask
 
     _, frame = parts
     broken = frame.copy()
@@ -281,7 +281,7 @@ def test_every_registered_method_on_dask_matches_memory(parts):
 
 
 def test_csv_glob_with_different_headers_refused(tmp_path):
-    from dpggm.estimators._dask import read_dask
+    from dpggm.data.dask_records import read_dask
 
     (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n")
     (tmp_path / "b.csv").write_text("y,x\n5,6\n7,8\n")
@@ -303,13 +303,12 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
     """A Dask DataFrame that is only a Parquet read is decoded by pyarrow into the block
     buffer (no pandas partitions): same statistic as in memory, for float, integer and
     boolean columns, a column selection, row-group partitions and a subset of partitions,
-    with blocks and decode batches that cut across row groups and files."""
+    with decode batches (and so blocks) that cut across row groups and files."""
     import dask
 
-    from dpggm.estimators import _dask
+    from dpggm.data import dask_records
 
-    monkeypatch.setattr(_dask, "_BLOCK_ROWS", 7)
-    monkeypatch.setattr(_dask, "_BATCH_ROWS", 23)
+    monkeypatch.setattr(dask_records, "_pass_rows", lambda p: 7)
     rng = np.random.default_rng(3)
     rows = 301
     frame = pd.DataFrame({
@@ -327,7 +326,7 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
             (dd.read_parquet(str(tmp_path / "*.parquet"), split_row_groups=True)[order]
              .partitions[2:5], frame[order].iloc[80:140]),  # row groups of 40, 10; 10; 40
         ]:
-            assert _dask.parquet_pieces(lazy) is not None  # the direct path is taken
+            assert dask_records.parquet_pieces(lazy) is not None  # the direct path is taken
             for bounds, shift in [(RowNorm(2.5), None), (Box((1.0, 2.0, 2.0, 0.5)), center)]:
                 remote = clipped_second_moment(lazy, bounds=bounds, center=shift)
                 local = clipped_second_moment(expected.astype(float), bounds=bounds,
@@ -340,7 +339,7 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
                 assert 0 < local.n_clipped < local.n
         # Anything but a plain read (here arithmetic) goes through pandas partitions.
         shifted = dd.read_parquet(str(tmp_path / "*.parquet"), columns=order) + 1.0
-        assert _dask.parquet_pieces(shifted) is None
+        assert dask_records.parquet_pieces(shifted) is None
         np.testing.assert_allclose(
             clipped_second_moment(shifted, bounds=RowNorm(2.5)).second_moment,
             clipped_second_moment(frame[order].astype(float) + 1.0,
@@ -350,10 +349,9 @@ def test_parquet_pieces_read_directly_match_memory(tmp_path, monkeypatch):
 def test_parquet_read_directly_reports_missing_and_infinite_values(tmp_path, monkeypatch):
     import dask
 
-    from dpggm.estimators import _dask
+    from dpggm.data import dask_records
 
-    monkeypatch.setattr(_dask, "_BLOCK_ROWS", 5)
-    monkeypatch.setattr(_dask, "_BATCH_ROWS", 11)
+    monkeypatch.setattr(dask_records, "_pass_rows", lambda p: 5)
     frame = _frame(120, seed=4)
     missing = frame.copy()
     missing.iloc[97, 3] = np.nan  # written as a Parquet null
@@ -366,7 +364,7 @@ def test_parquet_read_directly_reports_missing_and_infinite_values(tmp_path, mon
         folder.mkdir()
         _typed_parts(folder, [broken.iloc[:50], broken.iloc[50:]])
         lazy = dd.read_parquet(str(folder / "*.parquet"))
-        assert _dask.parquet_pieces(lazy) is not None
+        assert dask_records.parquet_pieces(lazy) is not None
         message = rf"NaN or infinite values \(first at row {row}, column '{column}'\)"
         with dask.config.set(scheduler="synchronous"):
             for bounds in (RowNorm(1.0), Box(1.0)):
@@ -410,7 +408,7 @@ def test_private_graph_on_cluster_matches_memory(graph_parts, cluster):
     the same seeded release and the same edges as in memory (noise drawn once, on the
     client)."""
     from dpggm import PrivateGraph
-    from dpggm.estimators._dask import parquet_pieces, read_dask
+    from dpggm.data.dask_records import parquet_pieces, read_dask
 
     folder, frame = graph_parts
     lazy = read_dask(str(folder / "*.parquet"))
@@ -448,9 +446,10 @@ def test_private_graph_on_dask_partitions_and_arrays(graph_parts):
     import dask
 
     from dpggm import PrivateGraph
-    from dpggm.estimators import _count_kernels as kernels
-    from dpggm.estimators._dask import DaskRecords
-    from dpggm.estimators._passes import ArrayRecords, ValueCounts
+    from dpggm.data import kernels
+    from dpggm.data.dask_records import DaskRecords
+    from dpggm.data.passes import ValueCounts
+    from dpggm.data.records import ArrayRecords
     from dpggm.mechanisms.private_bounds import RangeStages
 
     _, frame = graph_parts

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from dpggm import ZCDP, Box, PrivateCovariance, RowNorm
-from dpggm.estimators.data import as_matrix, clipped_second_moment
+from dpggm.data.records import clipped_second_moment
+from dpggm.data.tables import as_matrix
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -110,10 +111,10 @@ _MEASURED_FITS = """
 import json, sys, tracemalloc
 import pyarrow as pa
 from dpggm import ZCDP, PrivateGraph, TableFile
-from dpggm.estimators import _passes
+from dpggm.data import file_records
 
 block, limit, small, *paths = sys.argv[1:]
-_passes.MEMORY_LIMIT = int(limit)
+file_records.MEMORY_LIMIT = int(limit)
 
 
 def fit(path):

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from dpggm import ZCDP, PrivateGraph
+from dpggm.data import kernels
+from dpggm.data.passes import Moments, ValueCounts
+from dpggm.data.records import ArrayRecords
 from dpggm.datasets import make_raw_chain
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import ArrayRecords, Moments, ValueCounts
 from dpggm.mechanisms.private_bounds import (
     QUANTILE_SCORE_SENSITIVITY,
     candidate_grid,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from dpggm import ZCDP, GraphicalLasso, PrivateCovariance, RowNorm
 from dpggm.cli.main import app
-from dpggm.estimators.records import clipped_second_moment
+from dpggm.data.records import clipped_second_moment
 
 runner = CliRunner()
 

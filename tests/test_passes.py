@@ -10,17 +10,12 @@ import numpy as np
 import pytest
 
 from dpggm import ZCDP, PrivateGraph
+from dpggm.data import kernels
+from dpggm.data.file_records import FileRecords
+from dpggm.data.passes import Moments, NormCounts, Ranges, ValueCounts
+from dpggm.data.records import ArrayRecords
+from dpggm.data.tables import TableFile
 from dpggm.datasets import make_raw_chain
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import (
-    ArrayRecords,
-    FileRecords,
-    Moments,
-    NormCounts,
-    Ranges,
-    ValueCounts,
-)
-from dpggm.estimators.data import TableFile
 from dpggm.mechanisms.private_bounds import RangeStages, candidate_grid, norm_edges
 
 
@@ -145,9 +140,9 @@ def test_file_records_spill_owner_only_and_are_removed(tmp_path):
 
 @pytest.mark.parametrize("memory_limit", [1 << 30, 4096])
 def test_private_graph_on_a_file_equals_in_memory(tmp_path, monkeypatch, memory_limit):
-    from dpggm.estimators import _passes
+    from dpggm.data import file_records
 
-    monkeypatch.setattr(_passes, "MEMORY_LIMIT", memory_limit)
+    monkeypatch.setattr(file_records, "MEMORY_LIMIT", memory_limit)
     frame, _ = make_raw_chain(n_samples=6000, n_features=6, random_state=1)
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False, float_format="%.17g")
@@ -190,7 +185,7 @@ def test_counts_stay_exact_on_edges_the_grid_formula_does_not_describe():
 def test_norm_clip_follows_the_row_norm_rule():
     """The fused clip of the clipped sums shrinks exactly the rows RowNorm.clip shrinks
     (rows within rounding of the bound are settled in rationals), onto the same point."""
-    from dpggm.estimators._passes import norm_clip_factors
+    from dpggm.data.passes import norm_clip_factors
     from dpggm.mechanisms.bounds import RowNorm
 
     rng = np.random.default_rng(6)
@@ -212,7 +207,7 @@ def test_norm_clip_follows_the_row_norm_rule():
 
 
 def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
-    from dpggm.estimators.data import _byte_blocks
+    from dpggm.data.tables import _byte_blocks
 
     rng = np.random.default_rng(7)
     lines = [b"x" * int(n) for n in rng.integers(0, 3000, 400)]
@@ -225,7 +220,7 @@ def test_byte_blocks_end_at_line_breaks_and_cover_the_file(tmp_path):
 
 
 def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
-    from dpggm.estimators import _passes
+    from dpggm.data import passes
 
     frame, _ = make_raw_chain(n_samples=20000, n_features=5, random_state=3)
     path = tmp_path / "d.csv"
@@ -233,7 +228,7 @@ def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
     r = Ranges(frame.quantile(0.1).to_numpy(), frame.quantile(0.9).to_numpy())
     results = []
     for workers in (1, 2):
-        monkeypatch.setattr(_passes, "PASS_WORKERS", workers)
+        monkeypatch.setattr(passes, "PASS_WORKERS", workers)
         with FileRecords(TableFile(path, block_size=4096), memory_limit=8192) as records:
             records.run(ValueCounts(candidate_grid(per_octave=16), kernels.SYMMETRIC))
             results.append(records.run(Moments(ranges=r, norm_bound=1.0)))
@@ -243,7 +238,7 @@ def test_passes_do_not_depend_on_the_number_of_threads(tmp_path, monkeypatch):
 
 def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
                                                                      monkeypatch):
-    from dpggm.estimators import _passes
+    from dpggm.data import file_records
 
     frame, _ = make_raw_chain(n_samples=5000, n_features=4, random_state=0)
     path = tmp_path / "d.csv"
@@ -252,7 +247,7 @@ def test_a_failed_write_of_the_temporary_file_is_raised_and_cleaned_up(tmp_path,
     def full(self, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(_passes._SpillWriter, "_write", full)
+    monkeypatch.setattr(file_records._SpillWriter, "_write", full)
     records = FileRecords(TableFile(path, block_size=4096, scratch=str(tmp_path)),
                           memory_limit=1024)
     with pytest.raises(OSError, match="No space left"):

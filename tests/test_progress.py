@@ -1,4 +1,4 @@
-"""Progress of long work: the library reports through :mod:`dpggm._progress`; the command
+"""Progress of long work: the library reports through :mod:`dpggm.progress`; the command
 line draws it on a terminal's standard error only, never into a pipe or a file."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from dpggm import _progress
-from dpggm.cli._common import progress_display
-from dpggm.estimators.data import TableFile, iter_chunks
+from dpggm import progress
+from dpggm.cli.common import progress_display
+from dpggm.data.tables import TableFile, iter_chunks
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -27,14 +27,14 @@ def _collect():
 
 
 def test_report_without_reporter_does_nothing_and_reporting_nests():
-    _progress.report("nobody listens", 1, 2)
+    progress.report("nobody listens", 1, 2)
     outer, inner = _collect(), _collect()
-    with _progress.reporting(outer[1]):
-        _progress.report("a", 1, 2)
-        with _progress.reporting(inner[1]):
-            _progress.report("b", 1, None)
-        _progress.report("c", 2, 2)
-    _progress.report("after", 1, 1)
+    with progress.reporting(outer[1]):
+        progress.report("a", 1, 2)
+        with progress.reporting(inner[1]):
+            progress.report("b", 1, None)
+        progress.report("c", 2, 2)
+    progress.report("after", 1, 1)
     assert outer[0] == [("a", 1, 2), ("c", 2, 2)] and inner[0] == [("b", 1, None)]
 
 
@@ -43,7 +43,7 @@ def test_a_pass_over_a_csv_file_reports_its_bytes(tmp_path):
     pd.DataFrame(np.arange(6000.0).reshape(2000, 3), columns=["a", "b", "c"]).to_csv(
         path, index=False)
     seen, reporter = _collect()
-    with _progress.reporting(reporter):
+    with progress.reporting(reporter):
         blocks = list(iter_chunks(TableFile(path, block_size=4096)))
     assert len(blocks) > 5
     done = [d for task, d, total in seen if task == "reading records.csv"]
@@ -57,7 +57,7 @@ def test_the_experiment_runner_reports_repetitions():
     part = Part(name="toy", cell=lambda cell: [{"value": 1.0}], axes={"n": (1, 2, 3)},
                 repetitions=2)
     seen, reporter = _collect()
-    with _progress.reporting(reporter):
+    with progress.reporting(reporter):
         run(ExperimentSpec("toy", [part]), random_state=0)
     assert seen == [("toy: repetitions", k, 6) for k in range(1, 7)]
 
@@ -68,7 +68,7 @@ def test_pace_reports_the_share_of_the_budget_spent():
 
     data = make_chain(n_samples=500, n_features=4, random_state=0).X / 4
     seen, reporter = _collect()
-    with _progress.reporting(reporter):
+    with progress.reporting(reporter):
         PACECovariance(budget=ZCDP(1.0), bounds=Box(1.0), random_state=0).fit(data)
     spent = [done for task, done, total in seen if total == 1.0]
     assert spent and spent == sorted(spent) and all(0 < s <= 1.0 for s in spent)
@@ -82,14 +82,14 @@ def _terminal(buffer, *, terminal):
 def test_display_draws_on_a_terminal_only_and_not_when_quiet():
     shown = io.StringIO()
     with progress_display(stream=_terminal(shown, terminal=True)) as active:
-        _progress.report("reading data.csv", 50, 100)
+        progress.report("reading data.csv", 50, 100)
     assert active and "reading data.csv" in shown.getvalue()
     for quiet, terminal in ((False, False), (True, True)):
         silent = io.StringIO()
         seen, reporter = _collect()
-        with _progress.reporting(reporter):
+        with progress.reporting(reporter):
             with progress_display(quiet=quiet, stream=_terminal(silent, terminal=terminal)) as active:
-                _progress.report("reading data.csv", 50, 100)
+                progress.report("reading data.csv", 50, 100)
         assert not active and silent.getvalue() == ""
         assert seen == [("reading data.csv", 50, 100)]  # the caller's reporter is untouched
 

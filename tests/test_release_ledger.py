@@ -233,7 +233,7 @@ def test_publish_dask_charges_a_ledger(tmp_path):
     dd = pytest.importorskip("dask.dataframe")
     frame = pd.DataFrame(np.random.default_rng(2).uniform(-0.5, 0.5, size=(60, 3)),
                          columns=["a", "b", "c"])
-    from dpggm.estimators._dask_publish import publish_dask
+    from dpggm.experiments.publish_io import publish_dask
 
     book = Ledger(tmp_path / "l.db")
     book.declare("d", ZCDP(0.6))

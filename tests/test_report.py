@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from dpggm import PrivateGraph
 from dpggm.cli.graph import stage_graph_outputs
 from dpggm.cli.main import app
-from dpggm.cli.output import StagedOutput
 from dpggm.datasets import make_chain, make_raw_chain
+from dpggm.io import StagedOutput
 from dpggm.privacy.budgets import ZCDP
 from dpggm.report import build_report, guarantee_in_words
 

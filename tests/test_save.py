@@ -257,3 +257,44 @@ def test_save_names_the_ledger_and_dataset_it_got(tmp_path, X):
                                          r"ledger=None, dataset='d'"):
         est.save(tmp_path / "o", dataset="d")
     assert not (tmp_path / "o").exists()
+
+
+def test_save_fits_inside_the_delivery(tmp_path, X):
+    """``save(out, X=...)``: the output location is refused before any record is read, and
+    the files are those of a fit followed by ``save``."""
+    (tmp_path / "file").write_text("not a directory")
+    est = GraphicalLasso(budget=ZCDP(1.0), bounds="l2:1", random_state=3)
+    with pytest.raises(FileExistsError):
+        est.save(tmp_path / "file", X=X)
+    assert not hasattr(est, "privacy_")
+    delivered = est.save(tmp_path / "o", X=X)
+    assert {p.name for p in delivered["written"]} >= {"result.json", "precision.npy"}
+    GraphicalLasso(budget=ZCDP(1.0), bounds="l2:1", random_state=3).fit(X).save(tmp_path / "p")
+    for name in ("precision.npy", "covariance.npy", "edges.csv", "result.json"):
+        assert (tmp_path / "o" / name).read_bytes() == (tmp_path / "p" / name).read_bytes()
+    assert _no_debris(tmp_path)
+
+
+def test_a_failed_write_is_charged_when_save_ran_the_fit(tmp_path, X):
+    """A write that fails after the fit's draw is charged when ``save`` ran the fit (the
+    release is gone); after a fit of its own it charges nothing (the release is still in
+    memory, saved again below)."""
+    from dpggm.exceptions import ReleaseFailedError
+
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.declare("d", ZCDP(5.0))
+
+    def full(staged):
+        raise OSError(28, "No space left on device")
+
+    est = GraphicalLasso(budget=ZCDP(1.0), bounds="l2:1")
+    with pytest.raises(ReleaseFailedError, match="charged"):
+        est.save(tmp_path / "o", X=X, ledger=ledger, dataset="d", extra=full)
+    (spend,) = ledger.history("d")
+    assert spend.details["failed"] is True and spend.budget == ZCDP(1.0)
+    with pytest.raises(OSError, match="No space left"):
+        est.save(tmp_path / "p", ledger=ledger, dataset="d", extra=full)
+    assert len(ledger.history("d")) == 1
+    est.save(tmp_path / "p", ledger=ledger, dataset="d")
+    assert len(ledger.history("d")) == 2 and (tmp_path / "p" / "ledger.json").exists()
+    assert not (tmp_path / "o").exists() and _no_debris(tmp_path)

@@ -18,8 +18,9 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 SCRIPT = """
 import sys, time
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import FileRecords, ValueCounts
+from dpggm.data import kernels
+from dpggm.data.file_records import FileRecords
+from dpggm.data.passes import ValueCounts
 from dpggm.mechanisms.private_bounds import candidate_grid
 
 class Stuck(ValueCounts):

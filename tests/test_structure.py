@@ -211,3 +211,104 @@ BRITISH_CENTER = re.compile(r"[Cc]entr(e|es|ed|ing)(?![a-z])|[Cc]entre|CENTRE")
 def test_one_spelling_of_center():
     allowed = re.compile(r'\brecentre\b|"private-centre-cell"')
     assert _lines_matching(BRITISH_CENTER, allowed) == []
+
+
+# ------------------------------------------------------------------ layers
+
+#: The package's layers, top to bottom: a module imports only from its own package and
+#: from the layers above its own. First the foundation every layer may use (lazy exports,
+#: the errors, progress reports) and the root's lazy names; last the command line and the
+#: process entry point. The data path (``data``) transforms records: it clips to the
+#: mechanisms' declared bounds, is read by the estimators, and never adds noise.
+LAYERS = (
+    ("dpggm._lazy", "dpggm.exceptions", "dpggm.progress"),
+    ("dpggm",),
+    ("dpggm.privacy",),
+    ("dpggm.io",),
+    ("dpggm.mechanisms",),
+    ("dpggm.solvers",),
+    ("dpggm.data",),
+    ("dpggm.estimators",),
+    ("dpggm.datasets", "dpggm.metrics"),
+    ("dpggm.audit", "dpggm.report"),
+    ("dpggm.experiments",),
+    ("dpggm.cli",),
+    ("dpggm.__main__",),
+)
+
+
+def _unit(name: str) -> tuple[int, str] | None:
+    """``(layer, package)`` of a module: the longest entry of :data:`LAYERS` it is in (the
+    root, ``dpggm``, holds only its own module: its names are lazy exports)."""
+    best = None
+    for layer, units in enumerate(LAYERS):
+        for unit in units:
+            inside = name == unit or (unit != "dpggm" and name.startswith(unit + "."))
+            if inside and (best is None or len(unit) > len(best[1])):
+                best = (layer, unit)
+    return best
+
+
+def _root_exports() -> dict[str, str]:
+    """The names the package's root exports lazily, and the module each comes from."""
+    for node in ast.walk(TREES["dpggm"]):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+ROOT_EXPORTS = _root_exports()
+
+
+def _layered_imports(name: str) -> set[str]:
+    """The modules ``name`` imports, a name the root exports (``from dpggm import ZCDP``)
+    counted as an import of the module it comes from."""
+    found = _imports(name) - {"dpggm"}
+    for node in _nodes(TREES[name]):
+        if isinstance(node, ast.ImportFrom) and node.module == "dpggm" and not node.level:
+            for alias in node.names:
+                submodule = f"dpggm.{alias.name}"
+                found.add(submodule if submodule in MODULES
+                          else ROOT_EXPORTS.get(alias.name, "dpggm"))
+    return {target for target in found if target != name}
+
+
+def test_every_module_is_in_a_layer():
+    assert [name for name in MODULES if _unit(name) is None] == []
+
+
+def test_a_module_imports_only_from_its_package_and_the_layers_above():
+    problems = []
+    for name in sorted(MODULES):
+        layer, unit = _unit(name)
+        for target in sorted(_layered_imports(name)):
+            found = _unit(target)
+            assert found is not None, f"{name} imports {target}, in no layer"
+            if found[1] != unit and found[0] >= layer:
+                problems.append(f"{name} (layer {layer}) imports {target} (layer {found[0]})")
+    assert problems == []
+
+
+def test_the_command_line_imports_no_private_module():
+    """The command line is a thin layer over the public API: every module it imports has a
+    public name (``dpggm.data.records``, never ``dpggm.estimators._passes``)."""
+    problems = []
+    for name in sorted(MODULES):
+        if _unit(name)[1] != "dpggm.cli":
+            continue
+        for target in sorted(_layered_imports(name)):
+            if any(part.startswith("_") for part in target.split(".")[1:]):
+                problems.append(f"{name} imports {target}")
+    assert problems == []
+
+
+def test_the_data_path_is_one_package():
+    """Reading records and computing their statistics live in ``dpggm.data``: no module of
+    the estimators reads a file, a Dask collection or runs a pass of its own."""
+    data_path = {"tables", "formats", "schema", "kernels", "passes", "records",
+                 "file_records", "dask_records", "data", "_passes", "_dask", "_formats",
+                 "_count_kernels", "_dask_publish"}
+    stray = [name for name in MODULES
+             if name.startswith("dpggm.estimators.") and name.rsplit(".", 1)[1] in data_path]
+    assert stray == []

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from dpggm import ZCDP, CuratorWarning, NonPrivate, PrivateGraph, TableFile, TableSchema
 from dpggm.cli.main import app
-from dpggm.estimators.data import as_matrix, clipped_second_moment
+from dpggm.data.records import clipped_second_moment
+from dpggm.data.tables import as_matrix
 from dpggm.mechanisms.bounds import RowNorm
 
 runner = CliRunner()
@@ -70,7 +71,8 @@ def test_blank_lines_and_rows_of_bare_delimiters_are_not_records(tmp_path):
     # The count released is the same for every reader: in memory, in blocks, by Dask.
     small_blocks = TableFile(path, index_col="id", block_size=1024)
     assert clipped_second_moment(small_blocks, bounds=RowNorm(10.0)).n == 6
-    from dpggm.estimators._passes import FileRecords, Moments
+    from dpggm.data.file_records import FileRecords
+    from dpggm.data.passes import Moments
 
     with FileRecords(small_blocks, memory_limit=0) as records:  # through the temporary file
         assert records.run(Moments()).rows == 6 and records.n_samples == 6
@@ -78,7 +80,7 @@ def test_blank_lines_and_rows_of_bare_delimiters_are_not_records(tmp_path):
 
 def test_empty_rows_of_the_dask_reader_match_memory(tmp_path):
     pytest.importorskip("dask.dataframe")
-    from dpggm.estimators._dask import read_dask
+    from dpggm.data.dask_records import read_dask
 
     path = _write(tmp_path / "d.csv", _table() + "\n,,,\n\n\n")
     frame = read_dask(TableFile(path, index_col="id"))

@@ -31,8 +31,8 @@ _EXPORTS = {
     "SeparateCovariance": "dpggm.estimators",
     "SSPCovariance": "dpggm.estimators",
     "ThresholdedCovariance": "dpggm.estimators",
-    "TableFile": "dpggm.estimators",
-    "TableSchema": "dpggm.estimators",
+    "TableFile": "dpggm.data",
+    "TableSchema": "dpggm.data",
     "make_estimator": "dpggm.estimators",
     "BudgetExceededError": "dpggm.exceptions",
     "ConvergenceWarning": "dpggm.exceptions",
@@ -60,6 +60,7 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.data import TableFile, TableSchema
     from dpggm.estimators import (
         SCIO,
         AdaptiveCovariance,
@@ -77,8 +78,6 @@ if TYPE_CHECKING:  # pragma: no cover
         RidgePrecision,
         SeparateCovariance,
         SSPCovariance,
-        TableFile,
-        TableSchema,
         ThresholdedCovariance,
         make_estimator,
     )

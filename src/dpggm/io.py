@@ -20,13 +20,15 @@ nothing readable by others. Only when the output is delivered -- after the charg
 ledger is involved, at the commit otherwise -- do the files and the directory get the
 ordinary permissions (``0666`` and ``0777`` less the user's umask).
 
-Releases charged to a ledger (:meth:`StagedOutput.deliver`, the ``save`` of a fitted
-estimator, the command line). The staging directory holds ``.pending.json`` (the pending
-record: ledger, dataset, target, an output id, the owner's process) from its creation
-until after the rename. The steps, in order:
+Releases charged to a ledger. :func:`deliver` is the one delivery: the ``save`` of every
+estimator, every command that writes its output and the publication of noisy records call
+it (it drives a :class:`StagedOutput`). The staging directory holds ``.pending.json`` (the
+pending record: ledger, dataset, target, an output id, the owner's process) from its
+creation until after the rename. The steps, in order:
 
 1. check the target; create the staging directory and its pending record;
-2. fit in memory and write every file into staging;
+2. fit in memory and write every file into staging (a failure after the fit's first draw
+   is charged: what ran is spent, although nothing is delivered -- :func:`failed_release`);
 3. charge the ledger (the spend's details carry the output id);
 4. write the receipt (``ledger.json``: the spend's sequence number and the output id) into
    staging -- from here on the staging directory proves its own payment;
@@ -72,8 +74,9 @@ from typing import Any
 
 __all__ = [
     "FORMULA_TRIGGERS", "RECEIPT_NAME", "STAGING_PREFIX", "StagedOutput", "check_target",
-    "check_writable_dir", "csv_name", "csv_names_frame", "current_umask", "delivery_step",
-    "failed_release", "name_from_csv", "place", "recover_pending", "write_atomic",
+    "check_ledger_pair", "check_writable_dir", "csv_name", "csv_names_frame", "current_umask", "deliver",
+    "delivery_step", "failed_release", "name_from_csv", "place", "recover_pending",
+    "write_atomic",
 ]
 
 STAGING_PREFIX = ".dpggm-staging-"
@@ -456,6 +459,82 @@ class StagedOutput:
                 "the same directory finishes it")
             raise OSError(f"could not move the output into {self.target}: {exc}{spent}") from None
         return record
+
+
+def check_ledger_pair(ledger: Any, dataset: str | None) -> None:
+    """A charge needs both a ledger and a dataset of it; neither means no charge."""
+    if (ledger is None) != (dataset is None):
+        raise ValueError(
+            "ledger and dataset go together: give both (to charge the release) or "
+            f"neither; got ledger={ledger!r}, dataset={dataset!r}")
+
+
+def deliver(out: Path, write: Callable[[StagedOutput], None], *, overwrite: bool = False,
+            ledger: Any = None, dataset: str | None = None,
+            guarantee: Callable[[], Any] | None = None, drawn: Callable[[], Any] | None = None,
+            mechanism: str = "a release", details: dict[str, Any] | None = None,
+            report: Callable[[str], None] | None = None, files: Sequence[Path] | None = None,
+            receipt: str = RECEIPT_NAME, receipt_into: str | None = None) -> dict[str, Any]:
+    """Deliver the files ``write(staged)`` writes into the directory ``out``: all of them or
+    none, owner-only until delivered, and -- with ``ledger`` (a
+    :class:`~dpggm.privacy.ledger.Ledger`) and ``dataset`` -- charged ``guarantee()``
+    before they appear. The one delivery of the package: the ``save`` of every estimator,
+    every command that writes its output and the publication of noisy records go through
+    it (the steps, and the recovery after a crash, are in the module documentation).
+
+    Parameters
+    ----------
+    out : path
+        The output directory (refused if it holds files, unless ``overwrite``), checked
+        and staged before ``write`` runs: a fit inside ``write`` reads nothing when
+        ``out`` cannot be used.
+    write : callable
+        ``write(staged)`` writes every file into the :class:`StagedOutput` (and may compute
+        them: fit an estimator, draw its pictures).
+    guarantee : callable, optional
+        ``guarantee()``: what the delivery is charged, asked once ``write`` has returned.
+    drawn : callable, optional
+        ``drawn()``, asked when ``write`` fails: the guarantee of the release ``write`` had
+        drawn by then, or ``None`` (nothing drawn, or nothing to charge; a
+        :class:`~dpggm.exceptions.ReleaseFailedError` carries its own). A failure after
+        the draw is charged with a ledger and reported without its reason
+        (:func:`failed_release`): what ran is spent although nothing is delivered.
+    mechanism, details
+        The spend's description in the ledger.
+    report : callable, optional
+        ``report(line)`` hears what the recovery of interrupted deliveries into the same
+        parent directory did (:func:`recover_pending`, run first).
+    files, receipt, receipt_into
+        A set of sibling files instead of a directory (``out`` is then the first of them),
+        and where the receipt goes, as for :class:`StagedOutput`.
+
+    Returns
+    -------
+    dict
+        ``written`` (the paths of the files delivered) and ``ledger`` (the ledger record
+        -- ``ledger``, ``dataset``, ``spend``, ``output_id`` -- or ``None``).
+    """
+    out = Path(out)
+    check_ledger_pair(ledger, dataset)
+    recover_pending(out.parent if str(out.parent) else Path("."),
+                    report=report if report is not None else (lambda line: None))
+    pending = {} if ledger is None else {"ledger": str(Path(ledger.path).resolve()),
+                                         "dataset": dataset}
+    staged = StagedOutput(out, overwrite=overwrite, pending=pending, files=files,
+                          receipt=receipt, receipt_into=receipt_into)
+    try:
+        write(staged)
+    except BaseException as exc:
+        staged.discard()
+        failure = failed_release(exc, None if drawn is None else drawn(), ledger=ledger,
+                                 dataset=dataset, mechanism=mechanism, details=details)
+        if failure is exc:
+            raise
+        raise failure from None
+    record = staged.deliver(ledger=ledger, dataset=dataset,
+                            guarantee=None if guarantee is None else guarantee(),
+                            mechanism=mechanism, details=details)
+    return {"written": staged.written, "ledger": record}
 
 
 def failed_release(exc: BaseException, guarantee: Any, *, ledger: Any = None,

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,

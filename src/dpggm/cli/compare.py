@@ -3,8 +3,8 @@ release per declared group (:class:`~dpggm.estimators.comparison.PrivateGraphCom
 the differences of their partial correlations with intervals and q-values, a global test,
 centrality, pictures and a report, in one command.
 
-Released files (all in ``--out``, delivered whole or not at all and charged to
-``--ledger`` before they appear, as ``dpggm graph``'s): ``result.json``,
+Released files (all in ``--out``, delivered by ``PrivateGraphComparison.save`` whole or
+not at all and charged to ``--ledger`` before they appear, as ``dpggm graph``'s): ``result.json``,
 ``differences.csv`` (``source,target,difference,ci_low,ci_high,p_value,q_value,selected``),
 ``centrality.csv``, ``centrality_differences.csv``, each group's ``edges_<level>.csv``, the
 pictures (``difference_graph``, ``difference_intervals``, ``graph_1``, ``graph_2``,
@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from dpggm.cli import data_options as dopt
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
@@ -160,8 +160,12 @@ def compare(
         make_estimator().check_ledger(book, dataset)
     ranges = dopt.declared_ranges(data, reading)
     estimator = make_estimator(ranges)
-    _deliver(estimator, dopt.table_file(data, reading), out=out, overwrite=overwrite,
-             book=book, ledger=ledger, dataset=dataset, data=data)
+    with summarised_warnings():
+        estimator.save(out, X=dopt.table_file(data, reading), ledger=book, dataset=dataset,
+                       overwrite=overwrite, extra=lambda staged: _stage_pictures(staged, out.name),
+                       mechanism="dpggm compare", details={"data": str(data)},
+                       report=lambda line: err_console.print(line, markup=False,
+                                                             highlight=False))
     if as_json:
         console.print_json((out / "result.json").read_text(encoding="utf-8"))
         return
@@ -179,40 +183,16 @@ def compare(
         console.print(f"wrote {len(list(out.iterdir()))} files into {out}", markup=False)
 
 
-def _deliver(estimator: Any, table: Any, *, out: Path, overwrite: bool, book: Any,
-             ledger: Path | None, dataset: str | None, data: Path) -> None:
-    """Fit, stage every released file (those ``save`` writes, the pictures, the report)
-    and deliver them, charged first; a failure after the first draw is charged too."""
-    from dpggm.estimators.comparison import comparison_result_record, stage_comparison_release
-    from dpggm.io import StagedOutput, failed_release, recover_pending
+def _stage_pictures(staged: Any, name: str) -> None:
+    """Draw the comparison's pictures and its report, from the released files already in
+    ``staged``, into it."""
     from dpggm.report.comparison import comparison_files
 
-    recover_pending(out.parent if str(out.parent) else Path("."),
-                    report=lambda line: err_console.print(line, markup=False,
-                                                          highlight=False))
-    pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
-               if ledger is not None else {})
-    staged = StagedOutput(out, overwrite=overwrite, pending=pending)
-    details = {"data": str(data), "out": str(out)}
-    try:
-        with summarised_warnings():
-            estimator.fit(table)
-            stage_comparison_release(staged, estimator, comparison_result_record(estimator))
-            for file_name, content in comparison_files(staged.staging, name=out.name).items():
-                if isinstance(content, str):
-                    staged.text(file_name, content)
-                else:
-                    staged.bytes(file_name, content)
-    except BaseException as exc:
-        staged.discard()
-        raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
-                             dataset=dataset, mechanism="dpggm compare",
-                             details=details) from None
-    try:
-        staged.deliver(ledger=book, dataset=dataset, guarantee=estimator.privacy_,
-                       mechanism="dpggm compare", details=details)
-    except OSError as exc:
-        raise UserError(str(exc)) from None
+    for file_name, content in comparison_files(staged.staging, name=name).items():
+        if isinstance(content, str):
+            staged.text(file_name, content)
+        else:
+            staged.bytes(file_name, content)
 
 
 def plan_comparison(*, columns: int, rows: int | None, groups: int, detect: float | None,

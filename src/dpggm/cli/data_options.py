@@ -9,7 +9,7 @@
 
 Column names are given as in the file; a name that holds a comma is CSV-quoted
 (``--drop '"a, b",c'``); a pattern (``item_*``) names every column it matches. They make
-the table's public schema (:class:`~dpggm.estimators.schema.TableSchema`), built here and
+the table's public schema (:class:`~dpggm.data.schema.TableSchema`), built here and
 applied by the library.
 
 With ``--engine memory`` (the default) the file is streamed block by block on this machine.
@@ -179,8 +179,8 @@ def data_options(
 
 
 def _reading_arguments(options: DataOptions) -> dict[str, Any]:
-    """The :class:`~dpggm.estimators.data.TableFile` arguments the options stand for."""
-    from dpggm.estimators.schema import TableSchema
+    """The :class:`~dpggm.data.tables.TableFile` arguments the options stand for."""
+    from dpggm.data.schema import TableSchema
 
     index: str | int | None = options.index_col
     if index is not None and index.isdigit():
@@ -210,8 +210,8 @@ def _reading_arguments(options: DataOptions) -> dict[str, Any]:
 
 
 def table_file(data: str | Path, options: DataOptions) -> Any:
-    """The :class:`~dpggm.estimators.data.TableFile` the options describe."""
-    from dpggm.estimators.data import TableFile
+    """The :class:`~dpggm.data.tables.TableFile` the options describe."""
+    from dpggm.data.tables import TableFile
 
     text = str(data)
     # A URL passed through pathlib loses one slash of "scheme://" ("s3:/bucket/..."): put
@@ -227,7 +227,7 @@ def declares_ranges(options: DataOptions) -> bool:
         return True
     if options.schema is None:
         return False
-    from dpggm.estimators.schema import TableSchema
+    from dpggm.data.schema import TableSchema
 
     return TableSchema.from_file(options.schema, terms="cli").declares_ranges
 
@@ -240,9 +240,9 @@ def declared_ranges(data: str | Path, options: DataOptions) -> dict[str, tuple[f
     source = table_file(data, options)
     if options.engine == "memory":
         return source.declared_ranges()
-    from dpggm.estimators import _dask
+    from dpggm.data import dask_records
 
-    return dict(_dask.resolve_columns(source).ranges)
+    return dict(dask_records.resolve_columns(source).ranges)
 
 
 @contextlib.contextmanager
@@ -260,7 +260,7 @@ def open_data(
     try:
         import distributed
 
-        from dpggm.estimators import _dask
+        from dpggm.data import dask_records
     except ImportError:
         raise ValueError(
             "--engine dask needs the optional dependencies: pip install 'dpggm[dask]'"
@@ -280,12 +280,12 @@ def open_data(
                 dashboard_address=None, silence_logs=logging.ERROR))
             client = distributed.Client(cluster)
         stack.enter_context(client)
-        frame = _dask.read_dask(source, blocksize=options.blocksize)
-        token = _dask.show_progress.set(progress)
+        frame = dask_records.read_dask(source, blocksize=options.blocksize)
+        token = dask_records.show_progress.set(progress)
         try:
             yield frame
         finally:
-            _dask.show_progress.reset(token)
+            dask_records.show_progress.reset(token)
 
 
 def fit_records(

@@ -2,18 +2,18 @@
 
 Order of work (nothing is spent for nothing, nothing half-written is ever visible):
 
-1. check every option and build the estimator (every parameter checked), the output
-   location (a staging directory is created beside it) and, with a ledger, that the
-   release can be booked -- the library's
-   :meth:`~dpggm.estimators._base.PlannedEstimator.check_ledger`: the run would be valid
-   (no seed, no ``--allow-invalid``, no data-tuned penalty), one of the budget forms the
+1. check every option and build the estimator (every parameter checked) and, with a
+   ledger, that the release can be booked -- the library's
+   :meth:`~dpggm.estimators.PrivateCovariance.check_ledger`: the run would be valid (no
+   seed, no ``--allow-invalid``, no data-tuned penalty), one of the budget forms the
    release will hold converts into the ledger's notion, the relation matches and the
    budget fits what remains -- all before the data file is opened;
-2. fit in memory;
-3. write every output into the staging directory;
-4. charge the ledger ``privacy_`` -- what the release guarantees -- atomically; a refusal
-   here (another process spent meanwhile) discards the staged output unseen;
-5. rename the staging directory into place (:mod:`dpggm.io`, as ``estimator.save`` does).
+2. ``estimator.save(out, X=...)`` does the rest, as for a Python user
+   (:func:`dpggm.io.deliver`): the output location is checked and staged, the estimator
+   fitted, every output written into the staging directory, the ledger charged
+   ``privacy_`` -- what the release guarantees -- and the directory renamed into place;
+   a refused charge discards the staged output unseen, a failure after the first draw is
+   charged and reported without its reason.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from dpggm.cli import data_options as dopt
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
@@ -58,7 +58,7 @@ def _parse_alpha(alpha: str | None) -> Any:
 
 
 # One piece (over 120 lines): a Typer command's signature is its option list; the work is
-# in the helpers (_precheck_ledger, _stage_outputs, StagedOutput).
+# the library's (make_estimator, check_ledger, save).
 def estimate(
     data: Annotated[Path, typer.Argument(
         help="the table, one record per row: CSV (also compressed), Parquet (a file or a "
@@ -134,9 +134,7 @@ def estimate(
         # A schema shared with dpggm graph may declare ranges: said, not silently ignored.
         err_console.print(f"note: the ranges --schema {schema} declares are for dpggm graph; "
                           "dpggm estimate clips to --bound", markup=False, highlight=False)
-    from dpggm.estimators._base import stage_estimate
     from dpggm.estimators.registry import make_estimator
-    from dpggm.io import StagedOutput, failed_release, recover_pending
 
     budget = budget_from_options(epsilon, delta, rho, mu, non_private)
     bounds = load_bounds(bound, bound_file)
@@ -151,7 +149,7 @@ def estimate(
         if not data.exists():
             raise UserError(f"no such file: {data}")
         if data.is_dir():
-            from dpggm.estimators._formats import parquet_parts
+            from dpggm.data.formats import parquet_parts
 
             parquet_parts(data)  # a folder of Parquet files is one table
     # Options are passed exactly as typed: 0 is a value, not "unset" (None is unset).
@@ -166,41 +164,27 @@ def estimate(
     options = {k: v for k, v in given.items() if v is not None}
     estimator = make_estimator(method, budget=budget, bounds=bounds, neighbors=neighbors,
                                random_state=random_state, **options)
+    # Every parameter is checked by the estimator (--missing drop under replace-one
+    # neighbours is refused there) before the data file is opened.
+    estimator.check_params()
 
-    recover_pending(Path(out).parent if str(out.parent) else Path("."),
-                    report=lambda line: err_console.print(line, markup=False, highlight=False))
     book = None
     if ledger is not None:
         book = open_ledger(ledger, dataset)
         estimator.check_ledger(book, dataset)
-    pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
-               if ledger is not None else {})
-    staged = StagedOutput(out, overwrite=overwrite, pending=pending)
-    try:
-        with summarised_warnings(), progress_display(quiet=quiet) as shown:
-            # Dask draws its own bar on standard output: only when both streams are a
-            # terminal, so that nothing of it lands in a file or a pipe.
-            dask_bar = shown and console.is_terminal
-            with dopt.open_data(data, reading, progress=dask_bar) as records:
-                estimator.fit(records)
-        record = result_record(method, estimator)
-        stage_estimate(staged, estimator, record)
-    except BaseException as exc:
-        staged.discard()
-        # After the first draw a failure is charged (with a ledger) and reported without
-        # anything that may depend on the noise (dpggm.io.failed_release).
-        raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
-                             dataset=dataset, mechanism=f"dpggm estimate --method {method}",
-                             details={"data": str(data), "out": str(out)}) from None
-    try:
-        charged = staged.deliver(
-            ledger=book, dataset=dataset, guarantee=estimator.privacy_,
-            mechanism=f"dpggm estimate --method {method}",
-            details={"data": str(data), "out": str(out)})
-    except OSError as exc:
-        raise UserError(str(exc)) from None
-    if charged is not None:
-        record["ledger"] = charged
+    with summarised_warnings(), progress_display(quiet=quiet) as shown:
+        # Dask draws its own bar on standard output: only when both streams are a
+        # terminal, so that nothing of it lands in a file or a pipe.
+        dask_bar = shown and console.is_terminal
+        with dopt.open_data(data, reading, progress=dask_bar) as records:
+            delivered = estimator.save(
+                out, X=records, ledger=book, dataset=dataset, overwrite=overwrite,
+                record=lambda fitted: result_record(method, fitted),
+                mechanism=f"dpggm estimate --method {method}", details={"data": str(data)},
+                report=lambda line: err_console.print(line, markup=False, highlight=False))
+    record = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    if delivered["ledger"] is not None:
+        record["ledger"] = delivered["ledger"]
     if as_json:
         console.print_json(json.dumps(record))
     else:
@@ -210,7 +194,7 @@ def estimate(
         if book is not None:
             console.print(f"charged {estimator.privacy_.budget} to {dataset!r} in {ledger}",
                           markup=False)
-        console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+        console.print("wrote " + ", ".join(str(p) for p in delivered["written"]), markup=False)
 
 
 estimate = guard(estimate)
@@ -223,8 +207,8 @@ def _center_option(value: str) -> Any:
 
 def result_record(method: str, estimator: Any) -> dict[str, Any]:
     """The ``result.json`` record of a fitted estimator run as ``method``
-    (:func:`dpggm.estimators._base.result_record`)."""
-    from dpggm.estimators._base import result_record as record_of
+    (:func:`dpggm.estimators.result_record`)."""
+    from dpggm.estimators import result_record as record_of
 
     return record_of(estimator, method=method)
 

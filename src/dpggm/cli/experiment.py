@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     QuietOpt,
     UserError,
     console,

@@ -5,8 +5,9 @@ Released files (all in ``--out``): ``result.json`` (guarantee and parameters; no
 (the edges' intervals, when the edges come with them) each as ``.png`` (300 dpi), ``.svg``
 and ``.pdf``, and ``report.html``. ``--layout`` and ``--groups``/``--group-pattern``
 choose where the graph's variables are drawn (:mod:`dpggm.cli.picture_options`).
-They are written into a staging directory beside ``--out`` and renamed into place once
-(see :mod:`dpggm.cli.output`), so ``--out`` is either complete or absent.
+They are delivered by ``PrivateGraph.save`` (:func:`dpggm.io.deliver`): written into a
+staging directory beside ``--out``, charged to ``--ledger`` and renamed into place once,
+so ``--out`` is either complete or absent.
 
 Curator diagnostics -- how many rows were clipped, whether the graph is empty or complete,
 what to try -- are computed from the private data. They are printed to standard error
@@ -24,10 +25,9 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm import _progress
 from dpggm.cli import data_options as dopt
 from dpggm.cli import picture_options as popt
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
@@ -44,15 +44,16 @@ from dpggm.cli._common import (
     progress_display,
     summarised_warnings,
 )
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     feature_names as _names,
 )
 from dpggm.estimators.registry import GRAPH_METHODS
+from dpggm.progress import report as report_progress
 
 __all__ = ["curator_diagnostics", "graph", "graph_result_record", "inference_record",
-           "stage_graph_outputs"]
+           "stage_graph_outputs", "stage_graph_pictures"]
 
-#: The interpreter's thread switch interval while a file is read (see _reading_ahead).
+#: The interpreter's thread switch interval while a file is read (see _records).
 GIL_SWITCH_SECONDS = 0.0005
 
 
@@ -64,37 +65,45 @@ def inference_record(estimator: Any) -> dict[str, Any] | None:
     return record_of(estimator)
 
 
-def graph_result_record(estimator: Any, *, data_name: str) -> dict[str, Any]:
+def graph_result_record(estimator: Any, *, data_name: str, layout: str = "spring",
+                        groups: dict[str, str] | None = None) -> dict[str, Any]:
     """The public record of a fitted ``PrivateGraph`` (no seed, nothing computed from the
     private data beyond the release): the library's record
     (:func:`dpggm.estimators.graph.graph_result_record`, the one ``PrivateGraph.save``
-    writes, with its ``inference`` record) with the command and its title."""
+    writes, with its ``inference`` record) with the command and its title, and under
+    ``picture`` the ``layout`` and the declared ``groups`` (``name -> group``) the pictures
+    are drawn with, so that ``dpggm report`` redraws the same pictures."""
     from dpggm.estimators.graph import graph_result_record as library_record
 
     return {"command": "graph", "title": f"dpggm graph of {data_name}",
-            **library_record(estimator)}
+            **library_record(estimator), "picture": {"layout": layout, "groups": groups}}
 
 
-def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str,
-                        layout: str = "spring", groups: dict[str, str] | None = None) -> None:
-    """Write every released file of a fitted ``PrivateGraph`` into ``staged``: those
-    ``PrivateGraph.save`` writes (the same function), then the pictures (each in PNG, SVG
-    and PDF) and the report, drawn from those files. ``layout`` and the declared
-    ``groups`` (``name -> group``) are kept in ``result.json`` under ``picture``, so that
-    ``dpggm report`` redraws the same pictures."""
-    from dpggm.estimators.graph import stage_graph_release
+def stage_graph_pictures(staged: Any, *, name: str) -> None:
+    """Draw the pictures (each in PNG, SVG and PDF) and the report of the released files
+    already in ``staged`` into it (``name``: the report's title)."""
     from dpggm.report import build_report
     from dpggm.report.html import picture_files
 
-    record = graph_result_record(estimator, data_name=data_name)
-    record["picture"] = {"layout": layout, "groups": groups}
-    stage_graph_release(staged, estimator, record)
     for file_name, content in picture_files(staged.staging).items():
         if isinstance(content, str):
             staged.text(file_name, content)
         else:
             staged.bytes(file_name, content)
     staged.text("report.html", build_report(staged.staging, name=name))
+
+
+def stage_graph_outputs(estimator: Any, staged: Any, *, data_name: str, name: str,
+                        layout: str = "spring", groups: dict[str, str] | None = None) -> None:
+    """Write every released file of a fitted ``PrivateGraph`` into ``staged``, as ``dpggm
+    graph`` delivers them: those ``PrivateGraph.save`` writes (the same function) with the
+    command's record (:func:`graph_result_record`), then the pictures and the report
+    (:func:`stage_graph_pictures`)."""
+    from dpggm.estimators.graph import stage_graph_release
+
+    stage_graph_release(staged, estimator, graph_result_record(
+        estimator, data_name=data_name, layout=layout, groups=groups))
+    stage_graph_pictures(staged, name=name)
 
 
 #: Column lines the curator advice prints at most; the rest are summarised in one line.
@@ -139,7 +148,7 @@ def curator_diagnostics(estimator: Any) -> list[str]:
     names at most :data:`MAX_COLUMN_LINES` columns (the most affected), with one summary
     line for the rest.
     """
-    from dpggm.estimators._graph_pipeline import predicted_partial_correlation_noise
+    from dpggm.estimators.graph import predicted_partial_correlation_noise
 
     n, p = estimator.n_samples_, estimator.n_features_in_
     n_edges = int(estimator.adjacency_.sum() // 2)
@@ -318,11 +327,6 @@ def graph(
     _check_selection(select, fdr, fdr_method, confidence_level)
     if missing not in ("impute", "refuse", "drop"):
         raise UserError(f"--missing must be impute, refuse or drop; got {missing!r}")
-    if missing == "drop":
-        raise UserError(
-            "--missing drop is refused: dropping incomplete rows makes the number of records "
-            "depend on the private data, which replace-one neighbours (the relation of dpggm "
-            "graph) take as public; use --missing impute (the default) or refuse")
     pictures = popt.picture_options(layout, groups, group_pattern)
     random_state = parse_seed(seed)
     center_value = parse_center(center)
@@ -339,8 +343,10 @@ def graph(
             random_state=random_state, **declared,
         )
 
-    # The ledger is asked before the data file is even opened (the estimator's own check:
-    # every budget form the release will hold, its validity, what remains).
+    # Every parameter is checked by the estimator (--missing drop is refused there), and the
+    # ledger asked, before the data file is even opened (the estimator's own check: every
+    # budget form the release will hold, its validity, what remains).
+    make_estimator().check_params()
     book = None
     if ledger is not None:
         book = open_ledger(ledger, dataset)
@@ -351,50 +357,33 @@ def graph(
         raise UserError("--scale and the bounds of --schema declare columns' ranges for "
                         f"--bound auto; with --bound {bound} the bound is declared already "
                         "(drop one of them)")
-    with progress_display(quiet=quiet), _reading_ahead(data, reading, scratch,
-                                                       missing) as source:
-        # The file is being parsed (in the background) while the estimator, the solvers
-        # and the plotting modules are imported.
-        from dpggm.io import StagedOutput, failed_release, recover_pending
+    fitting = "private graph (bounds, centering, noise, solver)"
 
+    def record(fitted: Any) -> dict[str, Any]:
+        # The fit is done: its pictures are drawn next, with the groups it was declared.
+        report_progress(fitting, 1, 1)
+        report_progress("pictures and report", 0, None)
+        declared = popt.groups_for(
+            pictures, _names(fitted),
+            note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
+        drawn_as = pictures.layout or "spring"
+        if drawn_as == "groups" and declared is None:
+            drawn_as = "spring"
+        return graph_result_record(fitted, data_name=data.name, layout=drawn_as,
+                                   groups=declared)
+
+    with progress_display(quiet=quiet), _records(data, reading, scratch, missing,
+                                                 progress=not (as_json or quiet)) as records:
+        # A file is being parsed (in the background) while the estimator, the solvers and
+        # the plotting modules are imported.
         estimator = make_estimator(ranges)
-        recover_pending(Path(out).parent if str(out.parent) else Path("."),
-                        report=lambda line: err_console.print(line, markup=False,
-                                                              highlight=False))
-        pending = ({"ledger": str(Path(ledger).resolve()), "dataset": dataset}
-                   if ledger is not None else {})
-        staged = StagedOutput(out, overwrite=overwrite, pending=pending)
-        try:
-            with summarised_warnings():
-                fitting = "private graph (bounds, centering, noise, solver)"
-                _progress.report(fitting, 0, None)
-                if source is not None:
-                    estimator.fit(source)
-                else:
-                    dopt.fit_records(estimator, data, reading, progress=not (as_json or quiet))
-                _progress.report(fitting, 1, 1)
-                _progress.report("pictures and report", 0, None)
-                declared = popt.groups_for(
-                    pictures, _names(estimator),
-                    note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
-                drawn_as = pictures.layout or "spring"
-                if drawn_as == "groups" and declared is None:
-                    drawn_as = "spring"
-                stage_graph_outputs(estimator, staged, data_name=data.name, name=out.name,
-                                    layout=drawn_as, groups=declared)
-        except BaseException as exc:
-            staged.discard()
-            # After the first draw a failure is charged (with a ledger) and reported without
-            # anything that may depend on the noise (dpggm.io.failed_release).
-            raise failed_release(exc, getattr(estimator, "privacy_", None), ledger=book,
-                                 dataset=dataset, mechanism="dpggm graph",
-                                 details={"data": str(data), "out": str(out)}) from None
-        try:
-            staged.deliver(ledger=book, dataset=dataset, guarantee=estimator.privacy_,
-                           mechanism="dpggm graph",
-                           details={"data": str(data), "out": str(out)})
-        except OSError as exc:
-            raise UserError(str(exc)) from None
+        with summarised_warnings():
+            report_progress(fitting, 0, None)
+            delivered = estimator.save(
+                out, X=records, ledger=book, dataset=dataset, overwrite=overwrite,
+                record=record, extra=lambda staged: stage_graph_pictures(staged, name=out.name),
+                mechanism="dpggm graph", details={"data": str(data)},
+                report=lambda line: err_console.print(line, markup=False, highlight=False))
     for line in curator_diagnostics(estimator):
         err_console.print(f"curator only (do not publish): {line}", markup=False)
     if getattr(estimator, "detectable_", None) is not None and estimator.adjacency_.any():
@@ -409,21 +398,23 @@ def graph(
     console.print(estimator.privacy_.summary(), markup=False)
     console.print(f"{n_edges} edges among {estimator.n_features_in_} variables; validity "
                   f"{estimator.privacy_.validity}", markup=False)
-    console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in delivered["written"]), markup=False)
 
 
 @contextlib.contextmanager
-def _reading_ahead(data: Path, reading: Any, scratch: Path | None,
-                   missing: str) -> Iterator[Any]:
-    """With ``--engine memory``: the file to fit (a ``TableFile``), whose parsing starts
-    now, in the background (the records are closed, and their temporary file deleted, on
-    the way out); with Dask: None (the cluster reads the data)."""
+def _records(data: Path, reading: Any, scratch: Path | None, missing: str, *,
+             progress: bool) -> Iterator[Any]:
+    """What the fit reads. With ``--engine memory``: the file (a ``TableFile``), whose
+    parsing starts now, in the background (the records are closed, and their temporary
+    file deleted, on the way out). With Dask: the DataFrame on its cluster
+    (:func:`dpggm.cli.data_options.open_data`; ``progress``: Dask's bar)."""
     if reading.engine != "memory":
-        yield None
+        with dopt.open_data(data, reading, progress=progress) as frame:
+            yield frame
         return
     from dataclasses import replace
 
-    from dpggm.estimators._passes import reading_ahead
+    from dpggm.data.records import reading_ahead
 
     source = dopt.table_file(data, reading)
     if scratch is not None:
@@ -458,7 +449,7 @@ def _check_input(data: Path, engine: str) -> None:
     if not data.exists():
         raise UserError(f"no such file: {data}")
     if data.is_dir():
-        from dpggm.estimators._formats import parquet_parts
+        from dpggm.data.formats import parquet_parts
 
         parquet_parts(data)  # a folder of Parquet files is one table; any other is refused
 

@@ -3,7 +3,7 @@
 Each command lives in its own module and is registered here with one line:
 ``app.command()(module.function)`` or ``app.add_typer(module.app, name=...)``. Command
 modules import heavy libraries inside the command function, so ``dpggm --help`` and the
-``budget`` commands start fast. Wrap a new command in :func:`dpggm.cli._common.guard` so that
+``budget`` commands start fast. Wrap a new command in :func:`dpggm.cli.common.guard` so that
 user errors end in one line, never a traceback.
 """
 
@@ -18,7 +18,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from dpggm.cli import audit, budget, compare, estimate, experiment, graph, plan, report, tools
-from dpggm.cli._common import console
+from dpggm.cli.common import console
 
 app = typer.Typer(
     name="dpggm",

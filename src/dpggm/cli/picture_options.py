@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm.cli._common import UserError
+from dpggm.cli.common import UserError
 
 __all__ = ["GroupPatternOpt", "GroupsOpt", "LAYOUT_NAMES", "LayoutOpt", "PictureOptions",
            "groups_for", "picture_options"]

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
@@ -286,7 +286,7 @@ def plan(
     record["command"] = command
     noise = None
     if command == "graph":
-        from dpggm.estimators._graph_pipeline import predicted_partial_correlation_noise
+        from dpggm.estimators.graph import predicted_partial_correlation_noise
 
         noise = predicted_partial_correlation_noise(release_plan)
         record["predicted_partial_correlation_noise"] = noise

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from dpggm.cli import picture_options as popt
-from dpggm.cli._common import UserError, console, err_console, guard
-from dpggm.cli.output import write_atomic
+from dpggm.cli.common import UserError, console, err_console, guard
+from dpggm.io import write_atomic
 
 __all__ = ["report"]
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from dpggm.cli import data_options as dopt
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     DeltaOpt,
     EpsilonOpt,
     MuOpt,
@@ -21,7 +21,7 @@ from dpggm.cli._common import (
     parse_seed,
     summarised_warnings,
 )
-from dpggm.cli._common import (
+from dpggm.cli.common import (
     feature_names as _names,
 )
 
@@ -116,13 +116,15 @@ def solve(
     """Run the graphical lasso on a matrix (non-private post-processing: no budget)."""
 
     from dpggm.cli.estimate import edge_list_csv
-    from dpggm.cli.output import StagedOutput
+    from dpggm.io import deliver
     from dpggm.solvers.glasso import graphical_lasso
 
     _input_file(matrix, "matrix file (.npy, or .csv with or without a header row)")
     S, names, names_from = _load_matrix(matrix)
-    staged = StagedOutput(out, overwrite=overwrite)
-    try:
+    result: Any = None
+
+    def write(staged: Any) -> None:
+        nonlocal result
         with summarised_warnings():
             result = graphical_lasso(S, alpha, method=solver,
                                      penalize_diagonal=penalize_diagonal, tol=tol)
@@ -136,14 +138,17 @@ def solve(
             "privacy": "post-processing of the input matrix; no budget spent",
             "features": names, "feature_names": names_from,
         })
-        staged.commit()
-    except BaseException:
-        staged.discard()
-        raise
+
+    delivered = deliver(out, write, overwrite=overwrite, report=_report)
     console.print(f"graphical lasso ({result.extra.get('method')}): {result.iterations} "
                   f"iterations, objective {result.objective:.10g}, duality gap "
                   f"{result.extra.get('duality_gap'):.3g}", markup=False)
-    console.print("wrote " + ", ".join(str(p) for p in staged.written), markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in delivered["written"]), markup=False)
+
+
+def _report(line: str) -> None:
+    """A line about the recovery of an interrupted delivery, for the curator."""
+    err_console.print(line, markup=False, highlight=False)
 
 
 @guard
@@ -164,7 +169,7 @@ def _check_out_file(out: Path, overwrite: bool) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"--out {out}: directory {parent} does not exist")
-    from dpggm.cli.output import check_writable_dir
+    from dpggm.io import check_writable_dir
 
     check_writable_dir(parent)
 
@@ -220,7 +225,6 @@ def publish(
     refused with nothing written or spent."""
     import json
 
-    from dpggm.cli.output import recover_pending
     from dpggm.experiments.publish_io import publish_csv
 
     reading = dopt.data_options(columns=columns, delimiter=delimiter, decimal=decimal,
@@ -236,12 +240,11 @@ def publish(
         _input_file(data, "file of records")
     _check_out_file(out, overwrite)
     book = None if ledger is None else open_ledger(ledger, dataset)
-    recover_pending(out.parent if str(out.parent) else Path("."),
-                    report=lambda line: err_console.print(line, markup=False, highlight=False))
     release = publish_csv(
         dopt.table_file(data, reading), out, bounds=bounds, sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
         snr_db=snr_db, discrete=discrete, grid=grid, neighbors=neighbors,
         random_state=random_state, overwrite=overwrite, ledger=book, dataset=dataset,
+        report=_report,
     )
     metadata = out.with_suffix(".json")
     if as_json:
@@ -298,30 +301,28 @@ def recover(
             f"{noisy} has no release metadata ({meta} does not exist), so the noise level is "
             "unknown: give --metadata FILE (the .json 'dpggm publish' wrote beside the CSV) "
             "or --sigma S (the release's noise standard deviation; 0 for no correction)")
-    from dpggm.cli.output import StagedOutput, recover_pending
     from dpggm.experiments.publish_io import recover_from_csv
+    from dpggm.io import deliver
 
     # Everything the user typed is checked before the fit; every file is written into a
     # staging directory and appears only when all of them (the AUC too) are written.
     truth_edges = None if truth is None else _read_truth(truth, _csv_header(noisy))
-    recover_pending(Path(out).parent if str(out.parent) else Path("."),
-                    report=lambda line: err_console.print(line, markup=False, highlight=False))
-    staged = StagedOutput(out, overwrite=overwrite)
-    try:
+    estimator: Any = None
+    auc = None
+
+    def write(staged: Any) -> None:
+        nonlocal estimator, auc
         with summarised_warnings():
             estimator = recover_from_csv(
                 noisy, metadata=meta if meta.exists() else None, noise_sigma=sigma,
                 alpha=alpha_value, selection=selection, solver=solver,
                 penalize_diagonal=penalize_diagonal, out_dir=staged.staging, overwrite=True,
             )
-        auc = None
         if truth_edges is not None:
             auc = _truth_auc(estimator, truth_edges)
             staged.json("auc.json", {"auc": auc, "truth": str(truth)})
-        staged.commit()
-    except BaseException:
-        staged.discard()
-        raise
+
+    deliver(out, write, overwrite=overwrite, report=_report)
     edges = int((np.triu(estimator.precision_, 1) != 0).sum())
     console.print(f"alpha = {estimator.alpha_:.4g}; {edges} edges", markup=False)
     if auc is not None:
@@ -394,8 +395,8 @@ def example_data(
     ``|x| <= 1`` per column, so ``--bound box:1`` (or ``l2:2.5``) is a true declared bound.
     Also writes ``<name>-edges.csv``, the true graph, for ``dpggm recover --truth``.
     """
-    from dpggm.cli.output import write_atomic
     from dpggm.datasets.example import example_records
+    from dpggm.io import write_atomic
 
     if isinstance(rows, bool) or rows < 2:
         raise UserError(f"--rows must be an integer >= 2; got {rows}")

@@ -54,15 +54,17 @@ _EXPORTS = {
     "RidgePrecision": "dpggm.estimators.precision",
     "ThresholdedCovariance": "dpggm.estimators.precision",
     "make_estimator": "dpggm.estimators.registry",
+    "feature_names": "dpggm.estimators._contract",
+    "result_record": "dpggm.estimators._base",
     "AdaSSP": "dpggm.estimators.regression",
     "PrivateLinearRegression": "dpggm.estimators.regression",
-    "TableFile": "dpggm.estimators.data",
-    "TableSchema": "dpggm.estimators.schema",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpggm.estimators._base import result_record
+    from dpggm.estimators._contract import feature_names
     from dpggm.estimators.baselines import (
         AdaptiveCovariance,
         DiagonalCovariance,
@@ -73,7 +75,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.estimators.covariance import (
         PrivateCovariance,
     )
-    from dpggm.estimators.data import TableFile
     from dpggm.estimators.graph import PrivateGraph
     from dpggm.estimators.graph_baselines import (
         SCIO,
@@ -99,7 +100,6 @@ if TYPE_CHECKING:  # pragma: no cover
         AdaSSP,
         PrivateLinearRegression,
     )
-    from dpggm.estimators.schema import TableSchema
 
 __all__ = [
     "SCIO",
@@ -119,8 +119,8 @@ __all__ = [
     "RidgePrecision",
     "SSPCovariance",
     "SeparateCovariance",
-    "TableFile",
-    "TableSchema",
     "ThresholdedCovariance",
+    "feature_names",
     "make_estimator",
+    "result_record",
 ]

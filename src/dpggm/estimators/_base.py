@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from dpggm.data.records import SecondMoment, check_missing_policy, clipped_second_moment
+from dpggm.data.tables import too_few_variables
 from dpggm.estimators._contract import (
     BOUNDS,
     BUDGET,
@@ -54,8 +56,6 @@ from dpggm.estimators._contract import (
     check_fraction,
     fraction,
 )
-from dpggm.estimators.data import too_few_variables
-from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
@@ -231,28 +231,46 @@ def stage_estimate(staged: Any, estimator: Any, record: dict[str, Any]) -> None:
 
 class Deliverable:
     """``save``: a fitted estimator's released files, written whole or not at all and,
-    with a ledger, charged before they appear (:mod:`dpggm.io`)."""
+    with a ledger, charged before they appear (:func:`dpggm.io.deliver`)."""
 
-    def save(self, out: Any, *, ledger: Any = None, dataset: str | None = None,
-             overwrite: bool = False, record: dict[str, Any] | None = None,
-             extra: Any = None, mechanism: str | None = None,
-             details: dict[str, Any] | None = None) -> dict[str, Any]:
+    def save(self, out: Any, *, X: Any = None, y: Any = None, ledger: Any = None,
+             dataset: str | None = None, overwrite: bool = False,
+             record: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
+             extra: Callable[[Any], None] | None = None, mechanism: str | None = None,
+             details: dict[str, Any] | None = None,
+             report: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Write the released files of this fit into the directory ``out`` -- all of them
         or none -- owner-only until delivered; with ``ledger`` (a
         :class:`~dpggm.privacy.ledger.Ledger` or the path of one) and ``dataset``, charge
         ``privacy_`` first: a refused charge leaves nothing, a crash after the charge is
         finished by the next delivery into the same parent directory, nothing is charged
-        twice (:mod:`dpggm.io`).
+        twice (:func:`dpggm.io.deliver`).
 
         Parameters
         ----------
         out : path
             The output directory (refused if it holds files, unless ``overwrite``).
-        record : dict, optional
-            The ``result.json`` record (default: the estimator's own, :func:`result_record`
-            unless the estimator states another).
+        X, y : optional
+            Fit on them first, inside the delivery (``fit(X, y)``): ``out`` is checked and
+            staged before any record is read, and a fit or a write that fails after the
+            release's first draw is charged to ``ledger`` -- the release ran, although
+            nothing is delivered -- and reported without its reason
+            (:func:`dpggm.io.failed_release`). Without ``X`` the estimator must be fitted
+            already, and a write that fails charges nothing: the fit stays in memory, to
+            be saved again.
+        record : dict or callable, optional
+            The ``result.json`` record, or a function of the fitted estimator that gives
+            it (default: the estimator's own, :func:`result_record` unless the estimator
+            states another).
         extra : callable, optional
-            ``extra(staged)`` writes more files into the staging directory (pictures, say).
+            ``extra(staged)`` writes more files into the staging directory (pictures, say)
+            after the released files.
+        mechanism, details : optional
+            The spend's description in the ledger (default ``"<class>.save"``; the details
+            always carry ``out``).
+        report : callable, optional
+            ``report(line)`` hears what the recovery of interrupted deliveries into the
+            parent directory did (run first; default: nothing said).
 
         Returns
         -------
@@ -262,35 +280,36 @@ class Deliverable:
         """
         from pathlib import Path
 
-        from dpggm.io import StagedOutput, recover_pending
+        from dpggm.io import check_ledger_pair, deliver
         from dpggm.privacy.ledger import Ledger
 
-        if not hasattr(self, "privacy_"):
+        if X is None and not hasattr(self, "privacy_"):
             raise ValueError(f"{type(self).__name__} is not fitted: call fit before save")
-        if (ledger is None) != (dataset is None):
-            raise ValueError(
-                "ledger and dataset go together: give both (to charge the release) or "
-                f"neither; got ledger={ledger!r}, dataset={dataset!r}")
+        check_ledger_pair(ledger, dataset)
         book = ledger if ledger is None or isinstance(ledger, Ledger) else Ledger(
             ledger, create=False)
-        out = Path(out)
-        recover_pending(out.parent if str(out.parent) else Path("."),
-                        report=lambda line: None)
-        pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
-                                            "dataset": dataset}
-        staged = StagedOutput(out, overwrite=overwrite, pending=pending)
-        try:
-            self._stage_release(staged, record if record is not None
+        fitted_here = False
+
+        def write(staged: Any) -> None:
+            nonlocal fitted_here
+            if X is not None:
+                self.fit(X, y)
+                fitted_here = True
+            written = record(self) if callable(record) else record
+            self._stage_release(staged, written if written is not None
                                 else self._release_record())
             if extra is not None:
                 extra(staged)
-        except BaseException:
-            staged.discard()
-            raise
-        charged = staged.deliver(ledger=book, dataset=dataset, guarantee=self.privacy_,
-                                 mechanism=mechanism or f"{type(self).__name__}.save",
-                                 details={"out": str(out), **(details or {})})
-        return {"written": staged.written, "ledger": charged}
+
+        def drawn() -> Any:
+            # The release of the fit this call ran, if it ran to the end (a fit that fails
+            # after its draw raises a ReleaseFailedError carrying its own guarantee).
+            return self.privacy_ if fitted_here else None
+
+        return deliver(Path(out), write, overwrite=overwrite, ledger=book, dataset=dataset,
+                       guarantee=lambda: self.privacy_, drawn=drawn if X is not None else None,
+                       mechanism=mechanism or f"{type(self).__name__}.save",
+                       details={"out": str(out), **(details or {})}, report=report)
 
     def _release_record(self) -> dict[str, Any]:
         """The default ``result.json`` record of :meth:`save`."""
@@ -640,12 +659,7 @@ class PrivateEstimatorBase(DPEstimator):
         check_second_moment_mechanism(mechanism, budget=settings.requested,
                                       neighbors=settings["neighbors"],
                                       allow_invalid=settings["allow_invalid"])
-        if settings["missing"] == "drop" and settings["neighbors"] != "add-remove":
-            raise ValueError(
-                "missing='drop' needs neighbors='add-remove': leaving out incomplete rows "
-                "makes the number of records depend on the data, which replace-one "
-                "neighbours take as public; under add/remove the count is released with "
-                "noise anyway")
+        check_missing_policy(settings["missing"], neighbors=settings["neighbors"], drops=True)
         invalid = "; ".join(r for r in (
             INVALID_MECHANISMS.get(mechanism),
             WISHART_FLOAT_REASON if mechanism in FLOAT_NOISE_MECHANISMS else None,

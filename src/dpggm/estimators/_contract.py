@@ -561,7 +561,7 @@ def check_flag(value: Any, *, name: str) -> bool:
 def _has_named_columns(X: Any) -> bool:
     """DataFrames (pandas or Dask) and files (whose header or schema names the columns)
     carry feature names; arrays do not."""
-    from dpggm.estimators.data import TableFile, is_dask_collection
+    from dpggm.data.tables import TableFile, is_dask_collection
 
     if is_dask_collection(X):
         return hasattr(X, "columns")

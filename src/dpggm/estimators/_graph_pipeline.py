@@ -28,7 +28,7 @@ Passes
     needs pass 5 only. Columns with a declared range (``column_ranges``) are counted but
     not selected: their ranges are used as given, and when every range is declared passes
     2-3 do not run. The counts of passes 1-4 are histograms on public grids
-    (:mod:`dpggm.estimators._passes`), so files and Dask partitions are read, never sorted.
+    (:mod:`dpggm.data.passes`), so files and Dask partitions are read, never sorted.
 
 Add/remove neighbours (``neighbors="add-remove"``)
     The number of records is private. The first step releases a noisy count
@@ -55,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from dpggm.estimators import _count_kernels as kernels
-from dpggm.estimators._passes import (
+from dpggm.data import kernels
+from dpggm.data.passes import (
     Moments,
     MomentsState,
     NormCounts,
@@ -865,8 +865,8 @@ class _Runner:
         ``graph`` step: checked before, booked at the budget the fit delivered (its
         ``privacy_.budget``: its rounds spend exactly the step's budget under their
         filter)."""
+        from dpggm.data.records import SecondMoment
         from dpggm.estimators.pace import PACECovariance
-        from dpggm.estimators.records import SecondMoment
 
         columns = list(self.records.columns)
 

@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpggm.data.records import RecordMatrix
+from dpggm.data.tables import as_matrix
 from dpggm.estimators._base import DPEstimator, Settings
 from dpggm.estimators._contract import (
     BOUNDS,
@@ -43,8 +45,6 @@ from dpggm.estimators._contract import (
     Options,
     fraction,
 )
-from dpggm.estimators.data import as_matrix
-from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import BudgetRangeError, NumericalError, UnsupportedNeighborsError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,

@@ -828,7 +828,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         """Release each group's graph and compare them.
 
         ``X``: an array, a DataFrame, or a file (a path or a
-        :class:`~dpggm.estimators.data.TableFile`); the group of each record in
+        :class:`~dpggm.data.tables.TableFile`); the group of each record in
         ``groups`` (one label per record) or in the column ``group`` of ``X``.
 
         Every check (parameters, labels, group sizes, each group's data and plan) runs
@@ -851,7 +851,7 @@ norm_quantile, missing, alpha, fdr, fdr_method, confidence_level, planned_missin
         """Before any draw: declared sizes match, every group is large enough and its
         data and plan pass the group estimator's own refusals (messages for the curator;
         nothing is released)."""
-        from dpggm.estimators._passes import open_records
+        from dpggm.data.records import open_records
 
         declared = settings["sizes_checked"]
         for level in settings["levels_checked"]:
@@ -1056,7 +1056,7 @@ class _Split:
 def _split_records(X: Any, groups: Any, settings: dict[str, Any], owner: Any) -> _Split:
     """Split ``X`` by the groups (``groups``, or the column ``group`` of ``X``) into the
     declared levels; curator-side, nothing drawn."""
-    from dpggm.estimators.data import (
+    from dpggm.data.tables import (
         TableFile,
         as_matrix,
         is_dask_collection,

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from dpggm.data.records import check_missing_policy, open_records
+from dpggm.data.tables import too_few_records, too_few_variables
 from dpggm.estimators._base import DPEstimator, make_context
 from dpggm.estimators._contract import (
     BOUNDS,
@@ -51,10 +53,9 @@ from dpggm.estimators._graph_pipeline import (
     first_pass_task,
     graph_plan,
     pass_threads,
+    predicted_partial_correlation_noise,
     run_plan,
 )
-from dpggm.estimators._passes import ArrayRecords, open_records
-from dpggm.estimators.data import too_few_records, too_few_variables
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
     INFERENCE_COLUMNS,
@@ -86,6 +87,7 @@ __all__ = [
     "inference_record",
     "partial_correlation",
     "planned_release_noise",
+    "predicted_partial_correlation_noise",
     "stage_graph_release",
 ]
 
@@ -322,7 +324,7 @@ def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
     fitted with those ranges in ``column_ranges`` (``table.declared_ranges()``): the plan
     and the ledger's check are made from the estimator's parameters, so a declaration the
     parameters do not hold is refused rather than silently ignored or silently used."""
-    from dpggm.estimators.data import TableFile
+    from dpggm.data.tables import TableFile
 
     if not isinstance(X, TableFile) or not X.table_schema.declares_ranges:
         return
@@ -685,13 +687,7 @@ class PrivateGraph(DPEstimator):
                 "method 'pace' divides its measurements by the number of records, which is "
                 "private under add/remove neighbours; use method='glasso' or "
                 "neighbors='replace'")
-        if params["missing"] == "drop":
-            raise ValueError(
-                "missing='drop' is refused: dropping incomplete rows makes the number of "
-                "records depend on the private data, while replace-one neighbours take it "
-                "as public (and the ranges and norm bound of bounds='auto' count every "
-                "record); use missing='impute' (the default) or missing='refuse'"
-            )
+        check_missing_policy(params["missing"], neighbors=params["neighbors"], drops=False)
         budget = params["budget"]
         auto = isinstance(params["bounds"], str)
         declared = None if auto else params["bounds"]
@@ -902,7 +898,7 @@ class PrivateGraph(DPEstimator):
         runs here, while a file is parsed."""
         _check_table_ranges(X, settings)
         with open_records(X, missing=settings.missing) as records:
-            if isinstance(records, ArrayRecords):
+            if records.sizes_known:
                 # The sizes are known: refuse before even the first pass.
                 self._check_plan(settings, self._plan(settings, records.n_samples,
                                                       records.n_features))

@@ -27,15 +27,15 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 from sklearn.linear_model import Lasso
 
+from dpggm.data.records import RecordMatrix
+from dpggm.data.tables import as_matrix, too_few_variables
 from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import FLAG, Interval, Optional, Options
-from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.noisy_glasso import (
     PostProcessingRecord,
     ReleaseNoise,
     bias_corrected_covariance,
 )
-from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NumericalError
 from dpggm.solvers import SolverResult
 from dpggm.solvers.psd import project_psd

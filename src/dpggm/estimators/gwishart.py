@@ -87,6 +87,8 @@ from typing import Any
 import numpy as np
 from scipy.special import multigammaln
 
+from dpggm.data.records import RecordMatrix
+from dpggm.data.tables import as_matrix, too_few_records, too_few_variables
 from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import (
     FLAG,
@@ -95,7 +97,6 @@ from dpggm.estimators._contract import (
     Optional,
     fraction,
 )
-from dpggm.estimators.data import as_matrix, too_few_records, too_few_variables
 from dpggm.estimators.noisy_glasso import (
     RELEASE,
     PostProcessingRecord,
@@ -105,7 +106,6 @@ from dpggm.estimators.noisy_glasso import (
     release_noise,
     repair_corrected,
 )
-from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.mechanisms.random import check_random_state
 from dpggm.solvers import SolverResult

@@ -69,6 +69,8 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
+from dpggm.data.records import RecordMatrix
+from dpggm.data.tables import as_matrix, too_few_variables
 from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import (
     FLAG,
@@ -80,8 +82,6 @@ from dpggm.estimators._contract import (
     check_number,
     fraction,
 )
-from dpggm.estimators.data import as_matrix, too_few_variables
-from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
 from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dpggm import _progress
+from dpggm.data.records import SecondMoment, clipped_second_moment
 from dpggm.estimators._base import DPEstimator, MomentRecords, Settings
 from dpggm.estimators._contract import (
     CALLABLE,
@@ -33,7 +33,6 @@ from dpggm.estimators._contract import (
     Options,
     fraction,
 )
-from dpggm.estimators.records import SecondMoment, clipped_second_moment
 from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.additive import GaussianMechanism, NoisePart, check_budget_range
 from dpggm.mechanisms.context import ReleaseContext
@@ -53,6 +52,7 @@ from dpggm.privacy.budgets import (
     exact_cost,
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
+from dpggm.progress import report as report_progress
 from dpggm.solvers.maxent import RECONSTRUCTION_METHODS
 
 __all__ = ["PACECovariance", "PACERound", "pace_noise_parts"]
@@ -171,7 +171,7 @@ class PACECovariance(DPEstimator):
     plan_ : ReleasePlan
     privacy_ : PrivacyGuarantee
 
-    ``X`` may also be the :class:`~dpggm.estimators.records.SecondMoment` of records already
+    ``X`` may also be the :class:`~dpggm.data.records.SecondMoment` of records already
     clipped to ``bounds`` (the caller vouches for the clipping).
 
     Privacy
@@ -424,7 +424,7 @@ class PACECovariance(DPEstimator):
             spent = before + float(sum(accountant.exact_spent))
             if self.progress is not None:
                 self.progress(spent, total_rho)
-            _progress.report("PACE rounds: share of the budget spent", spent, total_rho)
+            report_progress("PACE rounds: share of the budget spent", spent, total_rho)
         state.history, state.filter, state.estimate = history, accountant, estimate
 
 

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import KFold
 
+from dpggm.data.records import RecordMatrix
+from dpggm.data.tables import as_matrix, too_few_variables
 from dpggm.estimators._base import (
     DPEstimator,
     PrivateEstimatorBase,
@@ -29,9 +31,7 @@ from dpggm.estimators._base import (
     Settings,
 )
 from dpggm.estimators._contract import FLAG, AnyOf, BudgetOf, Interval, Options
-from dpggm.estimators.data import as_matrix, too_few_variables
 from dpggm.estimators.edges import INFERENCE_COLUMNS
-from dpggm.estimators.records import RecordMatrix
 from dpggm.exceptions import ConvergenceWarning, InvalidGuaranteeError, NoSolutionError
 from dpggm.mechanisms.additive import GaussianMechanism
 from dpggm.mechanisms.bounds import RowNorm

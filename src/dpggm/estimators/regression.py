@@ -26,6 +26,9 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
+from dpggm.data.passes import RegressionSums
+from dpggm.data.records import ArrayRecords
+from dpggm.data.tables import as_matrix, is_dask_collection, too_few_records
 from dpggm.estimators._base import (
     DPEstimator,
     PlannedEstimator,
@@ -44,7 +47,6 @@ from dpggm.estimators._contract import (
     check_feature_names,
     fraction,
 )
-from dpggm.estimators.data import as_matrix, is_dask_collection
 from dpggm.exceptions import NumericalError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
@@ -494,28 +496,25 @@ def _clipped_regression_statistics(
     X: Any, y: Any, *, bounds: Any, y_bound: float, fit_intercept: bool
 ) -> tuple[np.ndarray, np.ndarray, int, list[str], float]:
     """``[X, 1]^T [X, 1]``, ``[X, 1]^T y``, n, the column names and the row-norm bound of
-    ``[x, 1]``, for records clipped to ``bounds`` and targets to ``[-y_bound, y_bound]``
-    (in memory, or per partition and tree-reduced for Dask input)."""
+    ``[x, 1]``, for records clipped to ``bounds`` and targets to ``[-y_bound, y_bound]``:
+    one pass of :class:`~dpggm.data.passes.RegressionSums` over the records ``[x, y]`` (in
+    memory, or partition by partition for Dask input)."""
     if is_dask_collection(X) or is_dask_collection(y):
-        from dpggm.estimators import _dask
+        from dpggm.data.dask_records import DaskRecords
 
-        gram, moment, n, columns = _dask.regression_statistics(
-            X, y, bounds=bounds, y_bound=y_bound, fit_intercept=fit_intercept)
-        x_bound = bounds.row_norm(len(columns))
+        records: Any = DaskRecords(X, target=y)
     else:
         features, columns = as_matrix(X)
-        n, p = features.shape
-        target = _as_target(y, n)
-        bounds.check_dimension(p)
-        features, _ = bounds.clip(features)
-        target = np.clip(target, -y_bound, y_bound)
-        x_bound = bounds.row_norm(p)
-        if fit_intercept:
-            features = np.hstack([features, np.ones((n, 1))])
-        gram = features.T @ features
-        gram = (gram + gram.T) / 2
-        moment = features.T @ target
-    return gram, moment, n, columns, _row_bound(x_bound, fit_intercept)
+        records = ArrayRecords.with_target(features, _as_target(y, features.shape[0]),
+                                           columns)
+    with records:
+        sums = records.run(RegressionSums(bounds, float(y_bound), fit_intercept))
+        columns = records.columns[:-1]
+    if sums.n < 2:
+        raise too_few_records(sums.n)
+    gram = (sums.gram + sums.gram.T) / 2
+    x_bound = bounds.row_norm(len(columns))
+    return gram, sums.moment, sums.n, columns, _row_bound(x_bound, fit_intercept)
 
 
 class AdaSSP(_SavesCoefficients, RegressorMixin, DPEstimator):

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dpggm.datasets.real import declared_ranges
-from dpggm.estimators._contract import feature_names as _names
+from dpggm.estimators import feature_names as _names
 from dpggm.estimators.registry import make_estimator
 from dpggm.mechanisms.bounds import Box
 from dpggm.metrics.matrix import mahalanobis_error, relative_error

@@ -1,37 +1,64 @@
-"""Files in, files out: publish a noisy CSV release with its metadata, and recover a graph
-from such a release (the ``dpggm publish`` / ``dpggm recover`` workflow of Guo et al.).
+"""Files in, files out: publish a noisy copy of private records with its metadata, and
+recover a graph from such a release (the ``dpggm publish`` / ``dpggm recover`` workflow of
+Guo et al.).
 
-``publish_csv`` reads a CSV file with a header row, releases a noisy copy with
+``publish_csv`` reads a data file, releases a noisy copy with
 :func:`dpggm.mechanisms.publish.publish` and writes it next to a JSON metadata file (the
 noise scale and distribution, and the guarantee; never the curator-only figures).
-``recover_from_csv`` reads a released CSV file and its metadata and fits
+``publish_dask`` does the same for a Dask collection, partition by partition, into a
+Parquet data set (optional extra ``dpggm[dask]``). ``recover_from_csv`` reads a released
+CSV file and its metadata and fits
 :class:`dpggm.estimators.noisy_glasso.NoisyGraphicalLasso`.
 
-Every file is written atomically (a temporary file in the target directory, then a
-rename), and an existing file is replaced only with ``overwrite=True``.
+The noise is the mechanism's (:mod:`dpggm.mechanisms.publish`); this module reads the
+records through the data path (:mod:`dpggm.data`) and delivers the files through
+:mod:`dpggm.io`: staged, charged to a ledger when one is given, then placed, so a reader
+sees all of a release or none of it, and an existing file is replaced only with
+``overwrite=True``.
 
-Privacy: ``publish_csv`` is the one step that touches private data and adds noise;
-``recover_from_csv`` is post-processing of the release and consumes no budget.
+Does a Dask release depend on the partitioning?
+-----------------------------------------------
+Its *distribution* and its *guarantee* do not: every record gets i.i.d. noise of the same
+scale whatever partition it is in, and the guarantee depends only on the bound, the
+neighbouring relation and ``sigma``. The *realised values* for a given seed do: stream
+``k`` of the seed sequence goes to partition ``k``, so re-partitioning the same data (other
+files, other ``blocksize``) with the same seed gives a different (equally valid) noisy
+copy; the same data, partitioning and seed give the same release. Seeds are for
+experiments only; a production release uses ``random_state="secure"``.
+
+Privacy
+-------
+``publish_csv`` and ``publish_dask`` are the steps that touch private data and add noise;
+``recover_from_csv`` is post-processing of the release and consumes no budget. The Dask
+release's noise scale is calibrated on the client from public parameters only (bound,
+number of columns, neighbouring relation, target guarantee) by the in-memory code, so its
+guarantee is that of :func:`~dpggm.mechanisms.publish.publish` on the same records; options
+that read the data to set the noise (``snr_db``) are not offered there. The records are
+validated (NaN, non-numeric, bound length) in a first pass, before any noise is drawn.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpggm.estimators._contract import feature_names as _names
-from dpggm.estimators.data import TableFile, as_matrix, iter_chunks
+from dpggm.data.tables import TableFile, as_matrix, iter_chunks
+from dpggm.estimators import feature_names
 from dpggm.estimators.graph import edges_from_precision
 from dpggm.estimators.noisy_glasso import NoisyGraphicalLasso
 from dpggm.experiments._common import write_csv
 from dpggm.io import name_from_csv, write_atomic
 from dpggm.mechanisms.publish import NoisyRelease, publish
 
-__all__ = ["default_metadata_path", "publish_csv", "read_metadata", "recover_from_csv"]
+__all__ = ["default_metadata_path", "publish_csv", "publish_dask", "read_metadata",
+           "recover_from_csv", "seed_streams"]
 
 RECOVERY_OUTPUT_NAMES = ("precision.csv", "edges.csv", "recovery.json")
 
@@ -64,7 +91,7 @@ def _read_csv(path: Any) -> pd.DataFrame:
 
 def _read_records(source: Any) -> pd.DataFrame:
     """The private records of a data file (a path or a
-    :class:`~dpggm.estimators.data.TableFile` with its schema and reading options), read
+    :class:`~dpggm.data.tables.TableFile` with its schema and reading options), read
     by the data path: every format, its checks, messages in the file's terms. A column of
     whole numbers is kept as integers (as reading a CSV file with pandas did), so that a
     discrete release of integer data writes integers."""
@@ -98,6 +125,7 @@ def publish_csv(
     overwrite: bool = False,
     ledger: Any = None,
     dataset: str | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> NoisyRelease:
     """Release a noisy copy of a CSV file and write it with its metadata, charged to a
     ledger before either file appears when ``ledger`` is given.
@@ -114,7 +142,7 @@ def publish_csv(
     ----------
     input_csv : path or TableFile
         Private records, one per row, with a header row: a data file in any format the
-        data path reads, or a :class:`~dpggm.estimators.data.TableFile` with its schema
+        data path reads, or a :class:`~dpggm.data.tables.TableFile` with its schema
         (dropped and identifier columns are not released) and reading options.
     output_csv : path
         Where to write the released records (same header; a column name a spreadsheet
@@ -134,6 +162,9 @@ def publish_csv(
         then carries the receipt under ``"ledger"`` (ledger, dataset, spend, output id).
     dataset : str, optional
         The dataset's name in ``ledger`` (given with ``ledger``).
+    report : callable, optional
+        ``report(line)`` hears what the recovery of interrupted deliveries into the
+        directory of ``output_csv`` did (:func:`dpggm.io.recover_pending`, run first).
 
     Returns
     -------
@@ -155,7 +186,7 @@ def publish_csv(
     The release's guarantee (``release.privacy_``); the metadata file carries it. The
     paper's data-dependent figures stay out of the file.
     """
-    from dpggm.io import StagedOutput, failed_release, recover_pending
+    from dpggm.io import check_ledger_pair, deliver
     from dpggm.mechanisms.publish import check_publish_ledger
     from dpggm.privacy.ledger import Ledger
 
@@ -170,10 +201,7 @@ def publish_csv(
         raise ValueError(
             f"metadata_path must be another file in the directory of output_csv (they are "
             f"delivered together); got {str(metadata_path)!r} for {str(output_csv)!r}")
-    if (ledger is None) != (dataset is None):
-        raise ValueError(
-            "ledger and dataset go together: give both (to charge the release) or neither; "
-            f"got ledger={ledger!r}, dataset={dataset!r}")
+    check_ledger_pair(ledger, dataset)
     if not overwrite:
         for target in (output_csv, metadata_path):
             if target.exists():
@@ -186,28 +214,212 @@ def publish_csv(
         book = ledger if isinstance(ledger, Ledger) else _open_ledger(ledger)
         check_publish_ledger(book, dataset, n_features=_n_variables(input_csv),
                              random_state=random_state, **options)
-    parent = output_csv.parent if str(output_csv.parent) else Path(".")
-    recover_pending(parent, report=lambda line: None)
-    pending = {} if book is None else {"ledger": str(Path(book.path).resolve()),
-                                       "dataset": dataset}
-    staged = StagedOutput(output_csv, overwrite=overwrite, pending=pending,
-                          files=[metadata_path, output_csv], receipt_into=metadata_path.name)
-    release = None
-    try:
+    release: NoisyRelease | None = None
+
+    def write(staged: Any) -> None:
+        nonlocal release
         release = publish(_read_records(input_csv), random_state=random_state, **options)
-        metadata = release.to_json_metadata()
         staged.text(output_csv.name, released_csv_text(release.data))
-        staged.json(metadata_path.name, metadata)
-    except BaseException as exc:
-        staged.discard()
-        # After the draw a failure is charged (with a ledger) and reported generically.
-        raise failed_release(exc, None if release is None else release.privacy_, ledger=book,
-                             dataset=dataset, mechanism="dpggm publish",
-                             details={"data": str(input_csv), "out": str(output_csv)}) from None
-    staged.deliver(ledger=book, dataset=dataset, guarantee=release.privacy_,
-                   mechanism="dpggm publish (noisy copy of the records)",
-                   details={"data": str(input_csv), "out": str(output_csv)})
+        staged.json(metadata_path.name, release.to_json_metadata())
+
+    def drawn() -> Any:
+        return None if release is None else release.privacy_
+
+    # After the draw a failure is charged (with a ledger) and reported generically.
+    deliver(output_csv, write, overwrite=overwrite, ledger=book, dataset=dataset,
+            guarantee=drawn, drawn=drawn,
+            mechanism="dpggm publish (noisy copy of the records)",
+            details={"data": str(input_csv), "out": str(output_csv)},
+            files=[metadata_path, output_csv], receipt_into=metadata_path.name, report=report)
     return release
+
+
+#: Name of the JSON metadata written inside the output directory.
+METADATA_NAME = "_release.json"  # a leading "_": Parquet readers skip it
+
+
+def seed_streams(random_state: Any, count: int) -> list[Any]:
+    """``count`` independent seed sequences from one ``random_state`` (an int seed, a
+    Generator, ``"secure"`` or ``None``), one per partition. ``None`` and ``"secure"`` give
+    ``None`` for every partition: each then draws its noise from the operating system's
+    cryptographic generator, never from a PCG64 stream."""
+    if isinstance(random_state, np.random.Generator):
+        root = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+    elif random_state is None:
+        return [None] * count
+    elif isinstance(random_state, str):
+        if random_state != "secure":
+            raise ValueError(
+                f"random_state must be None, an int, a numpy Generator or 'secure'; got "
+                f"{random_state!r}"
+            )
+        return [None] * count
+    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if int(random_state) < 0:
+            raise ValueError(f"random_state must be a non-negative integer seed; got {random_state}")
+        root = np.random.SeedSequence(int(random_state))
+    else:
+        raise TypeError(
+            "random_state must be None, an int, a numpy Generator or 'secure'; got "
+            f"{type(random_state).__name__}"
+        )
+    return root.spawn(count)
+
+
+def _publish_partition(block: Any, seed: Any, columns: list[str], options: dict[str, Any]
+                       ) -> pd.DataFrame:
+    frame = block if isinstance(block, pd.DataFrame) else pd.DataFrame(
+        np.asarray(block), columns=columns)
+    frame = frame.reset_index(drop=True)
+    frame.columns = columns
+    if len(frame) == 0:
+        return frame.astype(float)
+    source = "secure" if seed is None else np.random.Generator(np.random.PCG64(seed))
+    return publish(frame, random_state=source, **options).data
+
+
+# One piece (over 120 lines, a third of it the parameter documentation): the order of the
+# delivery -- check the booking, validate, calibrate, stage, charge, rename -- reads top to
+# bottom.
+def publish_dask(
+    X: Any,
+    out: str | os.PathLike,
+    *,
+    bounds: Any,
+    sigma: float | None = None,
+    mu: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    discrete: bool = False,
+    grid: float | None = None,
+    neighbors: str = "replace",
+    report_delta: float | None = None,
+    random_state: Any = "secure",
+    overwrite: bool = False,
+    ledger: Any = None,
+    dataset: str | None = None,
+) -> dict[str, Any]:
+    """Release a noisy copy of a Dask DataFrame / Array as a Parquet data set, charged to
+    a ledger before it appears when ``ledger`` is given.
+
+    Parameters
+    ----------
+    X : dask.dataframe.DataFrame or dask.array.Array
+        The private records (numeric, finite).
+    out : path
+        Output directory (local): ``part.*.parquet``, ``_metadata``, ``_common_metadata``
+        and ``_release.json``.
+    bounds, sigma, mu, epsilon, delta, discrete, grid, neighbors, report_delta
+        As for :func:`dpggm.mechanisms.publish.publish` (exactly one noise level;
+        ``snr_db`` is not available because it reads the data).
+    random_state : int, numpy Generator, "secure" or None, default="secure"
+        One seed; partition ``k`` uses stream ``k`` of its :class:`~numpy.random.SeedSequence`.
+    overwrite : bool, default=False
+    ledger : Ledger or path, optional
+        Charge the release to ``dataset`` in this ledger (an existing file). The booking
+        is checked before any partition is read (the guarantee follows from the bound, the
+        number of columns and the noise level); the data set is written into a staging
+        directory, the ledger charged, the receipt written (``_ledger.json``, and under
+        ``"ledger"`` in ``_release.json``) and the directory renamed into place
+        (:mod:`dpggm.io`: an interrupted delivery is finished by the next one into the
+        same parent directory, never charged twice).
+    dataset : str, optional
+        The dataset's name in ``ledger`` (given with ``ledger``).
+
+    Returns
+    -------
+    dict
+        The metadata written to ``_release.json`` (the same fields as
+        :meth:`~dpggm.mechanisms.publish.NoisyRelease.to_json_metadata`, plus
+        ``partitions``; with a ledger, ``ledger``: the receipt).
+
+    Raises
+    ------
+    InvalidGuaranteeError, IncompatibleBudgetError, BudgetExceededError
+        The ledger cannot book the release (a seeded run, another notion or relation, not
+        enough left): refused before any data are read; nothing written or spent.
+
+    Privacy
+    -------
+    As :func:`~dpggm.mechanisms.publish.publish`: ``Delta/sigma``-GDP (continuous) or
+    ``Delta^2/(2 sigma^2)``-zCDP (discrete) for the whole release; see the module
+    documentation for the dependence on the partitioning.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    from dpggm.data.dask_records import partition_blocks
+    from dpggm.data.records import clipped_second_moment
+    from dpggm.io import RECEIPT_NAME, check_ledger_pair, check_target, deliver
+    from dpggm.mechanisms.bounds import check_bounds, check_neighbors
+    from dpggm.mechanisms.publish import check_publish_ledger
+    from dpggm.mechanisms.random import SEEDED_REASON, describe_random_state, is_reproducible
+    from dpggm.privacy.ledger import Ledger
+
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{str(out)!r} exists; pass overwrite=True to replace it")
+    check_target(out, overwrite=overwrite)
+    check_ledger_pair(ledger, dataset)
+    bounds = check_bounds(bounds)
+    check_neighbors(neighbors)
+    blocks, columns = partition_blocks(X, "X")
+    p = len(columns)
+    bounds.check_dimension(p)
+    options = {"bounds": bounds, "discrete": discrete, "grid": grid, "neighbors": neighbors,
+               "report_delta": report_delta}
+    book = None
+    if ledger is not None:
+        book = ledger if isinstance(ledger, Ledger) else _open_ledger(ledger)
+        # Before any partition is read: the booking of the guarantee the release will have.
+        check_publish_ledger(book, dataset, n_features=p, random_state=random_state,
+                             sigma=sigma, mu=mu, epsilon=epsilon, delta=delta, **options)
+    # Validation pass (NaN / infinite values with their row, record count) before any
+    # noise is drawn.
+    n = clipped_second_moment(X, bounds=bounds).n
+    # Calibration from public parameters only: the in-memory code on two zero records
+    # (inside every bound and on every lattice) gives sigma and the guarantee.
+    calibration = publish(np.zeros((2, p)), sigma=sigma, mu=mu, epsilon=epsilon, delta=delta,
+                          random_state=None, **options)
+    options["sigma"] = calibration.sigma
+    guarantee = calibration.privacy_
+    notes = {k: v for k, v in guarantee.notes.items() if k != "paper_accounting"}
+    notes["partitioning"] = (
+        f"{len(blocks)} partitions, each with its own stream of one SeedSequence: the noise "
+        "distribution and the guarantee do not depend on the partitioning, the realised "
+        "values for a given seed do"
+    )
+    guarantee = replace(guarantee, notes=notes,
+                        random_state=describe_random_state(random_state))
+    if is_reproducible(random_state) and guarantee.validity == "valid":
+        # The calibration ran unseeded; the partitions' noise follows the caller's seed.
+        guarantee = replace(guarantee, validity="none", reason=SEEDED_REASON)
+    metadata = calibration.to_json_metadata()
+    metadata.update({"n_samples": int(n), "n_features": p, "columns": list(columns),
+                     "partitions": len(blocks), "privacy": guarantee.to_dict()})
+
+    seeds = seed_streams(random_state, len(blocks))
+    sample = _publish_partition(np.zeros((2, p)), np.random.SeedSequence(0), columns, options)
+    meta = sample.iloc[:0]
+    parts = [dask.delayed(_publish_partition, pure=False)(block, seeds[k], columns, options)
+             for k, block in enumerate(blocks)]
+    released = dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+    def write(staged: Any) -> None:
+        released.to_parquet(str(staged.staging), write_index=False, write_metadata_file=True)
+        staged.json(METADATA_NAME, metadata)
+
+    # The partitions draw their noise while they are written: every failure of the write is
+    # taken as one after the first draw (charged with a ledger, reported generically).
+    # Parquet readers skip names starting with "_" or ".": the receipt is "_ledger.json".
+    delivered = deliver(out, write, overwrite=overwrite, ledger=book, dataset=dataset,
+                        guarantee=lambda: guarantee, drawn=lambda: guarantee,
+                        mechanism="publish_dask (noisy copy of the records)",
+                        details={"out": str(out)}, receipt="_" + RECEIPT_NAME,
+                        receipt_into=METADATA_NAME)
+    if delivered["ledger"] is not None:
+        metadata["ledger"] = delivered["ledger"]
+    return metadata
 
 
 def released_csv_text(data: Any) -> str:
@@ -348,7 +560,7 @@ def recover_from_csv(
 
 
 def _write_recovery(estimator: NoisyGraphicalLasso, directory: Path, *, overwrite: bool) -> None:
-    names = _names(estimator)
+    names = feature_names(estimator)
     precision = pd.DataFrame(estimator.precision_, columns=names)
     precision.insert(0, "variable", names)
     write_csv(precision, directory / "precision.csv", overwrite=overwrite,

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm import _progress
 from dpggm.exceptions import NumericalError
 from dpggm.experiments._common import (
     aggregate,
@@ -46,6 +45,7 @@ from dpggm.experiments._common import (
     write_figure,
 )
 from dpggm.io import place
+from dpggm.progress import report as report_progress
 
 __all__ = [
     "Aggregation",
@@ -391,7 +391,7 @@ def _run_part(
             done += 1
             if progress is not None:
                 progress(done, total)
-            _progress.report(task, done, total)
+            report_progress(task, done, total)
     arranged = part.arrange(records) if part.arrange is not None else records
     frame = arranged if isinstance(arranged, pd.DataFrame) else pd.DataFrame(arranged)
     aggregated = None
@@ -428,7 +428,7 @@ def run(
         computation.
     progress : callable, optional
         ``progress(done, total)`` after every repetition of every cell (the same figures
-        also go to :func:`dpggm._progress.report`, for the command line's display).
+        also go to :func:`dpggm.progress.report`, for the command line's display).
 
     Returns
     -------

@@ -13,7 +13,7 @@
 
 The format-specific libraries are in the optional extra ``dpggm[formats]``; a missing one
 gives a one-line error that names it. This module only finds and opens files and turns
-them into raw columns; :mod:`dpggm.estimators.data` resolves the columns, converts and
+them into raw columns; :mod:`dpggm.data.tables` resolves the columns, converts and
 checks the values.
 
 Value labels (SPSS, Stata) are not applied: the numeric codes are the data (a Likert item

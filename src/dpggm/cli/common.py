@@ -70,7 +70,7 @@ _USER_ERRORS: tuple[type[BaseException], ...] = (
 
 def feature_names(estimator: Any) -> list[str]:
     """The column names of a fitted estimator (``x0 ..`` when its input named none)."""
-    from dpggm.estimators._contract import feature_names as names
+    from dpggm.estimators import feature_names as names
 
     return names(estimator)
 
@@ -152,7 +152,7 @@ def guard(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def progress_display(*, quiet: bool = False, stream: Console | None = None) -> Iterator[bool]:
-    """Show the library's progress reports (:mod:`dpggm._progress`) as Rich bars on
+    """Show the library's progress reports (:mod:`dpggm.progress`) as Rich bars on
     standard error while the block runs; yields whether they are shown.
 
     Only on a terminal: piped or redirected standard error gets nothing, nor does any
@@ -174,7 +174,7 @@ def progress_display(*, quiet: bool = False, stream: Console | None = None) -> I
         TimeElapsedColumn,
     )
 
-    from dpggm._progress import reporting
+    from dpggm.progress import reporting
 
     tasks: dict[str, TaskID] = {}
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -3,13 +3,13 @@
 Library code that runs for a while (a pass over a file, the rounds of an adaptive
 estimator, the repetitions of an experiment) calls :func:`report`::
 
-    from dpggm import _progress
+    from dpggm import progress
 
-    _progress.report("reading data.csv", done=bytes_read, total=file_size)
+    progress.report("reading data.csv", done=bytes_read, total=file_size)
 
 Nothing happens unless a caller installed a reporter for the current context::
 
-    with _progress.reporting(lambda task, done, total: print(task, done, total)):
+    with progress.reporting(lambda task, done, total: print(task, done, total)):
         estimator.fit(path)
 
 A reporter receives the task's name (a short phrase, the same for every call of one

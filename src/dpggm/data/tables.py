@@ -1,15 +1,17 @@
-"""The data path: from user input to the clipped second moment.
+"""Reading tables: arrays, DataFrames and data files, checked, as blocks of float64 records.
 
-Input may be a NumPy array, a pandas DataFrame, the path of a data file (or a
-:class:`TableFile` carrying reading options and the table's public schema), or a Dask
-DataFrame / Array (optional extra ``dpggm[dask]``).
+Input may be a NumPy array, a pandas DataFrame or the path of a data file (or a
+:class:`TableFile` carrying reading options and the table's public schema);
+:func:`as_matrix` gives the records in memory and :func:`iter_chunks` block by block. What
+is computed from them is a pass over their :class:`~dpggm.data.passes.Records`
+(:func:`~dpggm.data.records.open_records`), which read through this module.
 
 Files
 -----
 CSV (plain or compressed: ``.gz``, ``.bz2``, ``.xz``, ``.zip``, ``.zst``), Parquet (a file
 or a folder of files read as one table), spreadsheets (``.xlsx``, ``.xls``, ``.ods``) and
 the files of statistics packages (SPSS ``.sav``, Stata ``.dta``, SAS ``.sas7bdat``); see
-:mod:`dpggm.estimators._formats` for the libraries and the optional extra
+:mod:`dpggm.data.formats` for the libraries and the optional extra
 ``dpggm[formats]``. CSV and Parquet files are read in blocks (pyarrow), so a file larger
 than memory is processed with memory ``O(p^2)`` plus one block.
 
@@ -18,7 +20,7 @@ values, non-numeric columns, fewer than two records, bounds of the wrong length,
 files, the usual ways a file is misread (no header row, duplicated or empty column names,
 an index column, another delimiter, decimal mark or thousands separator, another
 encoding). What a file's columns are is public and declared by its
-:class:`~dpggm.estimators.schema.TableSchema` (which columns are variables, identifiers or
+:class:`~dpggm.data.schema.TableSchema` (which columns are variables, identifiers or
 left out, and their declared ranges).
 
 Records of a file
@@ -40,8 +42,9 @@ Messages use the file's own terms (1-based line or row numbers, column names) an
 caller's: ``TableFile(..., terms="cli")`` names the command line's options (``--drop``),
 the default the Python parameters (``drop=[...]``).
 
-Dask input is reduced on the cluster (see :mod:`dpggm.estimators._dask`); this module
-recognises it by the module name of its type, so that ``import dpggm`` never imports Dask.
+A Dask DataFrame / Array (optional extra ``dpggm[dask]``) is read on its cluster (see
+:mod:`dpggm.data.dask_records`); this module recognises it by the module name of its type,
+so that ``import dpggm`` never imports Dask.
 """
 
 from __future__ import annotations
@@ -58,22 +61,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpggm import _progress
-from dpggm.estimators import _formats
-from dpggm.estimators.schema import ResolvedColumns, TableSchema
+from dpggm.data import formats
+from dpggm.data.schema import ResolvedColumns, TableSchema
 from dpggm.exceptions import CuratorWarning
-from dpggm.mechanisms.bounds import Bounds
+from dpggm.progress import report as report_progress
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES",
     "DEFAULT_CHUNK_ROWS",
     "DEFAULT_NA_VALUES",
     "ColumnProfile",
-    "SecondMoment",
     "TableFile",
     "TableSchema",
     "as_matrix",
-    "clipped_second_moment",
+    "bad_value_error",
+    "check_chunk_rows",
     "is_dask_collection",
     "is_path",
     "iter_chunks",
@@ -142,7 +144,7 @@ class TableFile:
     ----------
     path : str or path-like
         The file, or a folder of Parquet files read as one table. For Dask input
-        (``engine="dask"`` in the CLI, or :func:`dpggm.estimators._dask.read_dask`) a glob
+        (``engine="dask"`` in the CLI, or :func:`dpggm.data.dask_records.read_dask`) a glob
         or any URL fsspec understands.
     columns : sequence of str, optional
         Use only these columns as variables, in this order (names or glob patterns).
@@ -181,7 +183,7 @@ class TableFile:
     scales : mapping, optional
         Declared ranges, column name or pattern -> ``(low, high)``, such as
         ``{"item_*": (1, 6)}`` for items answered 1 to 6 (see
-        :class:`~dpggm.estimators.schema.TableSchema`).
+        :class:`~dpggm.data.schema.TableSchema`).
     schema : TableSchema, mapping, or path of a JSON / YAML file, optional
         The table's public schema; ``columns``, ``drop``, ``id_columns``, ``index_col``
         and ``scales`` add to it.
@@ -247,9 +249,9 @@ class TableFile:
                 raise ValueError(
                     f"{self._say('thousands', '--thousands')} must differ from the decimal "
                     f"mark; both are {self.decimal!r}")
-        if self.format not in (None, *_formats.FORMATS):
+        if self.format not in (None, *formats.FORMATS):
             raise ValueError(f"{self._say('format', '--format')} must be one of "
-                             f"{', '.join(_formats.FORMATS)}; got {self.format!r}")
+                             f"{', '.join(formats.FORMATS)}; got {self.format!r}")
         if self.header not in (None, True, False):
             raise ValueError(f"header must be None, True or False; got {self.header!r}")
         if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or (
@@ -309,18 +311,18 @@ class TableFile:
     @property
     def kind(self) -> str:
         """The file's format (``csv``, ``parquet``, ``xlsx``, ...)."""
-        return _formats.detect_format(self.path, self.format)[0]
+        return formats.detect_format(self.path, self.format)[0]
 
     @property
     def compression(self) -> str | None:
         """The compression of a CSV file (``gzip``, ``bz2``, ``xz``, ``zip``, ``zstd``)."""
-        return _formats.detect_format(self.path, self.format)[1]
+        return formats.detect_format(self.path, self.format)[1]
 
     @property
     def where(self) -> str:
         if os.path.isdir(self.path):
             return f"Parquet folder {str(self.path)!r}"
-        return f"{_formats.format_name(self.kind)} file {str(self.path)!r}"
+        return f"{formats.format_name(self.kind)} file {str(self.path)!r}"
 
     def resolve(self) -> ResolvedColumns:
         """The columns the schema makes variables, identifiers or dropped, with their
@@ -417,26 +419,35 @@ def _check_array(
         row, col = np.argwhere(~finite)[0]
         name = columns[col] if columns else f"x{col}"
         at = int(rows[row]) if rows is not None else int(row) + row_offset
-        if allow_missing:
-            raise ValueError(
-                f"{where} contains infinite values (first at {unit} {at}, column "
-                f"{name!r}); an infinite value is not a missing one: correct or remove it"
-            )
-        if terms == "cli":
-            raise ValueError(
-                f"{where} has a missing value (first at {unit} {at}, column {name!r}); it is "
-                "refused with --missing refuse: dpggm graph imputes it (--missing impute), "
-                "dpggm estimate leaves its row out under add/remove neighbours "
-                "(--missing drop --neighbors add-remove)")
-        raise ValueError(
-            f"{where} contains NaN or infinite values (first at {unit} "
-            f"{at}, column {name!r}); missing values (an empty field counts as "
-            "missing) are refused with missing='refuse': PrivateGraph imputes them "
-            "(missing='impute'; dpggm graph --missing impute), the covariance estimators "
-            "under add/remove neighbours leave their rows out (missing='drop'; dpggm "
-            "estimate --missing drop), or remove them before estimating"
-        )
+        raise bad_value_error(where, unit, at, name, allow_missing=allow_missing, terms=terms)
     return values
+
+
+def bad_value_error(where: str, unit: str, at: int, column: str, *, allow_missing: bool,
+                    terms: str = "python") -> ValueError:
+    """The error for the first value that is not a finite number, at ``unit`` ``at`` (the
+    user's terms: a 0-based ``row`` of an array, a 1-based ``line`` of a CSV file) of
+    ``column``, worded once for every source of records. With ``allow_missing`` only an
+    infinite value can be one (NaN then marks a missing value)."""
+    if allow_missing:
+        return ValueError(
+            f"{where} contains infinite values (first at {unit} {at}, column "
+            f"{column!r}); an infinite value is not a missing one: correct or remove it"
+        )
+    if terms == "cli":
+        return ValueError(
+            f"{where} has a missing value (first at {unit} {at}, column {column!r}); it is "
+            "refused with --missing refuse: dpggm graph imputes it (--missing impute), "
+            "dpggm estimate leaves its row out under add/remove neighbours "
+            "(--missing drop --neighbors add-remove)")
+    return ValueError(
+        f"{where} contains NaN or infinite values (first at {unit} "
+        f"{at}, column {column!r}); missing values (an empty field counts as "
+        "missing) are refused with missing='refuse': PrivateGraph imputes them "
+        "(missing='impute'; dpggm graph --missing impute), the covariance estimators "
+        "under add/remove neighbours leave their rows out (missing='drop'; dpggm "
+        "estimate --missing drop), or remove them before estimating"
+    )
 
 
 def _refuse_dask(X: Any, name: str) -> None:
@@ -459,8 +470,8 @@ def as_matrix(X: Any, *, name: str = "X", missing: str = "refuse") -> tuple[np.n
     With ``missing="refuse"`` (default) a missing value (NaN, an empty field) is an error;
     otherwise it is kept as NaN for the caller's policy (infinite values are refused).
 
-    Dask collections are refused here: estimators that accept them reduce them with
-    :func:`clipped_second_moment` instead.
+    Dask collections are refused here: their records are read in passes on the cluster
+    (:func:`~dpggm.data.records.open_records`), never gathered into memory.
     """
     _refuse_dask(X, name)
     if type(X).__module__.startswith("scipy.sparse"):
@@ -786,7 +797,7 @@ def _read_layout(source: TableFile) -> _Layout:
     kind = source.kind
     path = _open_checked(source)
     if kind == "csv":
-        with _formats.open_binary(path, source.compression) as stream:
+        with formats.open_binary(path, source.compression) as stream:
             raw = stream.read(1 << 20)
         return read_layout(source, raw=raw)
     if kind == "parquet":
@@ -906,7 +917,7 @@ def _non_numeric(source: TableFile, *, column: str, value: str, at: str) -> Valu
 def _open_checked(source: TableFile) -> Path:
     path = Path(source.path)
     if not path.exists():
-        kind = _formats.format_name(source.kind)
+        kind = formats.format_name(source.kind)
         raise FileNotFoundError(f"no such {kind} file: {str(path)!r}")
     if path.is_dir() and source.kind != "parquet":
         raise ValueError(
@@ -1087,8 +1098,8 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
         null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False))
     line = layout.data_line
     task, size = f"reading {path.name}", os.path.getsize(path)
-    _progress.report(task, 0, size)
-    with _formats.open_binary(path, source.compression) as stream:
+    report_progress(task, 0, size)
+    with formats.open_binary(path, source.compression) as stream:
         for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
             try:
                 table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)),
@@ -1125,13 +1136,13 @@ def _csv_blocks(source: TableFile, layout: _Layout, skip: int,
                 empty = np.array([r for r in empty if _empty_line(lines[r], source, markers)],
                                  dtype=np.intp)
             values, numbers = _assemble(arrays, numbers, empty, matrix)
-            _progress.report(task, stream.raw_position(), size)
+            report_progress(task, stream.raw_position(), size)
             yield values, numbers
 
 
 def _csv_layout_and_skip(source: TableFile) -> tuple[_Layout, int]:
     path = _open_checked(source)
-    with _formats.open_binary(path, source.compression) as stream:
+    with formats.open_binary(path, source.compression) as stream:
         raw = stream.read(1 << 20)
     layout = read_layout(source, raw=raw)
     bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
@@ -1145,7 +1156,7 @@ def _csv_layout_and_skip(source: TableFile) -> tuple[_Layout, int]:
 
 def _parquet_parts(source: TableFile) -> list[Path]:
     path = _open_checked(source)
-    return _formats.parquet_parts(path) if path.is_dir() else [path]
+    return formats.parquet_parts(path) if path.is_dir() else [path]
 
 
 def _parquet_layout(source: TableFile, parts: list[Path]) -> tuple[_Layout, list[Any]]:
@@ -1237,7 +1248,7 @@ def _parquet_blocks(source: TableFile, layout: _Layout, handles: list[Any], chun
             numbers = np.arange(first, first + rows)
             first += rows
             values, numbers = _assemble(arrays, numbers, empty, matrix)
-            _progress.report(task, first - 1, total)
+            report_progress(task, first - 1, total)
             yield values, numbers
 
 
@@ -1253,7 +1264,7 @@ def _arrow_numeric(kind: Any) -> bool:
 
 def _open_frame_table(source: TableFile, path: Path) -> tuple[_Layout, Any]:
     kind = source.kind
-    table = _formats.frame_table(path, kind, sheet=source.sheet,
+    table = formats.frame_table(path, kind, sheet=source.sheet,
                                  header=source.header is not False)
     if table.header_cells is not None:  # a spreadsheet's header row
         if not table.names:
@@ -1389,6 +1400,15 @@ def _iter_file(source: TableFile, chunk_rows: int,
     yield pending
 
 
+def check_chunk_rows(chunk_rows: Any) -> int:
+    """Rows per chunk must be a positive integer."""
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
+        chunk_rows < 1
+    ):
+        raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
+    return int(chunk_rows)
+
+
 def iter_chunks(
     X: Any, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
     matrix: Callable[[int, int], np.ndarray] = _new_matrix, missing: str = "refuse",
@@ -1399,140 +1419,21 @@ def iter_chunks(
     Arrays and DataFrames are sliced into ``chunk_rows`` rows; Parquet files are read
     ``chunk_rows`` rows at a time; CSV files are streamed in blocks of
     ``TableFile.block_size`` bytes (pyarrow); spreadsheets and the files of statistics
-    packages are read whole or in chunks (see :mod:`dpggm.estimators._formats`).
+    packages are read whole or in chunks (see :mod:`dpggm.data.formats`).
     ``first_row`` is the 0-based index of the chunk's first record. A file's chunks are
     column-major matrices obtained from ``matrix(rows, width)`` (a reader that recycles
     its buffers passes its own); its rows with no value at all are not records. The
     curator's warnings about a file's columns are appended to ``notes`` if given (a reader
     in another thread re-issues them), else issued as ``CuratorWarning``.
     """
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or (
-        chunk_rows < 1
-    ):
-        raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
+    chunk_rows = check_chunk_rows(chunk_rows)
     _refuse_dask(X, "X")
     if is_path(X):
-        yield from _iter_file(_as_table(X), int(chunk_rows), matrix, missing, notes)
+        yield from _iter_file(_as_table(X), chunk_rows, matrix, missing, notes)
         return
     values, columns = as_matrix(X, missing=missing)
     for start in range(0, values.shape[0], chunk_rows):
         yield values[start : start + chunk_rows], columns, start
-
-
-@dataclass(frozen=True)
-class SecondMoment:
-    """Exact statistics of the clipped records (curator side; never released as is).
-
-    Attributes
-    ----------
-    second_moment : ndarray (p, p)
-        ``X^T X / n`` of the clipped (and, with a public center, centered) records.
-    total : ndarray (p,)
-        Column sums of the same records.
-    n : int
-        Number of records.
-    n_clipped : int
-        Records changed by clipping (a curator-only diagnostic, not part of any release).
-    columns : list of str
-    """
-
-    second_moment: np.ndarray
-    total: np.ndarray
-    n: int
-    n_clipped: int
-    columns: list[str] = field(default_factory=list)
-
-    @property
-    def n_features(self) -> int:
-        return self.second_moment.shape[0]
-
-
-def check_center(center: Any, p: int) -> np.ndarray | None:
-    """A public center must be a finite vector with one entry per column."""
-    if center is None:
-        return None
-    center = np.asarray(center, dtype=float)
-    if center.shape != (p,) or not np.all(np.isfinite(center)):
-        raise ValueError(
-            f"center must be a finite vector of length {p} (one per column); "
-            f"got shape {center.shape}"
-        )
-    return center
-
-
-def finish_second_moment(
-    gram: np.ndarray, total: np.ndarray, n: int, n_clipped: int, columns: list[str],
-    *, name: str = "X",
-) -> SecondMoment:
-    """Normalise summed statistics (shared by the in-memory and the Dask paths, so that
-    both give the same numbers)."""
-    if n < 2:
-        raise too_few_records(n, name=name)
-    second_moment = gram / n
-    # Symmetrise exactly: the chunked products are symmetric only up to rounding.
-    second_moment = (second_moment + second_moment.T) / 2
-    return SecondMoment(second_moment, total, n, n_clipped, list(columns))
-
-
-def clipped_second_moment(
-    X: Any,
-    *,
-    bounds: Bounds,
-    center: np.ndarray | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    missing: str = "refuse",
-) -> SecondMoment:
-    """Clip every record to ``bounds`` and accumulate ``X^T X / n`` in chunks.
-
-    Parameters
-    ----------
-    X : array, DataFrame, CSV / Parquet path or TableFile
-        (A Dask collection is read by :func:`dpggm.estimators.records.clipped_second_moment`,
-        which dispatches between this reader and the cluster's.)
-    bounds : Bounds
-        Declared bounds; records are clipped to them (after subtracting ``center``).
-    center : ndarray of shape (p,), optional
-        A public mean subtracted from every record before clipping.
-    chunk_rows : int
-        Rows per chunk (memory is ``O(p^2)`` plus one chunk).
-    missing : {"refuse", "drop"}, default="refuse"
-        A missing value (NaN, an empty field) is an error, or its whole row is left out
-        (``n`` counts the rows kept). Dropping rows makes ``n`` depend on the data: only
-        an estimator under add/remove neighbours (whose count is private) may ask for it.
-
-    Privacy
-    -------
-    The result is the exact (unreleased) statistic; only a mechanism may publish it.
-    Nothing here draws noise, so every error is raised before any budget is spent.
-    """
-    if missing not in ("refuse", "drop"):
-        raise ValueError(f"missing must be 'refuse' or 'drop'; got {missing!r}")
-    gram: np.ndarray | None = None
-    total: np.ndarray | None = None
-    n = 0
-    n_clipped = 0
-    columns: list[str] = []
-    for values, chunk_columns, _ in iter_chunks(X, chunk_rows=chunk_rows, missing=missing):
-        columns = chunk_columns
-        p = values.shape[1]
-        if missing == "drop":
-            values = values[~np.isnan(values).any(axis=1)]
-        if gram is None:
-            bounds.check_dimension(p)
-            center = check_center(center, p)
-            gram = np.zeros((p, p))
-            total = np.zeros(p)
-        if center is not None:
-            values = values - center
-        clipped, changed = bounds.clip(values)
-        gram += clipped.T @ clipped
-        total += clipped.sum(axis=0)
-        n += clipped.shape[0]
-        n_clipped += changed
-    if gram is None or total is None:
-        raise too_few_records(0)
-    return finish_second_moment(gram, total, n, n_clipped, columns)
-
 
 
 # ------------------------------------------------------------------- a column as text
@@ -1615,7 +1516,7 @@ def _csv_text_column(source: TableFile, column: str, markers: _Markers) -> list[
     text_markers = pa.array(markers.text)
     out: list[str | None] = []
     path = Path(source.path)
-    with _formats.open_binary(path, source.compression) as stream:
+    with formats.open_binary(path, source.compression) as stream:
         for block in _byte_blocks(stream, block_size=source.block_size, skip=skip):
             table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(block)),
                                    read_options=read_options, parse_options=parse_options,

@@ -1,20 +1,22 @@
-"""Dask back end of the data path (optional extra ``dpggm[dask]``).
+"""Dask collections as records (optional extra ``dpggm[dask]``).
 
 Imported only when an input is a Dask collection (see
-:func:`dpggm.estimators.data.is_dask_collection`), so ``import dpggm`` never imports Dask.
+:func:`dpggm.data.tables.is_dask_collection`), so ``import dpggm`` never imports Dask.
 
-The only step that touches records is clip -> sums. Each partition computes its clipped
-statistics (``X^T X``, column sums, count, clipped count, and the first non-finite value
-if any) block by block in one cache-sized buffer, one ``dsyrk`` per block; a tree
-reduction adds them; the client normalises them with the same code as the
-in-memory path (:func:`dpggm.estimators.data.finish_second_moment`). Noise is drawn once,
-on the client, by the estimator, after the reduction: a seeded release through Dask equals
-the in-memory one (up to floating-point summation order in the statistic, ~1e-15
+:class:`DaskRecords` runs every pass task (:mod:`dpggm.data.passes`) on the workers: each
+partition copies its records block by block into one column-major buffer, checks them and
+adds them to the task's state; a tree reduction (fan-in 8, in partition order) merges the
+states, and only the reduced state -- counts on public grids, or ``p x p`` sums -- comes
+back to the client, where the estimator draws the noise once. A seeded release through
+Dask therefore equals the in-memory one up to floating-point summation order (~1e-15
 relative), and the budget spent is the same.
 
 A Dask DataFrame that is only ``dd.read_parquet`` (see :func:`parquet_pieces`) is read by
 the workers with pyarrow straight into that buffer, without building pandas partitions,
-whose conversion used to cost more than the product itself.
+whose conversion used to cost more than the work on the records.
+
+:func:`read_dask` opens a glob (or URL) of CSV or Parquet files as a Dask DataFrame with
+the checks and the schema of :class:`~dpggm.data.tables.TableFile`.
 
 Counts and neighbouring relations
 ---------------------------------
@@ -28,7 +30,7 @@ may be used.
 Privacy
 -------
 Nothing here draws noise or publishes anything; the statistics computed on the workers are
-the exact ones of the curator and leave the cluster only as the reduced ``p x p`` sums.
+the exact ones of the curator and leave the cluster only as the reduced sums and counts.
 """
 
 from __future__ import annotations
@@ -37,36 +39,30 @@ import contextlib
 import contextvars
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.linalg.blas import dsyrk
 
-from dpggm.estimators.data import (
+from dpggm.data.passes import PassTask, Records
+from dpggm.data.schema import ResolvedColumns
+from dpggm.data.tables import (
     DEFAULT_NA_VALUES,
     ColumnProfile,
-    SecondMoment,
     TableFile,
-    check_center,
-    finish_second_moment,
+    bad_value_error,
     read_layout,
     refuse_degenerate_columns,
-    too_few_records,
 )
-from dpggm.estimators.schema import ResolvedColumns
-from dpggm.mechanisms.bounds import Bounds
 
 __all__ = [
     "DaskRecords",
-    "PartitionStats",
     "PassResult",
-    "clipped_second_moment",
+    "parquet_pieces",
+    "partition_blocks",
     "read_dask",
-    "reduce_partitions",
-    "regression_statistics",
     "resolve_columns",
     "show_progress",
 ]
@@ -77,98 +73,6 @@ show_progress: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 _FAN_IN = 8
-#: Rows copied, checked, clipped and multiplied out together: a block of
-#: ``4096 x (p + 1)`` floats stays in cache between these steps.
-_BLOCK_ROWS = 4096
-#: Rows decoded from Parquet at a time: with the block buffer, this bounds a worker's
-#: memory whatever the files' row-group sizes.
-_BATCH_ROWS = 65536
-
-
-@dataclass
-class PartitionStats:
-    """Summed clipped statistics of some partitions (exact; curator side).
-
-    ``gram`` is the upper triangle of ``Z^T Z`` for the clipped records with a column of
-    ones appended, ``Z = [X, 1]``: it holds ``X^T X``, the column sums (last column) and
-    the count (corner) of one BLAS ``dsyrk``.
-    """
-
-    gram: np.ndarray | None
-    n: int
-    n_clipped: int
-    counts: dict[int, int]  # records per partition index (to place the first bad value)
-    bad: tuple[int, int, int] | None  # (partition, row in partition, column) of a NaN/inf
-    low: np.ndarray | None = None  # each column's smallest and largest value (to refuse
-    high: np.ndarray | None = None  # an empty or constant column before any draw)
-
-
-class _Accumulator:
-    """Clipped sums of records added block by block.
-
-    Each block is copied into one column-major ``_BLOCK_ROWS x (p + 1)`` buffer (the last
-    column all ones), checked, centered and clipped in place, and multiplied out by
-    ``dsyrk`` while it is in cache: the only full pass over the records is the copy, and
-    no buffer is allocated per block.
-    """
-
-    def __init__(self, p: int, bounds: Bounds, center: np.ndarray | None) -> None:
-        self.p = p
-        self.bounds = bounds
-        self.center = center
-        self.gram = np.zeros((p + 1, p + 1), order="F")
-        self.work = np.empty((_BLOCK_ROWS, p + 1), order="F")
-        self.work[:, p] = 1.0
-        self.n = 0
-        self.n_clipped = 0
-        self.bad: tuple[int, int] | None = None
-        self.low = np.full(p, np.nan)
-        self.high = np.full(p, np.nan)
-
-    def add(self, rows: int, fill: Callable[[int, int, np.ndarray], None]) -> bool:
-        """Add ``rows`` records; ``fill(start, stop, out)`` copies records ``start:stop``
-        into ``out``. False (and ``bad`` set to the row and column) at a NaN or inf."""
-        p = self.p
-        for start in range(0, rows, _BLOCK_ROWS):
-            stop = min(start + _BLOCK_ROWS, rows)
-            block = self.work[: stop - start]
-            values = block[:, :p]
-            fill(start, stop, values)
-            # Column sums propagate NaN and inf: a cheap test, with the exact search only
-            # on failure (an overflowing sum of finite values merely triggers the search).
-            if not np.isfinite(values.sum(axis=0)).all():
-                finite = np.isfinite(values)
-                if not finite.all():
-                    row, col = np.argwhere(~finite)[0]
-                    self.bad = (self.n + start + int(row), int(col))
-                    return False
-            _extend_range(self.low, self.high, values)
-            if self.center is not None:
-                values -= self.center
-            _, changed = self.bounds.clip(values, in_place=True)
-            self.n_clipped += changed
-            self.gram = dsyrk(1.0, block, beta=1.0, c=self.gram, trans=1, overwrite_c=1)
-        self.n += rows
-        return True
-
-    def add_matrix(self, values: np.ndarray) -> bool:
-        def fill(start: int, stop: int, out: np.ndarray) -> None:
-            out[...] = values[start:stop]
-
-        return self.add(values.shape[0], fill)
-
-    def add_columns(self, columns: Sequence[np.ndarray]) -> bool:
-        def fill(start: int, stop: int, out: np.ndarray) -> None:
-            for j, column in enumerate(columns):
-                out[:, j] = column[start:stop]
-
-        return self.add(len(columns[0]) if columns else 0, fill)
-
-    def result(self, index: int) -> PartitionStats:
-        if self.bad is not None:
-            return PartitionStats(None, 0, 0, {index: self.n}, (index, *self.bad))
-        return PartitionStats(self.gram if self.n else None, self.n, self.n_clipped,
-                              {index: self.n}, None, self.low, self.high)
 
 
 def _extend_range(low: np.ndarray, high: np.ndarray, values: np.ndarray) -> None:
@@ -184,70 +88,6 @@ def _merge_range(low: np.ndarray | None, high: np.ndarray | None, other_low: np.
     if low is None or high is None:
         return other_low.copy(), other_high.copy()
     return np.fmin(low, other_low), np.fmax(high, other_high)
-
-
-def _partition_stats(
-    block: Any, index: int, bounds: Bounds, center: np.ndarray | None
-) -> PartitionStats:
-    """Clipped sums of one in-memory partition (pandas DataFrame or NumPy block)."""
-    if isinstance(block, pd.Series):
-        block = block.to_frame()
-    if isinstance(block, pd.DataFrame):
-        # Column by column: float64 columns are views, others are converted one at a time.
-        columns = [block.iloc[:, j].to_numpy(dtype=float) for j in range(block.shape[1])]
-        accumulator = _Accumulator(len(columns), bounds, center)
-        if len(block):
-            accumulator.add_columns(columns)
-        return accumulator.result(index)
-    values = np.asarray(block)
-    if values.ndim == 1:
-        values = values[:, None]
-    accumulator = _Accumulator(values.shape[1], bounds, center)
-    accumulator.add_matrix(values)
-    return accumulator.result(index)
-
-
-def _parquet_stats(
-    path: str, row_groups: list[int] | None, index: int, filesystem: Any, names: list[str],
-    bounds: Bounds, center: np.ndarray | None,
-) -> PartitionStats:
-    """Clipped sums of one Parquet piece, decoded by pyarrow batch by batch straight into
-    the block buffer (no pandas DataFrame: its conversion costs more than the product)."""
-    accumulator = _Accumulator(len(names), bounds, center)
-    for columns in _parquet_batches(path, row_groups, filesystem, names, _BATCH_ROWS):
-        if not accumulator.add_columns(columns):
-            break
-    return accumulator.result(index)
-
-
-def _combine(*parts: PartitionStats) -> PartitionStats:
-    gram = None
-    n = n_clipped = 0
-    counts: dict[int, int] = {}
-    bad = None
-    low = high = None
-    for part in parts:
-        if part.gram is not None:
-            gram = part.gram.copy() if gram is None else gram + part.gram
-        n += part.n
-        n_clipped += part.n_clipped
-        counts.update(part.counts)
-        if part.bad is not None and (bad is None or part.bad < bad):
-            bad = part.bad
-        low, high = _merge_range(low, high, part.low, part.high)
-    return PartitionStats(gram, n, n_clipped, counts, bad, low, high)
-
-
-def reduce_partitions(
-    blocks: Sequence[Any], statistic: Callable[..., Any], combine: Callable[..., Any],
-    *args: Any,
-) -> Any:
-    """Apply ``statistic(block, index, *args)`` to every block and tree-reduce the results
-    with ``combine`` (fan-in 8), computing on the current Dask scheduler."""
-    import dask
-
-    return _tree_reduce([dask.delayed(statistic, pure=True)(block, k, *args)
-                         for k, block in enumerate(blocks)], combine)
 
 
 def _tree_reduce(level: list[Any], combine: Callable[..., Any]) -> Any:
@@ -371,69 +211,57 @@ def partition_blocks(X: Any, name: str) -> tuple[list[Any], list[str]]:
     )
 
 
-def without_incomplete_rows(X: Any) -> Any:
-    """``X`` without its rows that hold a missing value (NaN), lazily: listwise deletion
-    on the cluster, as :func:`dpggm.estimators.data.clipped_second_moment` does in
-    memory with ``missing="drop"``."""
+def _target_blocks(y: Any, partitions: int) -> list[Any]:
+    """The partitions of a regression's target ``y``, which must be a Dask Series (or a
+    one-column DataFrame) or a one-dimensional Dask Array with as many partitions as the
+    features; refused from the metadata, before anything is computed."""
     import dask.array as da
     import dask.dataframe as dd
 
-    if isinstance(X, dd.Series):
-        X = X.to_frame()
-    if isinstance(X, dd.DataFrame):
-        return X.dropna()
-    if isinstance(X, da.Array):
-        if X.ndim == 1:
-            X = X[:, None]
-        return X[~da.isnan(X).any(axis=1)]
-    return X
-
-
-def clipped_second_moment(
-    X: Any, *, bounds: Bounds, center: np.ndarray | None = None, name: str = "X"
-) -> SecondMoment:
-    """The clipped second moment of a Dask DataFrame / Array, reduced on the cluster.
-
-    Same checks and messages as in memory (bound length and center before any work;
-    NaN / infinite values with their 0-based row and column name); the result equals
-    :func:`dpggm.estimators.data.clipped_second_moment` on the same records.
-    """
-    blocks, columns = partition_blocks(X, name)
-    p = len(columns)
-    bounds.check_dimension(p)
-    center = check_center(center, p)
-    pieces = parquet_pieces(X)
-    if pieces is not None:
-        import dask
-
-        files, filesystem = pieces
-        names = [str(c) for c in X.columns]
-        stats: PartitionStats = _tree_reduce(
-            [dask.delayed(_parquet_stats, pure=True)(path, groups, k, filesystem, names,
-                                                     bounds, center)
-             for k, (path, groups) in enumerate(files)], _combine)
+    if isinstance(y, dd.DataFrame):
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one-dimensional; got {len(y.columns)} columns")
+        y = y[y.columns[0]]
+    if isinstance(y, dd.Series):
+        if not pd.api.types.is_numeric_dtype(y.dtype):
+            raise ValueError("y must be a one-dimensional array of numbers")
+        targets = list(y.to_delayed())
+    elif isinstance(y, da.Array):
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional; got an array of shape {y.shape}")
+        targets = list(y.to_delayed().ravel())
     else:
-        stats = reduce_partitions(blocks, _partition_stats, _combine, bounds, center)
-    if stats.bad is not None:
-        part, row, col = stats.bad
-        before = sum(count for k, count in stats.counts.items() if k < part)
-        raise ValueError(
-            f"{name} contains NaN or infinite values (first at row {before + row}, "
-            f"column {columns[col]!r}); remove or impute them before estimating"
+        raise TypeError(
+            "with Dask X, y must be a Dask Series or Array with the same partitions as X "
+            "(for example a column of the same Dask DataFrame)"
         )
-    if stats.gram is None:
-        raise too_few_records(0, name=name)
-    if stats.low is not None and stats.high is not None:
-        refuse_degenerate_columns(stats.low, stats.high, columns, where=name,
-                                  drop="leave it out of the DataFrame")
-    # dsyrk filled the upper triangle; the lower one is its mirror.
-    upper = np.triu(stats.gram[:p, :p])
-    gram = upper + np.triu(upper, 1).T
-    total = stats.gram[:p, p].copy()
-    return finish_second_moment(gram, total, stats.n, stats.n_clipped, columns, name=name)
+    if len(targets) != partitions:
+        raise ValueError(
+            f"y must have the same partitions as X; X has {partitions}, y has "
+            f"{len(targets)} (take both from one Dask DataFrame, or rechunk)"
+        )
+    return targets
 
 
-# ------------------------------------------------------------------------------ passes
+def _with_target(block: Any, target: Any, index: int) -> np.ndarray:
+    """One partition of a regression's records ``[x, y]``: the features with the target as
+    their last column."""
+    if isinstance(block, pd.Series):
+        block = block.to_frame()
+    values = (block.to_numpy(dtype=float) if isinstance(block, pd.DataFrame)
+              else np.asarray(block, dtype=float))
+    if values.ndim == 1:
+        values = values[:, None]
+    y = np.asarray(target.to_numpy(dtype=float) if hasattr(target, "to_numpy") else target,
+                   dtype=float).reshape(-1)
+    if y.shape[0] != values.shape[0]:
+        raise ValueError(
+            f"y must have one value per record of X; partition {index} has "
+            f"{values.shape[0]} records and {y.shape[0]} values of y"
+        )
+    return np.column_stack([values, y])
 
 
 @dataclass
@@ -545,18 +373,21 @@ def _merge_passes(task: Any, *parts: PassResult) -> PassResult:
     return PassResult(state, rows, counts, bad, low, high)
 
 
-class DaskRecords:
-    """A Dask DataFrame or Array as a source of passes
-    (:class:`~dpggm.estimators._passes.PassTask`): every pass runs partition by partition
-    on the workers, block by block, and the partitions' states are added up by a tree
-    reduction (fan-in 8, in partition order); only the reduced state (counts on public
-    grids, or ``(p + 1) x (p + 1)`` sums) comes back to the client, where the estimator
-    draws the noise once.
+class DaskRecords(Records):
+    """A Dask DataFrame or Array as records (:class:`~dpggm.data.passes.Records`): every
+    pass runs partition by partition on the workers, block by block, and the partitions'
+    states are added up by a tree reduction (fan-in 8, in partition order); only the
+    reduced state comes back to the client.
 
     A DataFrame that is only ``dd.read_parquet`` is read by the workers with pyarrow
     straight into blocks on every pass (see :func:`parquet_pieces`). Values are checked on
-    every pass: a NaN or infinite value is reported with its row and column, as in memory.
-    ``n_samples`` is known after the first pass.
+    every pass: a NaN or infinite value is reported with its row and column, as in memory;
+    the first pass refuses a column with no value or a single value (before any draw).
+    ``n_samples`` is known after the first pass. A task refuses the records' width (a
+    bound of another length, say) on the client, before any partition is read.
+
+    With ``target`` (a regression's ``y``: a Dask Series or Array with the partitions of
+    ``X``) each record is ``[x, y]``, the target its last column (named ``"y"``).
 
     Privacy
     -------
@@ -564,20 +395,30 @@ class DaskRecords:
     counts and sums of the curator's records.
     """
 
-    def __init__(self, X: Any, *, name: str = "X", missing: str = "refuse") -> None:
+    def __init__(self, X: Any, *, name: str = "X", missing: str = "refuse",
+                 target: Any = None) -> None:
+        import dask
+
+        super().__init__()
         self.name = name
         self.allow_missing = missing != "refuse"
         self._blocks, self.columns = partition_blocks(X, name)
-        self.n_features = len(self.columns)
-        self.n_samples = 0
-        self._pieces = parquet_pieces(X)
+        self._pieces = parquet_pieces(X) if target is None else None
         self._names = [str(c) for c in X.columns] if self._pieces is not None else []
+        self._target = target is not None
+        if self._target:
+            targets = _target_blocks(target, len(self._blocks))
+            self._blocks = [dask.delayed(_with_target, pure=True)(block, y, k)
+                            for k, (block, y) in enumerate(zip(self._blocks, targets))]
+            self.columns = [*self.columns, "y"]
+        self.n_features = len(self.columns)
         self._checked = False
 
-    def run(self, task: Any) -> Any:
+    def run(self, task: PassTask) -> Any:
         import dask
 
         p = self.n_features
+        empty = task.new(p)
         if self._pieces is not None:
             files, filesystem = self._pieces
             level = [dask.delayed(_parquet_pass, pure=True)(path, groups, k, filesystem,
@@ -591,152 +432,19 @@ class DaskRecords:
         result: PassResult = _tree_reduce(level, functools.partial(_merge_passes, task))
         if result.bad is not None:
             part, row, col = result.bad
+            if self._target and col == p - 1:
+                raise ValueError(
+                    "y contains NaN or infinite values; remove or impute them before fitting")
             before = sum(count for k, count in result.counts.items() if k < part)
-            what = "infinite" if self.allow_missing else "NaN or infinite"
-            raise ValueError(
-                f"{self.name} contains {what} values (first at row {before + row}, column "
-                f"{self.columns[col]!r}); "
-                + ("an infinite value is not a missing one: correct or remove it"
-                   if self.allow_missing else "missing values are refused with "
-                   "missing='refuse': use missing='impute' or remove them before estimating")
-            )
+            raise bad_value_error(self.name, "row", before + row, self.columns[col],
+                                  allow_missing=self.allow_missing)
         self.n_samples = result.rows
         if not self._checked and result.low is not None and result.high is not None:
             # Before any draw (this is the first pass): see refuse_degenerate_columns.
             refuse_degenerate_columns(result.low, result.high, self.columns, where=self.name,
                                       drop="leave it out of the DataFrame")
             self._checked = True
-        state = result.state if result.state is not None else task.new(p)
-        return task.finish(state)
-
-    def close(self) -> None:
-        return None
-
-    def __enter__(self) -> DaskRecords:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def _regression_partition(
-    block: Any, target: Any, index: int, bounds: Bounds, y_bound: float, fit_intercept: bool
-) -> dict[str, Any]:
-    values = block.to_numpy(dtype=float) if isinstance(block, pd.DataFrame) else (
-        np.asarray(block, dtype=float))
-    if values.ndim == 1:
-        values = values[:, None]
-    y = np.asarray(target.to_numpy(dtype=float) if hasattr(target, "to_numpy") else target,
-                   dtype=float).reshape(-1)
-    rows = values.shape[0]
-    result: dict[str, Any] = {"counts": {index: rows}, "bad": None, "bad_y": None,
-                              "lengths": {index: (rows, y.shape[0])}, "gram": None,
-                              "moment": None}
-    if y.shape[0] != rows:
-        return result
-    finite = np.isfinite(values)
-    if not finite.all():
-        row, col = np.argwhere(~finite)[0]
-        result["bad"] = (index, int(row), int(col))
-        return result
-    if not np.isfinite(y).all():
-        result["bad_y"] = (index, int(np.flatnonzero(~np.isfinite(y))[0]))
-        return result
-    features, _ = bounds.clip(values)
-    if fit_intercept:
-        features = np.hstack([features, np.ones((rows, 1))])
-    y = np.clip(y, -y_bound, y_bound)
-    result["gram"] = features.T @ features
-    result["moment"] = features.T @ y
-    return result
-
-
-def _regression_combine(*parts: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"counts": {}, "bad": None, "bad_y": None, "lengths": {},
-                           "gram": None, "moment": None}
-    for part in parts:
-        out["counts"].update(part["counts"])
-        out["lengths"].update(part["lengths"])
-        for key in ("bad", "bad_y"):
-            if part[key] is not None and (out[key] is None or part[key] < out[key]):
-                out[key] = part[key]
-        if part["gram"] is not None:
-            out["gram"] = part["gram"] if out["gram"] is None else out["gram"] + part["gram"]
-            out["moment"] = (part["moment"] if out["moment"] is None
-                             else out["moment"] + part["moment"])
-    return out
-
-
-def regression_statistics(
-    X: Any, y: Any, *, bounds: Bounds, y_bound: float, fit_intercept: bool
-) -> tuple[np.ndarray, np.ndarray, int, list[str]]:
-    """Clipped ``[X, 1]^T [X, 1]`` and ``[X, 1]^T y`` of Dask ``X`` and ``y`` with the same
-    partitions (for example columns of one Dask DataFrame), tree-reduced.
-
-    Same checks and messages as in memory; returns ``(gram, moment, n, columns)``.
-    """
-    import dask.array as da
-    import dask.dataframe as dd
-
-    blocks, columns = partition_blocks(X, "X")
-    bounds.check_dimension(len(columns))
-    if isinstance(y, dd.DataFrame):
-        if len(y.columns) != 1:
-            raise ValueError(f"y must be one-dimensional; got {len(y.columns)} columns")
-        y = y[y.columns[0]]
-    if isinstance(y, dd.Series):
-        if not pd.api.types.is_numeric_dtype(y.dtype):
-            raise ValueError("y must be a one-dimensional array of numbers")
-        targets = list(y.to_delayed())
-    elif isinstance(y, da.Array):
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"y must be one-dimensional; got an array of shape {y.shape}")
-        targets = list(y.to_delayed().ravel())
-    else:
-        raise TypeError(
-            "with Dask X, y must be a Dask Series or Array with the same partitions as X "
-            "(for example a column of the same Dask DataFrame)"
-        )
-    if len(targets) != len(blocks):
-        raise ValueError(
-            f"y must have the same partitions as X; X has {len(blocks)}, y has {len(targets)} "
-            "(take both from one Dask DataFrame, or rechunk)"
-        )
-    import dask
-
-    level = [dask.delayed(_regression_partition, pure=True)(block, target, k, bounds,
-                                                            float(y_bound), fit_intercept)
-             for k, (block, target) in enumerate(zip(blocks, targets))]
-    combine = dask.delayed(_regression_combine, pure=True)
-    while len(level) > 1:
-        level = [combine(*level[k:k + _FAN_IN]) for k in range(0, len(level), _FAN_IN)]
-    stats = _compute(level[0])
-    mismatched = {k: v for k, v in stats["lengths"].items() if v[0] != v[1]}
-    if mismatched:
-        k, (rows, values) = min(mismatched.items())
-        raise ValueError(
-            f"y must have one value per record of X; partition {k} has {rows} records and "
-            f"{values} values of y"
-        )
-
-    def before(part: int) -> int:
-        return sum(count for k, count in stats["counts"].items() if k < part)
-
-    if stats["bad"] is not None:
-        part, row, col = stats["bad"]
-        raise ValueError(
-            f"X contains NaN or infinite values (first at row {before(part) + row}, column "
-            f"{columns[col]!r}); remove or impute them before estimating"
-        )
-    if stats["bad_y"] is not None:
-        raise ValueError("y contains NaN or infinite values; remove or impute them before fitting")
-    n = sum(stats["counts"].values())
-    if stats["gram"] is None or n < 2:
-        raise too_few_records(n)
-    gram = stats["gram"]
-    return (gram + gram.T) / 2, stats["moment"], n, columns
+        return task.finish(result.state if result.state is not None else empty)
 
 
 def _first_header(source: TableFile) -> tuple[Any, bytes, list[Any]]:
@@ -777,7 +485,7 @@ def _where(source: TableFile) -> str:
 def read_dask(source: TableFile | str, *, blocksize: int | str | None = None) -> Any:
     """Open a CSV or Parquet glob (local path or any fsspec URL) as a Dask DataFrame.
 
-    The same options and checks as :class:`~dpggm.estimators.data.TableFile` in memory: a
+    The same options and checks as :class:`~dpggm.data.tables.TableFile` in memory: a
     CSV header is checked on the first matching file (no header row, duplicated or unnamed
     columns, another delimiter, another encoding) and the table's schema applied to it
     before anything is read in parallel; every used column is read as float64, so a
