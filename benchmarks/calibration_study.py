@@ -204,7 +204,7 @@ def release_from_private_graph(graph: PrivateGraph) -> Release:
     """Read the release and its public description off a fitted ``PrivateGraph``
     (``graph.release_``: what its own inference reads)."""
     released = graph.release_
-    step = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "graph")
+    step = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "second moment")
     budget = step["budget"]
     return Release(
         noisy_covariance=released.covariance, noise_variance=released.noise_variance,
