@@ -54,7 +54,7 @@ from dpggm.estimators._graph_pipeline import (
     graph_plan,
     pass_threads,
     predicted_partial_correlation_noise,
-    run_plan,
+    run_steps,
 )
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
@@ -70,7 +70,7 @@ from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import ReleasePlan
 from dpggm.mechanisms.private_bounds import RANGE_WIDTH
-from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP, exact_cost
+from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
 __all__ = [
@@ -915,15 +915,12 @@ class PrivateGraph(DPEstimator):
         # validity (and the ledger's pre-check) "data-dependent" as the record will be.
         return make_context(self, settings.declared)
 
-    def _run(self, settings: GraphSettings, plan: ReleasePlan, data: Any, run: Any,
-             ctx: ReleaseContext) -> Any:
-        """Every step of the plan, one pass per step that needs released values
-        (:func:`~dpggm.estimators._graph_pipeline.run_plan`, under its accountant)."""
-        return run_plan(settings, plan, data.records, ctx, data.first)
+    #: Every step of the plan, one pass per step that needs released values, run by the
+    #: template's plan run (:func:`~dpggm.estimators._graph_pipeline.run_steps`).
+    _run = run_steps
 
     def _finish(self, X: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
                 release: Any, run: Any, ctx: ReleaseContext) -> None:
-        release, accountant = release
         # Under add/remove the plan that ran was made from the released count.
         plan = release.plan if release.plan is not None else plan
         self.plan_ = plan
@@ -936,7 +933,7 @@ class PrivateGraph(DPEstimator):
         with pass_threads():
             inner_privacy = self._solve(settings, plan, release)
             self._finish_graph(X, release, columns, plan.n_samples)
-        self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
+        self.privacy_ = self._guarantee(settings, plan, release, run, inner_privacy)
 
     def _solve(self, settings: GraphSettings, plan: ReleasePlan,
                release: GraphRelease) -> PrivacyGuarantee | None:
@@ -950,7 +947,7 @@ class PrivateGraph(DPEstimator):
         self.entry_noise_std_ = float(release.entry_noise_std)
         self.release_ = None
         if settings.method == "pace":
-            # Fitted as the plan's graph step, under the pipeline's accountant.
+            # Fitted as the plan's graph step, under the fit's one accountant.
             inner = release.graph_estimator
             self.graph_estimator_ = inner
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
@@ -1193,7 +1190,7 @@ class PrivateGraph(DPEstimator):
                 f"{self.min_partial_correlation_:g}")
 
     def _guarantee(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
-                   accountant: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
+                   run: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
         from dpggm.estimators._contract import feature_names
 
         declared = settings.declared
@@ -1237,8 +1234,7 @@ class PrivateGraph(DPEstimator):
         if settings.non_private:
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
         notes["plan"] = plan.to_dict(self.report_delta)
-        notes["spent_exactly_total"] = tuple(accountant.exact_spent) == tuple(
-            exact_cost(plan.accounting, type(plan.accounting)))
+        notes["spent_exactly_total"] = run.spent_exactly_total
         budget = plan.accounting
         if isinstance(settings.requested, ApproxDP):
             # The pipeline ran in the largest rho-zCDP that implies the (epsilon, delta) asked.
