@@ -953,7 +953,7 @@ class PrivateGraph(DPEstimator):
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
             self._adjacency_z = np.asarray(inner.adjacency_, dtype=bool)
             return inner.privacy_
-        from dpggm.estimators.precision import auto_alpha, solve_released
+        from dpggm.solvers.released import auto_alpha, solve_released
 
         S = release.covariance
         alpha = (auto_alpha(S, noise_std=release.entry_noise_std, n=n)
