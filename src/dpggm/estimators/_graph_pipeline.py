@@ -120,6 +120,7 @@ __all__ = [
     "graph_plan",
     "pass_threads",
     "plan_from_released_count",
+    "planned_entry_sigma",
     "predicted_partial_correlation_noise",
     "release_count",
     "run_plan",
@@ -524,10 +525,31 @@ def plan_from_released_count(settings: GraphSettings, noisy: float, p: int) -> R
                                 "released_count": float(noisy)})
 
 
-#: Variance of a normal column rescaled by ``median +- RANGE_WIDTH MAD`` onto [-1, 1].
-_RESCALED_VARIANCE = 1.0 / (5.0 * 0.6744897501960817) ** 2
-#: Share of that variance left after the rows longer than the median norm are shrunk.
+#: Share of the rescaled columns' variance left after the rows longer than the median norm
+#: are shrunk.
 _AFTER_NORM_CLIPPING = 0.8
+
+
+def planned_entry_sigma(plan: ReleasePlan, bound_squared: float) -> float | None:
+    """The noise standard deviation on one released second-moment entry of the rescaled
+    records, from the plan's noise multiplier at a row-norm bound ``B`` with ``B**2 =
+    bound_squared`` (``None`` when the second moment's noise follows no rule on ``B``).
+
+    Under replace-one the second moment has sensitivity ``sqrt(2) B**2 / n`` (l2; Laplace:
+    ``(p + 1) B**2 / n`` in l1, variance ``2 b**2``); under add/remove the Gram is released
+    with sensitivity ``B**2`` (``(p + 1) B**2 / 2``) and divided by the count the plan was
+    made from.
+    """
+    graph = next((s for s in plan.steps if s.step == "second moment"), None)
+    if graph is None or "noise_multiplier" not in graph.noise:
+        return None
+    n, p = plan.n_samples, plan.n_features
+    multiplier = graph.noise["noise_multiplier"]
+    add_remove = plan.neighbors == "add-remove"
+    if isinstance(graph.budget, PureDP):
+        return (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * bound_squared / n * \
+            multiplier
+    return (1.0 if add_remove else math.sqrt(2.0)) * bound_squared / n * multiplier
 
 
 def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
@@ -535,26 +557,20 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
     public facts for roughly normal columns under ``bounds="auto"`` (``None`` when it
     cannot be predicted: declared bounds, PACE, or a non-private run).
 
-    The rescaled columns have variance ``v = 1 / (5 * 0.674)**2``; the norm bound sits
-    near the median row norm, ``B**2 ~ p v``; the second moment's noise is
-    ``sqrt(2) B**2 / n`` times the mechanism's noise multiplier, and a partial correlation
-    of weakly dependent columns moves by that noise over the (clipped) variance.
+    The rescaled columns have variance ``v = 1 / (5 * 0.674)**2``
+    (:data:`~dpggm.solvers.inference.RESCALED_VARIANCE`); the norm bound sits near the
+    median row norm, ``B**2 ~ p v``; the second moment's noise is
+    :func:`planned_entry_sigma` at that bound, and a partial correlation of weakly
+    dependent columns moves by that noise over the (clipped) variance.
     """
-    steps = {s.step: s for s in plan.steps}
-    graph = steps.get("second moment")
-    if graph is None or "noise_multiplier" not in graph.noise or "norm bound" not in steps:
+    from dpggm.solvers.inference import RESCALED_VARIANCE
+
+    if not any(s.step == "norm bound" for s in plan.steps):
         return None
-    n, p = plan.n_samples, plan.n_features
-    b2 = p * _RESCALED_VARIANCE
-    # Add/remove releases the Gram with sensitivity B^2 ((p + 1) B^2 / 2 in l1): a factor
-    # 1 / sqrt(2) (1 / 2) below replace-one's.
-    add_remove = plan.neighbors == "add-remove"
-    if isinstance(graph.budget, PureDP):
-        entry = (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * b2 / n * \
-            graph.noise["noise_multiplier"]
-    else:
-        entry = (1.0 if add_remove else math.sqrt(2.0)) * b2 / n * graph.noise["noise_multiplier"]
-    return entry / (_AFTER_NORM_CLIPPING * _RESCALED_VARIANCE)
+    entry = planned_entry_sigma(plan, plan.n_features * RESCALED_VARIANCE)
+    if entry is None:
+        return None
+    return entry / (_AFTER_NORM_CLIPPING * RESCALED_VARIANCE)
 
 
 def check_not_hopeless(plan: ReleasePlan) -> None:

@@ -53,6 +53,7 @@ from dpggm.estimators._graph_pipeline import (
     first_pass_task,
     graph_plan,
     pass_threads,
+    planned_entry_sigma,
     predicted_partial_correlation_noise,
     run_steps,
 )
@@ -113,22 +114,11 @@ WITHHOLD_POWER = 0.5
 
 def _planned_sigma(plan: ReleasePlan, bound: float) -> float | None:
     """The noise standard deviation on one released second-moment entry of the rescaled
-    records, from the plan at the row-norm bound ``bound``."""
-    steps = {s.step: s for s in plan.steps}
+    records, from the plan at the row-norm bound ``bound``
+    (:func:`~dpggm.estimators._graph_pipeline.planned_entry_sigma`)."""
     if plan.non_private:
         return 0.0
-    graph = steps.get("second moment")
-    if graph is None or "noise_multiplier" not in graph.noise:
-        return None
-    n, p = plan.n_samples, plan.n_features
-    multiplier = graph.noise["noise_multiplier"]
-    # Under add/remove the Gram is released with sensitivity B^2 ((p + 1) B^2 / 2 in l1)
-    # and divided by the count the plan was made from.
-    add_remove = plan.neighbors == "add-remove"
-    if isinstance(graph.budget, PureDP):
-        # Laplace of scale (p + 1) B^2 / n times the multiplier: variance 2 b^2.
-        return (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
-    return (1.0 if add_remove else math.sqrt(2.0)) * bound**2 / n * multiplier
+    return planned_entry_sigma(plan, bound**2)
 
 
 def planned_release_noise(plan: ReleasePlan, estimator: Any) -> tuple[float, float] | None:
