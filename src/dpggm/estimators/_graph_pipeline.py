@@ -48,6 +48,7 @@ Add/remove neighbours (``neighbors="add-remove"``)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -64,6 +65,7 @@ from dpggm.data.passes import (
     Shifted,
     ValueCounts,
 )
+from dpggm.estimators._base import Settings
 from dpggm.exceptions import BudgetRangeError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
@@ -148,12 +150,13 @@ AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
 TIED_LEVELS_FRACTION = Fraction(1, 4)
 
 
-@dataclass(frozen=True)
-class GraphSettings:
-    """The validated, public settings of one PrivateGraph fit."""
+@dataclass(frozen=True, kw_only=True)
+class GraphSettings(Settings):
+    """The validated settings of one PrivateGraph fit: the template's
+    (:class:`~dpggm.estimators._base.Settings`: every declared parameter checked, the
+    budget asked for, the total the steps compose in) and, converted, the public facts the
+    pipeline reads."""
 
-    requested: Budget
-    accounting: Budget
     declared: Bounds | None
     center: Any
     method: str
@@ -196,10 +199,6 @@ class GraphSettings:
     @property
     def with_norm(self) -> bool:
         return self.auto and self.method != "pace" and self.norm_quantile is not None
-
-    @property
-    def non_private(self) -> bool:
-        return isinstance(self.requested, NonPrivate)
 
 
 def accounting_budget(budget: Budget, method: str) -> Budget:
@@ -378,21 +377,27 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
 def _sums_calibration(budget: Budget, p: int, neighbors: str) -> Any:
     """``calibrate(bounds, n, noise)``: the mechanism of the mean (replace-one) or of the
     column sums (add/remove: ``n`` is 1, the sums are divided by the released count)."""
-    def calibrate(bounds: Bounds, n: int, noise: str) -> Any:
-        return sums_measurement(p=p, n=n, bounds=bounds, budget=budget, neighbors=neighbors,
-                                noise=noise, calibration="analytic")
-    return calibrate
+    return functools.partial(_sums_mechanism, budget, p, neighbors)
+
+
+def _sums_mechanism(budget: Budget, p: int, neighbors: str, bounds: Bounds, n: int,
+                    noise: str) -> Any:
+    return sums_measurement(p=p, n=n, bounds=bounds, budget=budget, neighbors=neighbors,
+                            noise=noise, calibration="analytic")
 
 
 def _matrix_calibration(budget: Budget, p: int, neighbors: str) -> Any:
     """``calibrate(bounds, n, noise)``: the mechanism of the second moment (replace-one)
-    or of the Gram matrix (add/remove: ``n`` is 1)."""
-    mechanism = "laplace" if isinstance(budget, PureDP) else "gaussian"
+    or of the Gram matrix (add/remove: ``n`` is 1). A partial of a module function, so
+    that a fitted estimator's plan pickles."""
+    return functools.partial(_matrix_mechanism, budget, p, neighbors)
 
-    def calibrate(bounds: Bounds, n: int, noise: str) -> Any:
-        return matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds, budget=budget,
-                                  neighbors=neighbors, noise=noise, calibration="analytic")
-    return calibrate
+
+def _matrix_mechanism(budget: Budget, p: int, neighbors: str, bounds: Bounds, n: int,
+                      noise: str) -> Any:
+    mechanism = "laplace" if isinstance(budget, PureDP) else "gaussian"
+    return matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds, budget=budget,
+                              neighbors=neighbors, noise=noise, calibration="analytic")
 
 
 def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:

@@ -697,7 +697,7 @@ class PrivateGraph(DPEstimator):
         accounting = accounting_budget(budget, self.method)
         bound_fraction = params["bound_fraction"]
         return GraphSettings(
-            requested=budget, accounting=accounting, declared=declared, center=center,
+            params=params, requested=budget, accounting=accounting, declared=declared, center=center,
             method=self.method,
             bound_fraction=bound_fraction if isinstance(bound_fraction, str)
             else Fraction(bound_fraction),
