@@ -121,3 +121,53 @@ def test_the_second_moment_step_crosses_few_modules():
     assert modules[0] == "dpggm.estimators._base"
     assert modules[-1] == "dpggm.mechanisms.discrete_gaussian"
     assert len(modules) <= 5, modules
+
+
+def test_a_step_filter_refuses_a_part_beyond_its_step():
+    from dpggm.exceptions import BudgetExceededError
+    from dpggm.mechanisms.plan import StepFilter
+
+    part = StepFilter(ZCDP(0.5))
+    part.spend(ZCDP(0.25), mechanism="exponential")
+    with pytest.raises(BudgetExceededError):
+        part.spend(ZCDP(0.375))
+    # Exactly what remains succeeds, and the filter then holds its whole total.
+    part.spend(part.remaining, mechanism="gaussian")
+    assert part.spent_exactly_total
+    assert [s.mechanism for s in part.spends] == ["exponential", "gaussian"]
+
+
+def test_a_replan_keeps_the_steps_already_run():
+    from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
+
+    def plan(count: float) -> ReleasePlan:
+        steps = (PlannedMeasurement("count", "discrete gaussian", ZCDP(count)),
+                 PlannedMeasurement("rest", "discrete gaussian", ZCDP(1 - count)))
+        return ReleasePlan("x", 10, 2, ZCDP(1), ZCDP(1), steps)
+
+    run = PlanRun(plan(0.25))
+    run.run("count", lambda planned: None)
+    with pytest.raises(ValueError, match="already ran"):
+        run.replan(plan(0.5))
+    run.replan(plan(0.25))
+    run.run("rest", lambda planned: None)
+    assert run.spent_exactly_total
+    assert len(run.accountant.spends) == 2
+
+
+def test_the_second_moment_releases_through_its_planned_measurement():
+    graph = _fit("glasso")
+    planned = graph.plan_.step("second moment")
+    bound = graph.norm_bound_.bound
+    from dpggm.mechanisms.bounds import RowNorm
+
+    mechanism = planned.measurement.calibrated(RowNorm(bound), N, "exact")
+    ran = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "second moment")
+    assert ran["sigma"] == mechanism.sigma and ran["grid"] == mechanism.grid
+    # The noise over the sensitivity the rule set is the plan's multiplier (slightly
+    # more: the exact noise on a grid pays for the rounding of the values onto it).
+    ratio = mechanism.sigma / mechanism.sensitivity
+    assert planned.noise["noise_multiplier"] <= ratio <= 1.01 * planned.noise["noise_multiplier"]
+    # The privacy map: the planned budget at the rule's sensitivity, more beyond it.
+    assert planned.measurement.privacy_map(1.0) == planned.budget
+    assert planned.measurement.privacy_map(2.0).rho > planned.budget.rho
