@@ -103,9 +103,11 @@ def test_a_real_solver_failure_after_the_release_is_withheld(monkeypatch):
     """The graphical lasso itself fails on the released matrix (not a hook of the
     template): the message of the solver never reaches the caller."""
     from dpggm import GraphicalLasso
-    from dpggm.estimators import precision
 
-    monkeypatch.setattr(precision, "graphical_lasso", _fail)
+    # The solve of a released matrix lives with the solvers.
+    from dpggm.solvers import released
+
+    monkeypatch.setattr(released, "graphical_lasso", _fail)
     with pytest.raises(ReleaseFailedError) as caught:
         GraphicalLasso(budget=ZCDP(1.0), bounds="l2:2", alpha=0.1).fit(_data())
     assert LEAK not in str(caught.value)
@@ -161,9 +163,10 @@ def _no_output(tmp_path, out):
 @pytest.mark.parametrize("with_ledger", [True, False], ids=["ledger", "no-ledger"])
 def test_estimate_charges_a_failed_run_and_withholds_why(csv, tmp_path, monkeypatch,
                                                         with_ledger):
-    from dpggm.estimators import precision
+    # The solve of a released matrix lives with the solvers.
+    from dpggm.solvers import released
 
-    monkeypatch.setattr(precision, "graphical_lasso", _fail)
+    monkeypatch.setattr(released, "graphical_lasso", _fail)
     ledger = _ledger(tmp_path)
     args = ["estimate", str(csv), "--method", "glasso", "--alpha", "0.1", "--rho", "1",
             "--bound", "l2:2", "--out", str(tmp_path / "o")]

@@ -59,7 +59,7 @@ from dpggm.estimators._contract import (
 from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.plan import PlanRun, ReleasePlan, guarantee_forms
+from dpggm.mechanisms.plan import PlanRun, ReleasePlan, StepFilter, guarantee_forms
 from dpggm.mechanisms.release import (
     COVARIANCE_MECHANISMS,
     FLOAT_NOISE_MECHANISMS,
@@ -343,6 +343,16 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
             on the noise, so the reason is withheld (a seeded run shows it) and the error
             carries the guarantee to charge for what ran (``guarantee``: the whole plan).
         """
+        return self._fit(X, y, PlanRun)
+
+    def fit_as_step(self, X: Any, part: StepFilter, y: Any = None) -> Any:
+        """Fit as one step of another estimator's plan: the same template as :meth:`fit`,
+        its plan's steps run by ``part`` (the :class:`~dpggm.mechanisms.plan.StepFilter`
+        of that step, whose budget is this estimator's), so that the fit of which this is
+        a step keeps one accountant. Returns ``self``."""
+        return self._fit(X, y, part.running)
+
+    def _fit(self, X: Any, y: Any, open_run: Callable[[ReleasePlan], Any]) -> Any:
         settings = self._settings()
         ctx: ReleaseContext | None = None
         plan: ReleasePlan | None = None
@@ -353,7 +363,7 @@ class PlannedEstimator(Deliverable, ContractMixin, BaseEstimator):
                 plan = self._plan(settings, data.n_samples, data.n_features)
                 self._check_plan(settings, plan)
                 ctx = self._context(settings)
-                run = PlanRun(plan)
+                run = open_run(plan)
                 release = self._run(settings, plan, data, run, ctx)
                 ran = True
             self.plan_ = plan

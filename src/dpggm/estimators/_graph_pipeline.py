@@ -48,6 +48,7 @@ Add/remove neighbours (``neighbors="add-remove"``)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -64,6 +65,7 @@ from dpggm.data.passes import (
     Shifted,
     ValueCounts,
 )
+from dpggm.estimators._base import Settings
 from dpggm.exceptions import BudgetRangeError
 from dpggm.mechanisms.additive import (
     MAX_RECORDS,
@@ -73,7 +75,8 @@ from dpggm.mechanisms.additive import (
 )
 from dpggm.mechanisms.bounds import Bounds, Box, RowNorm
 from dpggm.mechanisms.context import ReleaseContext
-from dpggm.mechanisms.plan import PlannedMeasurement, ReleasePlan
+from dpggm.mechanisms.measurement import RuledMeasurement
+from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan, StepFilter
 from dpggm.mechanisms.private_bounds import (
     RANGE_STAGES,
     PrivateNormBound,
@@ -88,13 +91,7 @@ from dpggm.mechanisms.private_bounds import (
     range_epsilons,
     ranges_locate_columns,
 )
-from dpggm.mechanisms.release import (
-    release_column_sums,
-    release_gram,
-    release_mean,
-    release_observed_counts,
-    release_second_moment,
-)
+from dpggm.mechanisms.release import matrix_measurement, sums_measurement
 from dpggm.mechanisms.sensitivity import (
     gram_l1_sensitivity,
     gram_l2_sensitivity,
@@ -102,7 +99,6 @@ from dpggm.mechanisms.sensitivity import (
     sum_l1_sensitivity,
     sum_l2_sensitivity,
 )
-from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
     ZCDP,
     ApproxDP,
@@ -126,9 +122,11 @@ __all__ = [
     "graph_plan",
     "pass_threads",
     "plan_from_released_count",
+    "planned_entry_sigma",
     "predicted_partial_correlation_noise",
     "release_count",
     "run_plan",
+    "run_steps",
 ]
 
 #: Share of the bound step that chooses the row-norm bound (the rest chooses ranges). One
@@ -152,12 +150,13 @@ AUTO_BOUND_FRACTIONS = (Fraction(1, 32), Fraction(1, 2))
 TIED_LEVELS_FRACTION = Fraction(1, 4)
 
 
-@dataclass(frozen=True)
-class GraphSettings:
-    """The validated, public settings of one PrivateGraph fit."""
+@dataclass(frozen=True, kw_only=True)
+class GraphSettings(Settings):
+    """The validated settings of one PrivateGraph fit: the template's
+    (:class:`~dpggm.estimators._base.Settings`: every declared parameter checked, the
+    budget asked for, the total the steps compose in) and, converted, the public facts the
+    pipeline reads."""
 
-    requested: Budget
-    accounting: Budget
     declared: Bounds | None
     center: Any
     method: str
@@ -200,10 +199,6 @@ class GraphSettings:
     @property
     def with_norm(self) -> bool:
         return self.auto and self.method != "pace" and self.norm_quantile is not None
-
-    @property
-    def non_private(self) -> bool:
-        return isinstance(self.requested, NonPrivate)
 
 
 def accounting_budget(budget: Budget, method: str) -> Budget:
@@ -269,23 +264,42 @@ def _bound_need(settings: GraphSettings, n: int, private: int, *, keep_ties: boo
 def _additive(mechanism_budget: Budget, size: int, sensitivity: float | None) -> dict[str, Any]:
     """Public noise figures of a Gaussian (or, for pure DP, Laplace) step; none for a
     budget no exact draw can be calibrated to (check_plan_budget_range refuses it)."""
-    try:
-        return _additive_figures(mechanism_budget, size, sensitivity)
-    except (ValueError, ArithmeticError):
-        return {}
+    return _additive_measurement(mechanism_budget, size, sensitivity)[0]
 
 
-def _additive_figures(mechanism_budget: Budget, size: int,
-                      sensitivity: float | None) -> dict[str, Any]:
-    if isinstance(mechanism_budget, PureDP):
-        if sensitivity is None:
-            return {"noise_multiplier": 1.0 / mechanism_budget.epsilon}
-        m = LaplaceMechanism(sensitivity=sensitivity, size=size, budget=mechanism_budget)
-        return {"laplace_scale": m.scale, "grid": m.grid}
+def _additive_measurement(mechanism_budget: Budget, size: int,
+                          sensitivity: float | None) -> tuple[dict[str, Any], Any]:
+    """The public noise figures of a Gaussian (Laplace for pure DP) step and the mechanism
+    calibrated to ``sensitivity`` (to sensitivity 1 when it follows a rule: the noise
+    multiplier); no figures and no mechanism for a budget no exact draw can be calibrated
+    to (check_plan_budget_range refuses it)."""
     if sensitivity is None:
-        return {"noise_multiplier": 1.0 / math.sqrt(2 * mechanism_budget.rho)}
-    g = GaussianMechanism(sensitivity=sensitivity, size=size, budget=mechanism_budget)
-    return {"sigma": g.sigma, "grid": g.grid}
+        # The noise over the sensitivity the rule will set.
+        try:
+            multiplier = (1.0 / mechanism_budget.epsilon
+                          if isinstance(mechanism_budget, PureDP)
+                          else 1.0 / math.sqrt(2 * mechanism_budget.rho))
+        except (ValueError, ArithmeticError):
+            return {}, None
+        try:
+            unit = _gaussian_or_laplace(mechanism_budget, 1.0, size)
+        except (ValueError, ArithmeticError):
+            unit = None
+        return {"noise_multiplier": multiplier}, unit
+    try:
+        mechanism = _gaussian_or_laplace(mechanism_budget, sensitivity, size)
+    except (ValueError, ArithmeticError):
+        return {}, None
+    if isinstance(mechanism, LaplaceMechanism):
+        return {"laplace_scale": mechanism.scale, "grid": mechanism.grid}, mechanism
+    return {"sigma": mechanism.sigma, "grid": mechanism.grid}, mechanism
+
+
+def _gaussian_or_laplace(budget: Budget, sensitivity: float,
+                         size: int) -> GaussianMechanism | LaplaceMechanism:
+    if isinstance(budget, PureDP):
+        return LaplaceMechanism(sensitivity=sensitivity, size=size, budget=budget)
+    return GaussianMechanism(sensitivity=sensitivity, size=size, budget=budget)
 
 
 def _mechanism_name(budget: Budget) -> str:
@@ -316,16 +330,25 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
             sens = None
             rule = ("2 sqrt(p) / n, records in the box [-1, 1]^p" if settings.method == "pace"
                     else f"2 {'sqrt(p) ' if pure else ''}B / n, B the released norm bound")
+        # Calibrated when it runs, to the bounds the records were clipped to (the
+        # released ones, or the declared ones with the release's rounding up of B / n).
+        measurement = RuledMeasurement(
+            _mechanism_name(budget), budget, unit=_additive_measurement(budget, p, None)[1],
+            calibrate=_sums_calibration(budget, p, neighbors))
         steps.append(PlannedMeasurement(
             "mean", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
-            sensitivity_rule=rule, noise=_additive(budget, p, sens)))
+            sensitivity_rule=rule, noise=_additive(budget, p, sens), measurement=measurement))
     budget = shares["second moment"]
     if settings.method == "pace":
+        mechanism = ("pace-ggm: exponential selections and discrete gaussian measurements "
+                     "under a zCDP filter")
+        # PACE-GGM's own plan, made when the step runs from the box of the centered
+        # records, under the step's filter.
         steps.append(PlannedMeasurement(
-            "second moment", "pace-ggm: exponential selections and discrete gaussian measurements "
-            "under a zCDP filter", budget, repetitions=1,
+            "second moment", mechanism, budget, repetitions=1,
             sensitivity_rule="per entry of S: b_j^2 / n (diagonal), 2 b_j b_k / n (off it), "
-                             "b the box of the centered records"))
+                             "b the box of the centered records",
+            measurement=RuledMeasurement(mechanism, budget)))
         return steps
     size = p * (p + 1) // 2
     if fixed is not None:
@@ -341,10 +364,40 @@ def _release_steps(settings: GraphSettings, shares: dict[str, Budget], n: int,
         sens = None
         rule = ("(p + 1) B^2 / n (l1)" if pure else "sqrt(2) B^2 / n (l2)") + \
             ", B the released norm bound"
+    name = _mechanism_name(budget) + " on the second moment"
+    measurement = RuledMeasurement(
+        name, budget, unit=_additive_measurement(budget, size, None)[1],
+        calibrate=_matrix_calibration(budget, p, neighbors))
     steps.append(PlannedMeasurement(
-        "second moment", _mechanism_name(budget) + " on the second moment", budget, repetitions=1,
-        sensitivity=sens, sensitivity_rule=rule, noise=_additive(budget, size, sens)))
+        "second moment", name, budget, repetitions=1, sensitivity=sens, sensitivity_rule=rule,
+        noise=_additive(budget, size, sens), measurement=measurement))
     return steps
+
+
+def _sums_calibration(budget: Budget, p: int, neighbors: str) -> Any:
+    """``calibrate(bounds, n, noise)``: the mechanism of the mean (replace-one) or of the
+    column sums (add/remove: ``n`` is 1, the sums are divided by the released count)."""
+    return functools.partial(_sums_mechanism, budget, p, neighbors)
+
+
+def _sums_mechanism(budget: Budget, p: int, neighbors: str, bounds: Bounds, n: int,
+                    noise: str) -> Any:
+    return sums_measurement(p=p, n=n, bounds=bounds, budget=budget, neighbors=neighbors,
+                            noise=noise, calibration="analytic")
+
+
+def _matrix_calibration(budget: Budget, p: int, neighbors: str) -> Any:
+    """``calibrate(bounds, n, noise)``: the mechanism of the second moment (replace-one)
+    or of the Gram matrix (add/remove: ``n`` is 1). A partial of a module function, so
+    that a fitted estimator's plan pickles."""
+    return functools.partial(_matrix_mechanism, budget, p, neighbors)
+
+
+def _matrix_mechanism(budget: Budget, p: int, neighbors: str, bounds: Bounds, n: int,
+                      noise: str) -> Any:
+    mechanism = "laplace" if isinstance(budget, PureDP) else "gaussian"
+    return matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds, budget=budget,
+                              neighbors=neighbors, noise=noise, calibration="analytic")
 
 
 def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
@@ -381,7 +434,9 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
             sensitivity_rule="rank scores of cells of public grids"
             + (f" (the {private} columns without a declared range)"
                if settings.n_declared_ranges else ""),
-            noise={f"epsilon_{k}": v for k, v in eps.items()}))
+            noise={f"epsilon_{k}": v for k, v in eps.items()},
+            # Exponential selections of rank scores of sensitivity 1, run by the stages.
+            measurement=RuledMeasurement("exponential", ranges_budget, runs=3 * private)))
         used += range_share
         # Public: how far off its center a tied column's values must lie, in share of the
         # rows, for the plan to keep its levels apart (with probability ~ 1 - e^-3).
@@ -392,7 +447,8 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
         steps.append(PlannedMeasurement(
             "norm bound", "exponential", norm_budget, repetitions=1, sensitivity=1.0,
             sensitivity_rule="rank score of the rescaled rows' norms",
-            noise={"epsilon": exponential_epsilon(norm_budget)}))
+            noise={"epsilon": exponential_epsilon(norm_budget)},
+            measurement=RuledMeasurement("exponential", norm_budget)))
         used += fraction * NORM_SHARE
     if fraction is not None:
         # The share the bound steps spend (with every range declared, the norm bound's
@@ -408,10 +464,11 @@ def graph_plan(settings: GraphSettings, n: int, p: int) -> ReleasePlan:
         budget = dyadic_share(total, MISSING_FRACTION)
         pure = isinstance(total, PureDP)
         sens = float(p) if pure else indicator_l2_sensitivity(p)
+        figures, measurement = _additive_measurement(budget, p, sens)
         steps.append(PlannedMeasurement(
             "missing counts", _mechanism_name(budget), budget, repetitions=1, sensitivity=sens,
             sensitivity_rule=f"per-column counts of present values ({'l1' if pure else 'l2'})",
-            noise=_additive(budget, p, sens)))
+            noise=figures, measurement=measurement))
         used += MISSING_FRACTION
     if settings.private_center:
         shares["mean"] = dyadic_share(total, settings.center_fraction)
@@ -449,16 +506,14 @@ def count_step(settings: GraphSettings) -> PlannedMeasurement:
         "count", sensitivity_rule="one record added or removed moves the count by 1")
 
 
-def release_count(settings: GraphSettings, n: int, ctx: ReleaseContext,
-                  accountant: PrivacyAccountant) -> tuple[float, dict[str, Any]]:
-    """The noisy count of ``n`` records (add/remove: the first step, checked against
-    ``accountant`` before and booked after), and its breakdown entry."""
-    step = count_step(settings)
-    accountant.check(step.budget)
-    noisy = step.measurement.release(int(n), ctx.source)
-    accountant.spend(step.budget, mechanism=step.mechanism, step="count")
-    return noisy, {"step": "count", "budget": step.budget, "mechanism": step.mechanism,
-                   **step.noise, "released_count": noisy}
+def release_count(n: int, ctx: ReleaseContext, run: PlanRun) -> float:
+    """The noisy count of ``n`` records (add/remove: the first step of ``run``, checked
+    against its accountant before and booked after, the count in its breakdown entry)."""
+    def release(planned: PlannedMeasurement) -> tuple[float, dict[str, Any]]:
+        noisy = planned.measurement.release(int(n), ctx.source)
+        return noisy, {**planned.noise, "released_count": noisy}
+
+    return run.measure("count", release)
 
 
 def planning_count(noisy: float) -> int:
@@ -475,10 +530,31 @@ def plan_from_released_count(settings: GraphSettings, noisy: float, p: int) -> R
                                 "released_count": float(noisy)})
 
 
-#: Variance of a normal column rescaled by ``median +- RANGE_WIDTH MAD`` onto [-1, 1].
-_RESCALED_VARIANCE = 1.0 / (5.0 * 0.6744897501960817) ** 2
-#: Share of that variance left after the rows longer than the median norm are shrunk.
+#: Share of the rescaled columns' variance left after the rows longer than the median norm
+#: are shrunk.
 _AFTER_NORM_CLIPPING = 0.8
+
+
+def planned_entry_sigma(plan: ReleasePlan, bound_squared: float) -> float | None:
+    """The noise standard deviation on one released second-moment entry of the rescaled
+    records, from the plan's noise multiplier at a row-norm bound ``B`` with ``B**2 =
+    bound_squared`` (``None`` when the second moment's noise follows no rule on ``B``).
+
+    Under replace-one the second moment has sensitivity ``sqrt(2) B**2 / n`` (l2; Laplace:
+    ``(p + 1) B**2 / n`` in l1, variance ``2 b**2``); under add/remove the Gram is released
+    with sensitivity ``B**2`` (``(p + 1) B**2 / 2``) and divided by the count the plan was
+    made from.
+    """
+    graph = next((s for s in plan.steps if s.step == "second moment"), None)
+    if graph is None or "noise_multiplier" not in graph.noise:
+        return None
+    n, p = plan.n_samples, plan.n_features
+    multiplier = graph.noise["noise_multiplier"]
+    add_remove = plan.neighbors == "add-remove"
+    if isinstance(graph.budget, PureDP):
+        return (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * bound_squared / n * \
+            multiplier
+    return (1.0 if add_remove else math.sqrt(2.0)) * bound_squared / n * multiplier
 
 
 def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
@@ -486,26 +562,20 @@ def predicted_partial_correlation_noise(plan: ReleasePlan) -> float | None:
     public facts for roughly normal columns under ``bounds="auto"`` (``None`` when it
     cannot be predicted: declared bounds, PACE, or a non-private run).
 
-    The rescaled columns have variance ``v = 1 / (5 * 0.674)**2``; the norm bound sits
-    near the median row norm, ``B**2 ~ p v``; the second moment's noise is
-    ``sqrt(2) B**2 / n`` times the mechanism's noise multiplier, and a partial correlation
-    of weakly dependent columns moves by that noise over the (clipped) variance.
+    The rescaled columns have variance ``v = 1 / (5 * 0.674)**2``
+    (:data:`~dpggm.solvers.inference.RESCALED_VARIANCE`); the norm bound sits near the
+    median row norm, ``B**2 ~ p v``; the second moment's noise is
+    :func:`planned_entry_sigma` at that bound, and a partial correlation of weakly
+    dependent columns moves by that noise over the (clipped) variance.
     """
-    steps = {s.step: s for s in plan.steps}
-    graph = steps.get("second moment")
-    if graph is None or "noise_multiplier" not in graph.noise or "norm bound" not in steps:
+    from dpggm.solvers.inference import RESCALED_VARIANCE
+
+    if not any(s.step == "norm bound" for s in plan.steps):
         return None
-    n, p = plan.n_samples, plan.n_features
-    b2 = p * _RESCALED_VARIANCE
-    # Add/remove releases the Gram with sensitivity B^2 ((p + 1) B^2 / 2 in l1): a factor
-    # 1 / sqrt(2) (1 / 2) below replace-one's.
-    add_remove = plan.neighbors == "add-remove"
-    if isinstance(graph.budget, PureDP):
-        entry = (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * b2 / n * \
-            graph.noise["noise_multiplier"]
-    else:
-        entry = (1.0 if add_remove else math.sqrt(2.0)) * b2 / n * graph.noise["noise_multiplier"]
-    return entry / (_AFTER_NORM_CLIPPING * _RESCALED_VARIANCE)
+    entry = planned_entry_sigma(plan, plan.n_features * RESCALED_VARIANCE)
+    if entry is None:
+        return None
+    return entry / (_AFTER_NORM_CLIPPING * RESCALED_VARIANCE)
 
 
 def check_not_hopeless(plan: ReleasePlan) -> None:
@@ -669,17 +739,17 @@ class GraphRelease:
     count: float | None = None
 
 
-class _Runner:
-    """Runs a plan's steps in order: each checked against the accountant, run, then
-    booked (so only what ran is spent)."""
+class _Steps:
+    """The steps of a PrivateGraph fit, in order, run by the fit template's one
+    :class:`~dpggm.mechanisms.plan.PlanRun` (each checked against its accountant, run
+    through the measurement its plan holds, then booked: only what ran is spent)."""
 
-    def __init__(self, settings: GraphSettings, plan: ReleasePlan, records: Any,
-                 ctx: ReleaseContext, accountant: PrivacyAccountant | None = None) -> None:
-        self.settings, self.plan, self.records, self.ctx = settings, plan, records, ctx
-        self.accountant = None if settings.non_private else (
-            accountant if accountant is not None else PrivacyAccountant(plan.accounting))
-        self.steps = {s.step: s for s in plan.steps}
-        self.out = GraphRelease(n=plan.n_samples, plan=plan)
+    def __init__(self, settings: GraphSettings, run: PlanRun, records: Any,
+                 ctx: ReleaseContext) -> None:
+        self.settings, self.run, self.records, self.ctx = settings, run, records, ctx
+        self.plan = run.plan
+        self.steps = {s.step: s for s in self.plan.steps}
+        self.out = GraphRelease(n=self.plan.n_samples, plan=self.plan)
 
     @property
     def divisor(self) -> int:
@@ -692,19 +762,6 @@ class _Runner:
         with pass_threads():
             return self.records.run(task if shift is None else Shifted(task, shift))
 
-    def _book(self, step: str, run: Any, *, delivered: Any = None) -> Any:
-        """Check the planned step's budget, run it, book what it delivered (the planned
-        budget, or ``delivered(result)`` for a step that states its own guarantee)."""
-        planned = self.steps[step]
-        if self.accountant is not None:
-            self.accountant.check(planned.budget)
-        result, noise = run(planned)
-        budget = planned.budget if delivered is None else delivered(result)
-        if self.accountant is not None:
-            self.accountant.spend(budget, mechanism=planned.mechanism)
-        self.out.steps.append({"step": step, "budget": budget,
-                               "mechanism": planned.mechanism, **noise})
-        return result
 
     def ranges(self, first: Any, declared: DeclaredRanges) -> None:
         """The per-column ranges: declared ones as given (nothing spent), the others chosen
@@ -746,7 +803,7 @@ class _Runner:
         elif exact:
             self.out.ranges, _ = run(None)
         else:
-            self.out.ranges = self._book("bounds", run)
+            self.out.ranges = self.run.measure("bounds", run)
         if shift is not None:
             # A public center: keep it, with a symmetric range about it.
             r = self.out.ranges
@@ -801,7 +858,7 @@ class _Runner:
             self.out.norm_bound = PrivateNormBound(float(norm_edges(cap)[index]), cap,
                                                    quantile, math.inf, NonPrivate())
         else:
-            self.out.norm_bound = self._book("norm bound", run)
+            self.out.norm_bound = self.run.measure("norm bound", run)
         self.out.inner_bounds = RowNorm(self.out.norm_bound.bound)
 
     def moments(self, first: Any = None) -> MomentsState:
@@ -832,12 +889,11 @@ class _Runner:
         else:
             if self.settings.private_center:
                 # Unprefixed noise keys: the step's record reads as its plan does.
-                self.out.mean = self._book("mean", lambda planned: release_mean(
-                    total, n=n, bounds=bounds, budget=planned.budget, ctx=self.ctx,
-                    prefix=""))
+                self.out.mean = self.run.measure("mean", lambda planned: self._sums(
+                    total / n, n, bounds, planned))
             if self.settings.method != "pace":
-                self.out.second_moment = self._book("second moment", lambda planned: self._matrix(
-                    gram, n, bounds, planned))
+                self.out.second_moment = self.run.measure(
+                    "second moment", lambda planned: self._matrix(gram, n, bounds, planned))
         self._center(gram, total, n)
         if self.settings.method == "pace":
             self._pace(n)
@@ -847,18 +903,15 @@ class _Runner:
         the released count (post-processing)."""
         divisor = float(self.divisor)
         if self.settings.private_center:
-            self.out.mean = self._book("mean", lambda planned: _divided(
-                release_column_sums(total, bounds=bounds, budget=planned.budget,
-                                    ctx=self.ctx), divisor))
-        mechanism = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
+            self.out.mean = self.run.measure("mean", lambda planned: _divided(
+                self._sums(np.asarray(total, dtype=float), 1, bounds, planned), divisor))
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
-            noisy, entry_std, record = release_gram(gram, bounds=bounds, budget=planned.budget,
-                                                    mechanism=mechanism, ctx=self.ctx)
-            self.out.entry_noise_std = entry_std / divisor
+            noisy, record = self._matrix(gram, 1, bounds, planned)
+            self.out.entry_noise_std /= divisor
             return noisy / divisor, record
 
-        self.out.second_moment = self._book("second moment", run)
+        self.out.second_moment = self.run.measure("second moment", run)
 
     def _pace(self, n: int) -> None:
         """PACE-GGM on the exact centered second moment of the boxed records, as the planned
@@ -875,9 +928,14 @@ class _Runner:
                                    random_state=self.ctx.source,
                                    report_delta=self.ctx.report_delta)
             # The exact second moment of records already clipped into inner_bounds.
-            return inner.fit(SecondMoment(second_moment=self.out.second_moment,
-                                          total=np.zeros(len(columns)), n=n, n_clipped=0,
-                                          columns=columns))
+            stats = SecondMoment(second_moment=self.out.second_moment,
+                                 total=np.zeros(len(columns)), n=n, n_clipped=0,
+                                 columns=columns)
+            if isinstance(budget, NonPrivate):
+                return inner.fit(stats)
+            # Its two steps (the diagonal, the rounds) run under the step's filter: the
+            # fit keeps its one accountant.
+            return inner.fit_as_step(stats, StepFilter(budget))
 
         if self.settings.non_private:
             self.out.graph_estimator = fit(NonPrivate())
@@ -887,7 +945,7 @@ class _Runner:
             inner = fit(planned.budget)
             return inner, {k: v for k, v in inner.privacy_.noise.items() if k != "breakdown"}
 
-        self.out.graph_estimator = self._book(
+        self.out.graph_estimator = self.run.measure(
             "second moment", run, delivered=lambda inner: inner.privacy_.budget)
 
     def _present(self, state: MomentsState, n: int) -> None:
@@ -904,26 +962,40 @@ class _Runner:
         noise: dict[str, Any] = {}
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
-            counts, record = release_observed_counts(observed, budget=planned.budget,
-                                                     ctx=self.ctx, prefix="")
+            measurement = planned.measurement
+            counts = measurement.release(np.asarray(observed, dtype=float), self.ctx.source)
+            record = measurement.record("")
             noise.update(record)
             return counts, record
 
-        counts = self._book("missing counts", run)
+        counts = self.run.measure("missing counts", run)
         spread = noise.get("sigma", noise.get("laplace_scale", 0.0))
         if "laplace_scale" in noise:
             spread = math.sqrt(2.0) * spread
         self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
+    def _sums(self, values: np.ndarray, n: int, bounds: Bounds,
+              planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
+        """The mean (replace-one: ``values`` the sums over ``n``) or the column sums
+        (add/remove: ``n`` is 1), by the planned measurement calibrated to ``bounds``."""
+        measurement = planned.measurement.calibrated(bounds, n, self.ctx.noise)
+        return measurement.release(values, self.ctx.source), measurement.record("")
+
     def _matrix(self, gram: np.ndarray, n: int, bounds: Bounds,
                 planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
-        mechanism = "laplace" if isinstance(planned.budget, PureDP) else "gaussian"
-        released = release_second_moment(gram, n=n, bounds=bounds, budget=planned.budget,
-                                          mechanism=mechanism, ctx=self.ctx)
-        self.out.entry_noise_std = released.entry_noise_std
-        self.out.caveats.extend(released.guarantee.notes.get("caveats", []))
-        noise = {k: v for k, v in released.guarantee.noise.items() if k != "breakdown"}
-        return released.second_moment, noise
+        """The symmetric statistic ``(G + G^T) / 2n`` (replace-one) or the Gram matrix
+        (add/remove: ``n`` is 1), noise on its upper triangle by the planned measurement
+        calibrated to ``bounds``; the noise of one entry is kept for the solver."""
+        measurement = planned.measurement.calibrated(bounds, n, self.ctx.noise)
+        p = gram.shape[0]
+        upper = np.triu_indices(p)
+        noisy = np.zeros((p, p))
+        noisy[upper] = measurement.release(((gram + gram.T) / (2 * n))[upper], self.ctx.source)
+        noisy = noisy + np.triu(noisy, 1).T
+        self.out.entry_noise_std = float(
+            measurement.sigma if isinstance(measurement, GaussianMechanism)
+            else math.sqrt(2.0) * measurement.scale)
+        return noisy, measurement.record()
 
     def _center(self, gram: np.ndarray, total: np.ndarray, n: int) -> None:
         """The covariance of the centered records, from released values (post-processing);
@@ -1024,25 +1096,29 @@ def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> n
                                 None if exact else rng)
 
 
-def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: ReleaseContext,
-             first: Any) -> tuple[GraphRelease, Any]:
-    """Run every step of ``plan`` on ``records`` (``first`` is the first pass's result,
-    already computed while reading). Returns the release and the accountant."""
-    accountant = None
+def run_steps(estimator: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
+              run: PlanRun, ctx: ReleaseContext) -> GraphRelease:
+    """PrivateGraph's run hook of the fit template: every step of ``plan`` on the records
+    (:func:`run_plan`)."""
+    return run_plan(settings, run, data.records, ctx, data.first)
+
+
+def run_plan(settings: GraphSettings, run: PlanRun, records: Any, ctx: ReleaseContext,
+             first: Any) -> GraphRelease:
+    """Run every step of ``run``'s plan on ``records`` (``first`` is the first pass's
+    result, already computed while reading), each booked by ``run``."""
     count = None
-    steps: list[dict[str, Any]] = []
     if settings.add_remove and not settings.non_private:
         # The count first; the rest of the plan is made from it.
-        accountant = PrivacyAccountant(settings.accounting)
-        count, entry = release_count(settings, records.n_samples, ctx, accountant)
-        steps.append(entry)
-        plan = plan_from_released_count(settings, count, plan.n_features)
+        count = release_count(records.n_samples, ctx, run)
+        plan = plan_from_released_count(settings, count, run.plan.n_features)
         # Refused (before anything but the count is drawn, and nothing is released) only
         # when the count lands far from the records' number, whose plan passed these.
         check_plan_budget_range(plan, settings)
         check_not_hopeless(plan)
-    runner = _Runner(settings, plan, records, ctx, accountant)
-    runner.out.steps.extend(steps)
+        run.replan(plan)
+    runner = _Steps(settings, run, records, ctx)
+    runner.out.steps = run.breakdown
     runner.out.count = count
     if settings.auto:
         # The names are checked against the columns before any draw.
@@ -1054,7 +1130,7 @@ def run_plan(settings: GraphSettings, plan: ReleasePlan, records: Any, ctx: Rele
     else:
         state = runner.moments(first)
     runner.release(state)
-    return runner.out, runner.accountant
+    return runner.out
 
 
 def pass_threads() -> Any:

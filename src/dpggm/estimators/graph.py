@@ -53,8 +53,9 @@ from dpggm.estimators._graph_pipeline import (
     first_pass_task,
     graph_plan,
     pass_threads,
+    planned_entry_sigma,
     predicted_partial_correlation_noise,
-    run_plan,
+    run_steps,
 )
 from dpggm.estimators.edges import (
     EDGE_INFERENCE_COLUMNS,
@@ -70,7 +71,7 @@ from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import ReleasePlan
 from dpggm.mechanisms.private_bounds import RANGE_WIDTH
-from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP, exact_cost
+from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
 __all__ = [
@@ -113,22 +114,11 @@ WITHHOLD_POWER = 0.5
 
 def _planned_sigma(plan: ReleasePlan, bound: float) -> float | None:
     """The noise standard deviation on one released second-moment entry of the rescaled
-    records, from the plan at the row-norm bound ``bound``."""
-    steps = {s.step: s for s in plan.steps}
+    records, from the plan at the row-norm bound ``bound``
+    (:func:`~dpggm.estimators._graph_pipeline.planned_entry_sigma`)."""
     if plan.non_private:
         return 0.0
-    graph = steps.get("second moment")
-    if graph is None or "noise_multiplier" not in graph.noise:
-        return None
-    n, p = plan.n_samples, plan.n_features
-    multiplier = graph.noise["noise_multiplier"]
-    # Under add/remove the Gram is released with sensitivity B^2 ((p + 1) B^2 / 2 in l1)
-    # and divided by the count the plan was made from.
-    add_remove = plan.neighbors == "add-remove"
-    if isinstance(graph.budget, PureDP):
-        # Laplace of scale (p + 1) B^2 / n times the multiplier: variance 2 b^2.
-        return (0.5 if add_remove else 1.0) * math.sqrt(2.0) * (p + 1) * bound**2 / n * multiplier
-    return (1.0 if add_remove else math.sqrt(2.0)) * bound**2 / n * multiplier
+    return planned_entry_sigma(plan, bound**2)
 
 
 def planned_release_noise(plan: ReleasePlan, estimator: Any) -> tuple[float, float] | None:
@@ -707,7 +697,7 @@ class PrivateGraph(DPEstimator):
         accounting = accounting_budget(budget, self.method)
         bound_fraction = params["bound_fraction"]
         return GraphSettings(
-            requested=budget, accounting=accounting, declared=declared, center=center,
+            params=params, requested=budget, accounting=accounting, declared=declared, center=center,
             method=self.method,
             bound_fraction=bound_fraction if isinstance(bound_fraction, str)
             else Fraction(bound_fraction),
@@ -915,15 +905,12 @@ class PrivateGraph(DPEstimator):
         # validity (and the ledger's pre-check) "data-dependent" as the record will be.
         return make_context(self, settings.declared)
 
-    def _run(self, settings: GraphSettings, plan: ReleasePlan, data: Any, run: Any,
-             ctx: ReleaseContext) -> Any:
-        """Every step of the plan, one pass per step that needs released values
-        (:func:`~dpggm.estimators._graph_pipeline.run_plan`, under its accountant)."""
-        return run_plan(settings, plan, data.records, ctx, data.first)
+    #: Every step of the plan, one pass per step that needs released values, run by the
+    #: template's plan run (:func:`~dpggm.estimators._graph_pipeline.run_steps`).
+    _run = run_steps
 
     def _finish(self, X: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
                 release: Any, run: Any, ctx: ReleaseContext) -> None:
-        release, accountant = release
         # Under add/remove the plan that ran was made from the released count.
         plan = release.plan if release.plan is not None else plan
         self.plan_ = plan
@@ -936,7 +923,7 @@ class PrivateGraph(DPEstimator):
         with pass_threads():
             inner_privacy = self._solve(settings, plan, release)
             self._finish_graph(X, release, columns, plan.n_samples)
-        self.privacy_ = self._guarantee(settings, plan, release, accountant, inner_privacy)
+        self.privacy_ = self._guarantee(settings, plan, release, run, inner_privacy)
 
     def _solve(self, settings: GraphSettings, plan: ReleasePlan,
                release: GraphRelease) -> PrivacyGuarantee | None:
@@ -950,13 +937,13 @@ class PrivateGraph(DPEstimator):
         self.entry_noise_std_ = float(release.entry_noise_std)
         self.release_ = None
         if settings.method == "pace":
-            # Fitted as the plan's graph step, under the pipeline's accountant.
+            # Fitted as the plan's graph step, under the fit's one accountant.
             inner = release.graph_estimator
             self.graph_estimator_ = inner
             self._precision_z, self._covariance_z = inner.precision_, inner.covariance_
             self._adjacency_z = np.asarray(inner.adjacency_, dtype=bool)
             return inner.privacy_
-        from dpggm.estimators.precision import auto_alpha, solve_released
+        from dpggm.solvers.released import auto_alpha, solve_released
 
         S = release.covariance
         alpha = (auto_alpha(S, noise_std=release.entry_noise_std, n=n)
@@ -1193,7 +1180,7 @@ class PrivateGraph(DPEstimator):
                 f"{self.min_partial_correlation_:g}")
 
     def _guarantee(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
-                   accountant: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
+                   run: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
         from dpggm.estimators._contract import feature_names
 
         declared = settings.declared
@@ -1237,8 +1224,7 @@ class PrivateGraph(DPEstimator):
         if settings.non_private:
             return ctx.guarantee(budget=NonPrivate(), mechanism=mechanism, notes=notes)
         notes["plan"] = plan.to_dict(self.report_delta)
-        notes["spent_exactly_total"] = tuple(accountant.exact_spent) == tuple(
-            exact_cost(plan.accounting, type(plan.accounting)))
+        notes["spent_exactly_total"] = run.spent_exactly_total
         budget = plan.accounting
         if isinstance(settings.requested, ApproxDP):
             # The pipeline ran in the largest rho-zCDP that implies the (epsilon, delta) asked.

@@ -37,10 +37,9 @@ from dpggm.exceptions import UnsupportedNeighborsError
 from dpggm.mechanisms.additive import GaussianMechanism, NoisePart, check_budget_range
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import ExponentialMechanism
-from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
+from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan, StepFilter
 from dpggm.mechanisms.release import EntrywiseGaussian
 from dpggm.mechanisms.sensitivity import second_moment_entry_sensitivity
-from dpggm.privacy.accountant import PrivacyAccountant
 from dpggm.privacy.budgets import (
     GDP,
     ZCDP,
@@ -164,9 +163,11 @@ class PACECovariance(DPEstimator):
     n_rounds_ : int
     n_measured_offdiag_ : int
     history_ : list of PACERound
-    accountant_ : PrivacyAccountant or None
-        The accountant of the fit's two planned steps (the diagonal, the rounds).
-    filter_ : PrivacyAccountant or None
+    accountant_ : PrivacyAccountant, StepFilter or None
+        The accountant of the fit's two planned steps (the diagonal, the rounds); the
+        filter of the step the fit ran as, when it ran as one step of another estimator's
+        plan (:meth:`~dpggm.estimators._base.PlannedEstimator.fit_as_step`).
+    filter_ : StepFilter or None
         The zCDP filter the rounds ran under (every selection and measurement).
     plan_ : ReleasePlan
     privacy_ : PrivacyGuarantee
@@ -182,8 +183,8 @@ class PACECovariance(DPEstimator):
     compose), each round spends ``rho_sel`` on an exponential-mechanism selection
     (``eps``: the largest float with ``eps^2/8 <= rho_sel``, checked exactly, so a square
     root rounded up never costs more than is booked) and ``rho_meas`` on one Gaussian
-    measurement. All spends go through a :class:`~dpggm.privacy.PrivacyAccountant` used as a
-    filter, so whatever the data-dependent annealing does the total never exceeds
+    measurement. All spends go through a :class:`~dpggm.mechanisms.plan.StepFilter` (the
+    filter of the rounds' step), so whatever the data-dependent annealing does the total never exceeds
     ``rho``; the last round spends exactly the remainder. The rounds compose
     adaptively (fully adaptive zCDP composition, Whitehouse et al. 2023).
     Reconstruction is post-processing.
@@ -314,7 +315,8 @@ class PACECovariance(DPEstimator):
         state = _RoundsState(S=S, values=values, precisions=precisions,
                              reconstructor=reconstructor,
                              sens=self._sensitivities(settings, data.n_samples, d))
-        run.run("rounds", lambda planned: self._rounds(settings, planned, state, ctx))
+        run.filtered("rounds", lambda planned, part: self._rounds(settings, planned, part,
+                                                                 state, ctx))
         return state
 
     def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any, release: Any,
@@ -369,17 +371,17 @@ class PACECovariance(DPEstimator):
         # None (documented) when the reconstruction is singular, never a previous fit's.
         self.precision_ = reconstructor.precision
 
-    def _rounds(self, settings: Settings, planned: PlannedMeasurement, state: _RoundsState,
-                ctx: ReleaseContext) -> None:
-        """Algorithms 1 and 3 under a zCDP filter whose total is the step's budget: select an
-        entry (exponential mechanism), measure it (Gaussian), reconstruct, anneal; the last
-        round spends exactly what remains."""
+    def _rounds(self, settings: Settings, planned: PlannedMeasurement, part: StepFilter,
+                state: _RoundsState, ctx: ReleaseContext) -> None:
+        """Algorithms 1 and 3 under ``part``, the zCDP filter whose total is the step's
+        budget: select an entry (exponential mechanism), measure it (Gaussian), reconstruct,
+        anneal; the last round spends exactly what remains."""
         S, values, precisions = state.S, state.values, state.precisions
         reconstructor, sens = state.reconstructor, state.sens
         d = S.shape[0]
         rows, cols = np.tril_indices(d)  # candidates (j, k) with j >= k
         select_sensitivity = float(sens.max())
-        accountant = PrivacyAccountant(planned.budget)
+        accountant = part
         total_rho = float(settings.accounting.rho)
         before = float(Fraction(settings.accounting.rho) - Fraction(planned.budget.rho))
         estimate = reconstructor.covariance
@@ -440,5 +442,5 @@ class _RoundsState:
     reconstructor: Any
     sens: np.ndarray
     history: list[PACERound] | None = None
-    filter: PrivacyAccountant | None = None
+    filter: StepFilter | None = None
     estimate: np.ndarray | None = None

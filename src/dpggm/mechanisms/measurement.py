@@ -36,12 +36,13 @@ every conversion between notions in :mod:`dpggm.privacy.budgets` (``accounting_t
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from dpggm.mechanisms.plan import PlannedMeasurement
-from dpggm.privacy.budgets import Budget, compose
+from dpggm.privacy.budgets import ZCDP, Budget, budget_from_cost, compose, exact_cost
 
-__all__ = ["Measurement", "repeated"]
+__all__ = ["Measurement", "RuledMeasurement", "repeated"]
 
 
 def repeated(budget: Budget, times: int) -> Budget:
@@ -93,3 +94,69 @@ class Measurement:
             noise={**self.record(), **noise},
             measurement=self,
         )
+
+
+class RuledMeasurement(Measurement):
+    """A planned measurement whose mechanism is calibrated only when the step runs: its
+    sensitivity follows a rule on a value released by an earlier step (a private norm
+    bound, private ranges) or on the records' declared clipping, its budget is fixed by the
+    plan.
+
+    Parameters
+    ----------
+    mechanism : str
+        The mechanism's name in plans and records.
+    budget : Budget
+        What the step delivers (:attr:`delivered`), whatever the value the rule reads.
+    unit : Measurement, optional
+        The mechanism calibrated to sensitivity 1 with the step's budget: its privacy map
+        is this measurement's, for a query of ``sensitivity`` times the one the rule sets
+        (the noise scales with the rule's sensitivity, so the ratio is what counts).
+    calibrate : callable, optional
+        ``calibrate(*released, **public)`` builds the calibrated mechanism (a
+        :class:`Measurement` whose ``release`` draws the noise) once the rule's value is
+        known.
+    runs : int
+        Independent queries one release answers.
+    """
+
+    def __init__(self, mechanism: str, budget: Budget, *, unit: Measurement | None = None,
+                 calibrate: Any = None, runs: int = 1) -> None:
+        self.mechanism = mechanism
+        self.delivered = budget
+        self.unit = unit
+        self._calibrate = calibrate
+        self.runs = int(runs)
+        #: The sensitivity in units of the rule's: 1.
+        self.sensitivity = 1.0
+
+    def privacy_map(self, sensitivity: float) -> Budget:
+        """The guarantee for a query of ``sensitivity`` times the rule's sensitivity: the
+        planned budget at 1 (or below); beyond, the unit mechanism's map or, without one,
+        the scaling every Gaussian and exponential step obeys (``rho`` grows as the square
+        of the sensitivity, a pure ``epsilon`` linearly), rounded up."""
+        ratio = float(sensitivity)
+        if ratio <= 1.0:
+            return self.delivered
+        if self.unit is not None:
+            return self.unit.privacy_map(ratio)
+        notion = type(self.delivered)
+        (cost, *rest) = exact_cost(self.delivered, notion)
+        if rest:
+            raise ValueError(f"no scaling rule for a {notion.__name__} step")
+        factor = Fraction(ratio) ** 2 if notion is ZCDP else Fraction(ratio)
+        return budget_from_cost(notion, (cost * factor,), rounding="up")
+
+    def record(self, prefix: str = "") -> dict[str, Any]:
+        """No fixed figures: the plan states the rule and the noise multiplier."""
+        return {}
+
+    def calibrated(self, *args: Any, **kwargs: Any) -> Any:
+        """The mechanism for the value the rule reads (see ``calibrate``)."""
+        if self._calibrate is None:
+            raise TypeError(f"the {self.mechanism!r} step is calibrated inside its release")
+        return self._calibrate(*args, **kwargs)
+
+    def release(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a ruled measurement releases through its calibrated mechanism "
+                        "(calibrated(...).release)")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpggm.privacy.accountant import PrivacyAccountant
+from dpggm.privacy.accountant import PrivacyAccountant, Spend, charge, reported_remaining
 from dpggm.privacy.budgets import (
     ZCDP,
     ApproxDP,
@@ -33,7 +33,7 @@ from dpggm.privacy.budgets import (
 )
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, jsonable
 
-__all__ = ["PlanRun", "PlannedMeasurement", "ReleasePlan", "guarantee_forms"]
+__all__ = ["PlanRun", "PlannedMeasurement", "ReleasePlan", "StepFilter", "guarantee_forms"]
 
 
 def guarantee_forms(requested: Budget, accounting: Budget,
@@ -209,11 +209,93 @@ class ReleasePlan:
         }
 
 
-class PlanRun:
+class _Booking:
+    """What a runner of planned steps does, whatever checks its spends: run a step, book
+    it, keep the record of every step run (``breakdown``) and what each delivered."""
+
+    plan: ReleasePlan | None
+    breakdown: list[dict[str, Any]]
+    delivered: list[Budget]
+
+    def _limit(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, name: str, release: Callable[[PlannedMeasurement], Any],
+            **noise: Any) -> Any:
+        """Run the planned step ``name``: ``release(planned)`` makes the release (through
+        ``planned.measurement`` when the plan holds one) and returns the released value;
+        ``noise`` adds public figures known only once it ran (a step under a rule)."""
+        planned = self._planned(name)
+        self._check(planned.budget)
+        result = release(planned)
+        self.book(planned, **noise)
+        return result
+
+    def measure(self, name: str, release: Callable[[PlannedMeasurement], tuple[Any, dict]],
+                *, delivered: Callable[[Any], Budget] | None = None) -> Any:
+        """Run the planned step ``name`` whose public figures are known only once it ran:
+        ``release(planned)`` returns ``(value, record)``, and the step's entry in
+        ``breakdown`` states ``record`` in place of the planned figures. The step is booked
+        at its planned budget, or at ``delivered(value)`` for a step that states its own
+        guarantee (never more than planned: the check before it ran was of the plan's)."""
+        planned = self._planned(name)
+        self._check(planned.budget)
+        result, record = release(planned)
+        budget = planned.budget if delivered is None else delivered(result)
+        self._spend(budget, planned)
+        self.delivered.append(budget)
+        self.breakdown.append({"step": planned.step, "budget": budget,
+                               "mechanism": planned.mechanism, **record})
+        return result
+
+    def filtered(self, name: str, release: Callable[[PlannedMeasurement, StepFilter], Any],
+                 **noise: Any) -> Any:
+        """Run the planned step ``name`` whose parts are chosen while it runs (an adaptive
+        algorithm's rounds): ``release(planned, part)`` spends every part through ``part``
+        (:class:`StepFilter`, whose total is the step's budget), which refuses a part that
+        would take the step beyond its plan; the step is checked before its first part
+        and booked at its planned budget after its last."""
+        planned = self._planned(name)
+        self._check(planned.budget)
+        result = release(planned, StepFilter(planned.budget))
+        self.book(planned, **noise)
+        return result
+
+    def book(self, planned: PlannedMeasurement, **noise: Any) -> None:
+        """Book a step that ran (see :meth:`run`)."""
+        self._spend(planned.budget, planned)
+        self.delivered.append(planned.budget)
+        self.breakdown.append({"step": planned.step, "mechanism": planned.mechanism,
+                               "budget": planned.budget, **planned.noise, **noise})
+
+    def _planned(self, name: str) -> PlannedMeasurement:
+        if self.plan is None:
+            raise ValueError("this filter runs no plan: spend its parts directly")
+        return self.plan.step(name)
+
+    def _check(self, budget: Budget) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _spend(self, budget: Budget, planned: PlannedMeasurement) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    @property
+    def spent(self) -> Budget:
+        """What ran, composed (rounded up once)."""
+        if not self.delivered:
+            return self._limit()
+        return compose(self.delivered)
+
+
+class PlanRun(_Booking):
     """Runs the steps of a plan: each is checked against one
     :class:`~dpggm.privacy.PrivacyAccountant` (opened with the plan's accounting total)
     before it runs and booked after, so only what ran is spent and nothing beyond the plan
     can be; the record of every step run is kept for the guarantee (``breakdown``).
+
+    A fit builds one: a step whose parts are chosen while it runs spends them through a
+    :class:`StepFilter` over the step's budget (:meth:`filtered`), never through an
+    accountant of its own.
 
     Parameters
     ----------
@@ -226,32 +308,30 @@ class PlanRun:
         self.breakdown: list[dict[str, Any]] = []
         self.delivered: list[Budget] = []
 
-    def run(self, name: str, release: Callable[[PlannedMeasurement], Any],
-            **noise: Any) -> Any:
-        """Run the planned step ``name``: ``release(planned)`` makes the release (through
-        ``planned.measurement`` when the plan holds one) and returns the released value;
-        ``noise`` adds public figures known only once it ran (a step under a rule)."""
-        planned = self.plan.step(name)
-        if self.accountant is not None:
-            self.accountant.check(planned.budget)
-        result = release(planned)
-        self.book(planned, **noise)
-        return result
+    def replan(self, plan: ReleasePlan) -> None:
+        """Go on with ``plan`` in place of the plan this run was opened with (a plan made
+        from a value released by a step already run: an add/remove fit's count), under
+        the same accountant; it must have the same accounting total and hold every step
+        already run, at the budget it ran at."""
+        if plan.accounting != self.plan.accounting:
+            raise ValueError(f"a run opened for {self.plan.accounting} cannot go on with a plan "
+                             f"for {plan.accounting}")
+        for entry in self.breakdown:
+            if plan.step(entry["step"]).budget != entry["budget"]:
+                raise ValueError(f"the new plan changes the budget of step {entry['step']!r}, "
+                                 "which already ran")
+        self.plan = plan
 
-    def book(self, planned: PlannedMeasurement, **noise: Any) -> None:
-        """Book a step that ran (see :meth:`run`)."""
-        if self.accountant is not None:
-            self.accountant.spend(planned.budget, mechanism=planned.mechanism, step=planned.step)
-        self.delivered.append(planned.budget)
-        self.breakdown.append({"step": planned.step, "mechanism": planned.mechanism,
-                               "budget": planned.budget, **planned.noise, **noise})
+    def _limit(self) -> Budget:
+        return self.plan.accounting
 
-    @property
-    def spent(self) -> Budget:
-        """What ran, composed (rounded up once)."""
-        if not self.delivered:
-            return self.plan.accounting
-        return compose(self.delivered)
+    def _check(self, budget: Budget) -> None:
+        if self.accountant is not None:
+            self.accountant.check(budget)
+
+    def _spend(self, budget: Budget, planned: PlannedMeasurement) -> None:
+        if self.accountant is not None:
+            self.accountant.spend(budget, mechanism=planned.mechanism, step=planned.step)
 
     @property
     def spent_exactly_total(self) -> bool:
@@ -260,3 +340,88 @@ class PlanRun:
             return True
         return tuple(self.accountant.exact_spent) == tuple(
             exact_cost(self.plan.accounting, type(self.plan.accounting)))
+
+
+class StepFilter(_Booking):
+    """The parts of one planned step, chosen while it runs, checked against the step's
+    budget: a privacy filter (Rogers, Roth, Ullman & Vadhan 2016) whose total is fixed by
+    the plan, by the accountant's own exact rule (:func:`~dpggm.privacy.accountant.charge`:
+    a part that would take the sum above the total is refused before it runs, a part that
+    brings it exactly to the total succeeds). It holds no budget of the fit's: the run's
+    one accountant checked the step before its first part and books it after its last.
+
+    A filter may also run an inner plan whose total is the step's (:meth:`running`): the
+    steps of an estimator fitted as one step of another's plan, each checked against the
+    filter and booked in it.
+
+    Parameters
+    ----------
+    total : Budget
+        The step's budget.
+    plan : ReleasePlan, optional
+        The inner plan the filter runs (see :meth:`running`).
+    """
+
+    def __init__(self, total: Budget, plan: ReleasePlan | None = None) -> None:
+        self.total = total
+        self.plan = plan
+        self._notion = type(total)
+        self._cap = exact_cost(total, self._notion)
+        self._exact = tuple(Fraction(0) for _ in self._cap)
+        self._log: list[Spend] = []
+        self.breakdown: list[dict[str, Any]] = []
+        self.delivered: list[Budget] = []
+
+    def running(self, plan: ReleasePlan) -> StepFilter:
+        """A filter over ``plan``'s accounting total (no more than this one's, checked)
+        that runs ``plan``'s steps; what they deliver is booked here when it is booked
+        (:meth:`spend` of the result's guarantee)."""
+        inner = StepFilter(plan.accounting, plan)
+        self.check(plan.accounting)
+        return inner
+
+    @property
+    def accountant(self) -> StepFilter:
+        """The filter itself: what the steps of its inner plan are checked against."""
+        return self
+
+    @property
+    def remaining(self) -> Budget:
+        """What is left of the step's budget, rounded down (spending exactly it succeeds)."""
+        return reported_remaining(self._notion, self._cap, self._exact)
+
+    @property
+    def exact_spent(self) -> tuple[Fraction, ...]:
+        """The exact sum of the parts spent so far, in the step's notion."""
+        return self._exact
+
+    @property
+    def spends(self) -> tuple[Spend, ...]:
+        """Every part, in order."""
+        return tuple(self._log)
+
+    def check(self, budget: Budget) -> None:
+        """Raise unless ``budget`` fits in what remains of the step; records nothing."""
+        charge(self._cap, self._exact, budget, self._notion, what="step filter")
+
+    def spend(self, budget: Budget, *, mechanism: str | None = None, **details: Any) -> None:
+        """Record a part, or refuse it (``BudgetExceededError``) if it would take the step
+        beyond its budget."""
+        _, self._exact = charge(self._cap, self._exact, budget, self._notion,
+                                what="step filter")
+        self._log.append(Spend(budget, "unspecified" if mechanism is None else mechanism,
+                               dict(details)))
+
+    def _limit(self) -> Budget:
+        return self.total
+
+    def _check(self, budget: Budget) -> None:
+        self.check(budget)
+
+    def _spend(self, budget: Budget, planned: PlannedMeasurement) -> None:
+        self.spend(budget, mechanism=planned.mechanism, step=planned.step)
+
+    @property
+    def spent_exactly_total(self) -> bool:
+        """Whether the parts add up exactly to the filter's total."""
+        return tuple(self._exact) == tuple(self._cap)

@@ -105,6 +105,9 @@ __all__ = [
     "EntrywiseGaussian",
     "check_second_moment_mechanism",
     "SecondMomentRelease",
+    "matrix_measurement",
+    "release_matrix",
+    "sums_measurement",
     "release_column_sums",
     "release_gram",
     "release_mean",
@@ -324,7 +327,7 @@ def _per_record(sensitivity: float, n: int) -> float:
     return value
 
 
-def _matrix_measurement(
+def matrix_measurement(
     *, mechanism: str, p: int, n: int, bounds: Bounds, budget: Budget, neighbors: str,
     noise: str, calibration: str,
 ) -> Measurement:
@@ -354,7 +357,7 @@ def _matrix_measurement(
                             invalid_reason=INVALID_MECHANISMS["wishart-pure"])
 
 
-def _sums_measurement(*, p: int, n: int, bounds: Bounds, budget: Budget, neighbors: str,
+def sums_measurement(*, p: int, n: int, bounds: Bounds, budget: Budget, neighbors: str,
                       noise: str, calibration: str) -> GaussianMechanism | LaplaceMechanism:
     """The measurement of the column sums (add/remove) or the mean (replace-one)."""
     l2 = sum_l2_sensitivity(bounds, p=p, neighbors=neighbors)
@@ -471,12 +474,12 @@ def second_moment_plan(
     steps: list[PlannedMeasurement] = []
     if count_budget is not None:
         steps.append(NoisyCount(count_budget, noise=noise).planned("count"))
-    matrix = _matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds,
+    matrix = matrix_measurement(mechanism=mechanism, p=p, n=n, bounds=bounds,
                                  budget=matrix_budget, neighbors=neighbors, noise=noise,
                                  calibration=calibration)
     steps.append(matrix.planned("second moment"))
     if mean_budget is not None:
-        steps.append(_sums_measurement(p=p, n=n, bounds=bounds, budget=mean_budget,
+        steps.append(sums_measurement(p=p, n=n, bounds=bounds, budget=mean_budget,
                                        neighbors=neighbors, noise=noise,
                                        calibration=calibration).planned("mean"))
     notes: dict[str, Any] = {"mechanism": mechanism}
@@ -485,7 +488,7 @@ def second_moment_plan(
     return ReleasePlan(estimator, n, p, budget, working, tuple(steps), neighbors, notes)
 
 
-def _release_matrix(measurement: Any, statistic: np.ndarray,
+def release_matrix(measurement: Any, statistic: np.ndarray,
                     source: RandomSource) -> tuple[np.ndarray, float]:
     """The noisy symmetric statistic and the noise standard deviation of one off-diagonal
     entry, by the planned measurement."""
@@ -547,7 +550,7 @@ def release_planned_second_moment(
     # Under replace-one the normalised statistic is released (n public); under add/remove
     # the Gram itself, whose sensitivity does not involve n.
     scale_by = 1 if add_remove else n
-    noisy, entry_std = run.run("second moment", lambda s: _release_matrix(
+    noisy, entry_std = run.run("second moment", lambda s: release_matrix(
         s.measurement, (gram + gram.T) / (2 * scale_by), source))
     matrix = plan.step("second moment").measurement
     noise: dict[str, Any] = {}
@@ -717,7 +720,7 @@ def release_mean(
             "column sums with a noisy count (release_second_moment with mean_fraction)"
         )
     total = np.asarray(total, dtype=float)
-    measurement = _sums_measurement(p=total.shape[0], n=n, bounds=bounds, budget=budget,
+    measurement = sums_measurement(p=total.shape[0], n=n, bounds=bounds, budget=budget,
                                     neighbors="replace", noise=ctx.noise,
                                     calibration=calibration)
     return measurement.release(total / n, ctx.source), measurement.record(prefix)
@@ -743,7 +746,7 @@ def release_column_sums(
             "the unnormalised column sums are the add/remove release; under replace-one "
             "release the mean (release_mean)")
     total = np.asarray(total, dtype=float)
-    measurement = _sums_measurement(p=total.shape[0], n=1, bounds=bounds, budget=budget,
+    measurement = sums_measurement(p=total.shape[0], n=1, bounds=bounds, budget=budget,
                                     neighbors="add-remove", noise=ctx.noise,
                                     calibration="analytic")
     return measurement.release(total, ctx.source), measurement.record(prefix)
@@ -772,8 +775,8 @@ def release_gram(
         raise ValueError(f"mechanism must be 'gaussian' or 'laplace'; got {mechanism!r}")
     _check_budget(mechanism, budget)
     gram = np.asarray(gram, dtype=float)
-    measurement = _matrix_measurement(
+    measurement = matrix_measurement(
         mechanism=mechanism, p=gram.shape[0], n=1, bounds=bounds, budget=budget,
         neighbors="add-remove", noise=ctx.noise, calibration="analytic")
-    noisy, entry_std = _release_matrix(measurement, (gram + gram.T) / 2, ctx.source)
+    noisy, entry_std = release_matrix(measurement, (gram + gram.T) / 2, ctx.source)
     return noisy, float(entry_std), measurement.record()

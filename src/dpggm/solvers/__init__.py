@@ -23,6 +23,8 @@ _EXPORTS = {
     "MaxEntropyReconstructor": "dpggm.solvers.maxent",
     "max_entropy_completion": "dpggm.solvers.maxent",
     "project_psd": "dpggm.solvers.psd",
+    "auto_alpha": "dpggm.solvers.released",
+    "solve_released": "dpggm.solvers.released",
     "ridge_precision": "dpggm.solvers.ridge",
     "hard_threshold": "dpggm.solvers.threshold",
 }
@@ -55,6 +57,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpggm.solvers.psd import (
         project_psd,
     )
+    from dpggm.solvers.released import (
+        auto_alpha,
+        solve_released,
+    )
     from dpggm.solvers.ridge import (
         ridge_precision,
     )
@@ -67,6 +73,7 @@ __all__ = [
     "EdgeInference",
     "MaxEntropyReconstructor",
     "SolverResult",
+    "auto_alpha",
     "detectable_partial_correlation",
     "edge_inference",
     "expected_row_norm_bound",
@@ -79,5 +86,6 @@ __all__ = [
     "noise_calibrated_alpha",
     "project_psd",
     "ridge_precision",
+    "solve_released",
     "support_refit",
 ]
