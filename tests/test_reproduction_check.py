@@ -133,3 +133,22 @@ def test_a_zero_committed_spread_gives_way_to_the_reruns():
     assert compare_tables(committed, rerun, COMPARISON)[0].ok
     # Without a spread on either side, the cell must repeat to rounding.
     assert not compare_tables(committed, _table([5.1], [0.0]), COMPARISON)[0].ok
+
+
+def test_a_run_that_is_its_own_reduced_rerun_must_repeat_every_cell():
+    # Within four standard errors, but the same run from the same seeds: a stale file.
+    committed = _table([1.0, 2.0], [0.1, 0.1])
+    moved = _table([1.0, 2.0 + 0.01], [0.1, 0.1])
+    assert all(c.ok for c in compare_tables(committed, moved, COMPARISON))
+    checks = compare_tables(committed, moved, COMPARISON, repeat=True)
+    assert [c.ok for c in checks] == [True, False]
+    assert "regenerate" in checks[1].reason
+    assert all(c.ok for c in compare_tables(committed, _table([1.0 + 1e-12, 2.0], [0.1, 0.1]),
+                                            COMPARISON, repeat=True))
+
+
+def test_pace_ggm_is_checked_cell_for_cell():
+    # Its reduced re-run is the full run itself (seconds): any change of PACE-GGM's numbers
+    # (its budget shares, say) must fail the check, not hide in the Monte-Carlo error.
+    assert RUNS["pace_ggm"].repeats
+    assert not any(run.repeats for name, run in RUNS.items() if name != "pace_ggm")

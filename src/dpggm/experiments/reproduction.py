@@ -135,6 +135,11 @@ class ReproductionRun:
     reduced_size : str
         What the reduced re-run runs, in words.
     comparisons : tuple of Comparison
+    repeats : bool
+        Whether the reduced re-run is the full run itself, from the same seeds: then every
+        cell must be repeated to rounding, not within its Monte-Carlo error (any change of
+        the code that moves a number, however little, says that the committed files are no
+        longer what the code gives).
     """
 
     name: str
@@ -144,6 +149,7 @@ class ReproductionRun:
     reduced: Callable[[], Mapping[str, pd.DataFrame]]
     reduced_size: str
     comparisons: tuple[Comparison, ...]
+    repeats: bool = False
 
 
 def _call(target: str, **kwargs: Any) -> Any:
@@ -366,7 +372,7 @@ _RUN_LIST = (
         full=_full(_PACE_GGM, full=True),
         command=_command(_PACE_GGM, full=True),
         reduced=_pace_ggm_reduced,
-        reduced_size="the full run itself (it takes seconds)",
+        reduced_size="the full run itself (it takes seconds): every cell repeated to rounding",
         comparisons=(
             Comparison("pace_ggm_errors.csv", ("dataset", "rho", "method"),
                        ("mahalanobis", "frobenius")),
@@ -374,6 +380,7 @@ _RUN_LIST = (
                        ("measured_offdiag", "rounds")),
             Comparison("pace_ggm_regression.csv", ("dataset", "rho", "method"), ("mse",)),
         ),
+        repeats=True,
     ),
     ReproductionRun(
         name="pace_ggm_variants",
@@ -517,8 +524,10 @@ def _as_key(value: Any) -> str:
 
 
 def compare_tables(committed: pd.DataFrame, rerun: pd.DataFrame,
-                   comparison: Comparison) -> list[CellCheck]:
-    """Check every cell of ``rerun`` against ``committed`` (see the module documentation).
+                   comparison: Comparison, *, repeat: bool = False) -> list[CellCheck]:
+    """Check every cell of ``rerun`` against ``committed`` (see the module documentation);
+    with ``repeat`` (the re-run is the committed run itself, from the same seeds) every
+    cell must equal its committed value to rounding.
 
     Returns
     -------
@@ -553,6 +562,15 @@ def compare_tables(committed: pd.DataFrame, rerun: pd.DataFrame,
                 checks.append(CellCheck(comparison.file, text, metric, mean, math.nan, n, value,
                                         k, math.nan, ok,
                                         "" if ok else "solved in one run, not in the other"))
+                continue
+            if repeat:
+                rounding = ROUNDING * max(1.0, abs(mean))
+                ok = abs(value - mean) <= rounding
+                checks.append(CellCheck(comparison.file, text, metric, mean,
+                                        _sd(found, metric, comparison, n), n, value, k,
+                                        rounding, ok, "" if ok else
+                                        "the same run from the same seeds, not repeated: "
+                                        "regenerate the run from this commit"))
                 continue
             sd = _sd(found, metric, comparison, n)
             # A committed spread of zero from repetitions that happened to agree (a count
@@ -673,9 +691,12 @@ def check_run(run: ReproductionRun | str, *, root: Any = None) -> RunCheck:
             cells.append(CellCheck(comparison.file, "(file)", "", math.nan, math.nan, 0,
                                    math.nan, 0, math.nan, False, f"{path} is missing"))
             continue
-        found = compare_tables(pd.read_csv(path), tables[comparison.file], comparison)
+        found = compare_tables(pd.read_csv(path), tables[comparison.file], comparison,
+                               repeat=run.repeats)
         cells.extend(found)
-        chi_square[comparison.file] = _chi_square(found)
+        if not run.repeats:
+            # (A run that must repeat every cell has no Monte-Carlo error to sum.)
+            chi_square[comparison.file] = _chi_square(found)
     return RunCheck(run, cells, chi_square, seconds)
 
 
