@@ -707,8 +707,8 @@ class PrivateEstimatorBase(DPEstimator):
         covariance = release.statistic
         if release.mean is not None:
             covariance = covariance - np.outer(release.mean, release.mean)
-        # The record of the covariance: the second moment's, its statistic centred by the
-        # released mean (post-processing), with the column names and the centring stated.
+        # The record of the covariance: the second moment's, its statistic centered by the
+        # released mean (post-processing), with the column names and the centering stated.
         return replace(release, statistic=covariance, n_samples=int(release.n_samples),
                        columns=stats.columns, guarantee=guarantee)
 

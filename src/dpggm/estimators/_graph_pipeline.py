@@ -91,6 +91,7 @@ from dpggm.mechanisms.private_bounds import (
     range_epsilons,
     ranges_locate_columns,
 )
+from dpggm.mechanisms.record import NoiseDescription, Release
 from dpggm.mechanisms.release import matrix_measurement, sums_measurement
 from dpggm.mechanisms.sensitivity import (
     gram_l1_sensitivity,
@@ -113,8 +114,9 @@ from dpggm.privacy.budgets import (
 )
 
 __all__ = [
-    "GraphRelease",
+    "GraphRun",
     "GraphSettings",
+    "clipping_model",
     "accounting_budget",
     "check_not_hopeless",
     "check_plan_budget_range",
@@ -714,17 +716,21 @@ def _requested_form(requested: Budget) -> tuple[str, float, Any]:
 
 
 @dataclass
-class GraphRelease:
-    """What a run released (public) and counted (curator-only)."""
+class GraphRun:
+    """What the steps of a run drew (public) and counted (curator-only), step by step; the
+    released statistic, once formed, is ``record``.
+
+    ``mean``, ``second_moment``, ``entry_noise_std`` and ``present`` are the working values
+    the steps pass on (the second moment before centering, say); ``record`` is what the
+    solver, the inference and the report read.
+    """
 
     ranges: PrivateRanges | None = None
     norm_bound: PrivateNormBound | None = None
     inner_bounds: Bounds | None = None
     mean: np.ndarray | None = None
-    covariance: np.ndarray | None = None
     second_moment: np.ndarray | None = None
     entry_noise_std: float = 0.0
-    n: int = 0
     moments: MomentsState | None = None
     present: np.ndarray | None = None
     beyond_grid: np.ndarray | None = None
@@ -737,6 +743,28 @@ class GraphRelease:
     plan: ReleasePlan | None = None
     #: The released count (add/remove), its value as drawn.
     count: float | None = None
+    #: The released covariance of the rescaled, centered records with its public
+    #: description (``None`` for PACE-GGM, whose measurements are its own).
+    record: Release | None = None
+
+
+def clipping_model(settings: GraphSettings, norm_bound: PrivateNormBound | None,
+                   mean: np.ndarray | None) -> Any:
+    """The clipping the release went through, for the inference's bias correction: the
+    records rescaled into ``[-1, 1]^p`` and shrunk onto the released row-norm bound
+    (``bounds="auto"``), or onto a declared row-norm bound; no closed form for a declared
+    box (``None``)."""
+    from dpggm.solvers.inference import ClippingModel
+
+    if settings.declared is None:
+        if norm_bound is None:
+            return None
+        return ClippingModel(row_norm_bound=norm_bound.bound, box=1.0, mean=mean,
+                             recenter=False)
+    if isinstance(settings.declared, RowNorm):
+        return ClippingModel(row_norm_bound=settings.declared.bound, box=None, mean=mean,
+                             recenter=False)
+    return None
 
 
 class _Steps:
@@ -749,7 +777,7 @@ class _Steps:
         self.settings, self.run, self.records, self.ctx = settings, run, records, ctx
         self.plan = run.plan
         self.steps = {s.step: s for s in self.plan.steps}
-        self.out = GraphRelease(n=self.plan.n_samples, plan=self.plan)
+        self.out = GraphRun(plan=self.plan)
 
     @property
     def divisor(self) -> int:
@@ -1026,7 +1054,14 @@ class _Steps:
                 self.out.mean = mean
         if mean is not None:
             covariance = covariance - np.outer(mean, mean)
-        self.out.covariance = covariance
+        # A pure-DP budget releases the second moment with (discrete) Laplace noise.
+        kind = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
+        self.out.record = Release(
+            statistic=covariance, n_samples=self.plan.n_samples,
+            noise=NoiseDescription(kind=kind, std=float(self.out.entry_noise_std),
+                                   mechanism=f"{kind} second moment"),
+            mean=self.out.mean, present=self.out.present, columns=list(self.records.columns),
+            clipping=clipping_model(self.settings, self.out.norm_bound, self.out.mean))
 
 
 def _rows_of(counts: Any, rows: np.ndarray) -> Any:
@@ -1097,14 +1132,14 @@ def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> n
 
 
 def run_steps(estimator: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
-              run: PlanRun, ctx: ReleaseContext) -> GraphRelease:
+              run: PlanRun, ctx: ReleaseContext) -> GraphRun:
     """PrivateGraph's run hook of the fit template: every step of ``plan`` on the records
     (:func:`run_plan`)."""
     return run_plan(settings, run, data.records, ctx, data.first)
 
 
 def run_plan(settings: GraphSettings, run: PlanRun, records: Any, ctx: ReleaseContext,
-             first: Any) -> GraphRelease:
+             first: Any) -> GraphRun:
     """Run every step of ``run``'s plan on ``records`` (``first`` is the first pass's
     result, already computed while reading), each booked by ``run``."""
     count = None

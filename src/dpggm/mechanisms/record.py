@@ -25,11 +25,12 @@ class NoiseDescription:
     kind : str
         The distribution of the noise on one entry: ``"gaussian"`` (continuous or
         discrete Gaussian noise, or Wishart noise read through its Gaussian
-        approximation), ``"laplace"`` (a pure-DP release), or ``"none"`` (the exact
-        statistic of a non-private reference).
+        approximation) or ``"laplace"`` (a pure-DP release): the two laws the edge
+        inference reads.
     std : float
         The standard deviation of the noise on one off-diagonal entry, from public
-        parameters and released quantities only.
+        parameters and released quantities only (0 for the exact statistic of a
+        non-private reference).
     mechanism : str
         The mechanism that drew it, as the guarantee names it (empty when not stated).
     """

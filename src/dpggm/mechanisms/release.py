@@ -511,7 +511,7 @@ def release_planned_second_moment(
         return Release(
             statistic=(gram + gram.T) / (2 * n), mean=mean, n_samples=n,
             gram=gram.copy() if add_remove else None,
-            noise=NoiseDescription(kind="none", std=0.0,
+            noise=NoiseDescription(kind="gaussian", std=0.0,
                                    mechanism=str(plan.notes.get("mechanism", "second moment"))),
             guarantee=ctx.guarantee(
                 budget=plan.requested,
