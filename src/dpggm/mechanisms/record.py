@@ -13,35 +13,51 @@ from typing import Any
 
 import numpy as np
 
+from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
+
 __all__ = ["NoiseDescription", "Release"]
 
 
 @dataclass(frozen=True)
 class NoiseDescription:
-    """The public description of the noise on one entry of a released matrix.
+    """The public description of the noise on one entry of a release.
 
     Attributes
     ----------
     kind : str
         The distribution of the noise on one entry: ``"gaussian"`` (continuous or
-        discrete Gaussian noise, or Wishart noise read through its Gaussian
-        approximation) or ``"laplace"`` (a pure-DP release): the two laws the edge
-        inference reads.
+        discrete Gaussian noise on a released matrix, or Wishart noise read through its
+        Gaussian approximation), ``"laplace"`` (a pure-DP release of a matrix), or
+        ``"discrete-gaussian"`` (discrete Gaussian noise on published records, whose exact
+        variance a data user subtracts).
     std : float
-        The standard deviation of the noise on one off-diagonal entry, from public
-        parameters and released quantities only (0 for the exact statistic of a
+        The noise scale of one (off-diagonal) entry, from public parameters and released
+        quantities only: its standard deviation, or for discrete Gaussian noise the
+        ``sigma`` of ``N_Z(0, sigma^2)``; 0 for no noise (the exact statistic of a
         non-private reference).
     mechanism : str
-        The mechanism that drew it, as the guarantee names it (empty when not stated).
+        The mechanism that drew it (empty when not stated).
+    grid : float or None
+        The lattice step ``t`` of discrete noise on ``tZ`` (``None``: the integers).
     """
 
     kind: str = "gaussian"
     std: float = 0.0
     mechanism: str = ""
+    grid: float | None = None
+
+    @property
+    def discrete(self) -> bool:
+        """Whether the noise is discrete Gaussian noise on published records."""
+        return self.kind == "discrete-gaussian"
 
     @property
     def variance(self) -> float:
-        """The variance of the noise on one off-diagonal entry (``std ** 2``)."""
+        """The variance of the noise on one (off-diagonal) entry: ``std ** 2``, or for
+        ``"discrete-gaussian"`` noise the exact variance summed from its mass function
+        (below ``std ** 2``)."""
+        if self.discrete and self.std != 0:
+            return float(discrete_gaussian_variance(self.std, grid=self.grid))
         return float(self.std) ** 2
 
 
@@ -103,5 +119,6 @@ class Release:
 
     @property
     def noise_distribution(self) -> str:
-        """The distribution of that noise (``noise.kind``)."""
-        return self.noise.kind
+        """The law of that noise as the edge inference reads it (``"gaussian"`` or
+        ``"laplace"``)."""
+        return "gaussian" if self.noise.discrete else self.noise.kind
