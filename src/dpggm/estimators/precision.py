@@ -124,9 +124,10 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         # Rows shrunk onto a declared ball: the correction of the intervals, as
         # PrivateGraph's with declared bounds (records located at the released mean, or at
         # zero); a declared box has no closed form.
-        self._inference_clipping = (
+        # The record the inference reads: the release with how its records were clipped.
+        self._release = replace(release, clipping=(
             ClippingModel(row_norm_bound=bounds.bound, box=None, mean=release.mean,
-                          recenter=False) if isinstance(bounds, RowNorm) else None)
+                          recenter=False) if isinstance(bounds, RowNorm) else None))
         self.inference_ = None
         if self._inference_refusal is None:
             from dpggm.estimators._contract import feature_names
@@ -159,8 +160,8 @@ class _PerturbationEstimator(PrivateEstimatorBase):
 
         Privacy
         -------
-        Post-processing: reads the release (``noisy_covariance_``), the public description
-        of its noise and the number of records behind it -- ``n``, public under replace-one
+        Post-processing: reads the release record (the statistic ``noisy_covariance_``),
+        the public description of its noise and the number of records behind it -- ``n``, public under replace-one
         neighbours; under add/remove the released noisy count (``n_samples_``), the only
         count a release states -- never the data; spends nothing.
         """
@@ -177,10 +178,11 @@ class _PerturbationEstimator(PrivateEstimatorBase):
             raise ValueError("clipping_correction must be one of 'intervals', 'all', 'none'; "
                              f"got {clipping_correction!r}")
         precision, alpha = self._inference_pilot()
-        clipping = None if clipping_correction == "none" else self._inference_clipping
+        release = self._release
+        clipping = None if clipping_correction == "none" else release.clipping
         return edge_inference(
-            self.noisy_covariance_, n_samples=int(self.n_samples_),
-            noise_variance=self.entry_noise_std_ ** 2, precision=precision, alpha=alpha,
+            release.statistic, n_samples=int(release.n_samples),
+            noise_variance=release.noise.variance, precision=precision, alpha=alpha,
             clipping=clipping,
             clipping_correction="all" if clipping_correction == "none" else clipping_correction,
             confidence_level=confidence_level, fdr=fdr, fdr_method=fdr_method, method=method,
