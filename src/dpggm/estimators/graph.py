@@ -1173,8 +1173,7 @@ class PrivateGraph(DPEstimator):
             ["private norm bound"] if release.norm_bound is not None else []) + (
             ["private mean"] if settings.private_center else []) + [
             "PACE-GGM" if settings.method == "pace"
-            else f"{'laplace' if isinstance(plan.accounting, PureDP) else 'gaussian'} second "
-                 "moment + graphical lasso"]
+            else f"{release.record.noise.mechanism} + graphical lasso"]
         mechanism = "PrivateGraph: " + " + ".join(parts)
         notes: dict[str, Any] = {
             "centering": self.center if isinstance(self.center, str) else "public mean",
