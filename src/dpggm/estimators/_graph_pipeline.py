@@ -718,21 +718,14 @@ def _requested_form(requested: Budget) -> tuple[str, float, Any]:
 @dataclass
 class GraphRun:
     """What the steps of a run drew (public) and counted (curator-only), step by step; the
-    released statistic, once formed, is ``record``.
-
-    ``mean``, ``second_moment``, ``entry_noise_std`` and ``present`` are the working values
-    the steps pass on (the second moment before centering, say); ``record`` is what the
-    solver, the inference and the report read.
+    released statistic is ``record``, what the solver, the inference and the report read.
     """
 
     ranges: PrivateRanges | None = None
     norm_bound: PrivateNormBound | None = None
     inner_bounds: Bounds | None = None
     mean: np.ndarray | None = None
-    second_moment: np.ndarray | None = None
-    entry_noise_std: float = 0.0
     moments: MomentsState | None = None
-    present: np.ndarray | None = None
     beyond_grid: np.ndarray | None = None
     tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -778,6 +771,11 @@ class _Steps:
         self.plan = run.plan
         self.steps = {s.step: s for s in self.plan.steps}
         self.out = GraphRun(plan=self.plan)
+        # The working values the steps pass on to the record: the second moment before
+        # centering, the noise of one of its entries, the shares of values present.
+        self._second_moment: np.ndarray | None = None
+        self._entry_noise_std = 0.0
+        self._shares_present: np.ndarray | None = None
 
     @property
     def divisor(self) -> int:
@@ -909,7 +907,7 @@ class _Steps:
         if self.settings.missing == "impute" and self.settings.method != "pace":
             self._present(state, n)
         if self.settings.non_private:
-            self.out.second_moment = (gram + gram.T) / (2 * n)
+            self._second_moment = (gram + gram.T) / (2 * n)
             self.out.mean = total / n if self.settings.private_center else None
         elif self.settings.add_remove:
             self._release_sums(gram, total, bounds)
@@ -920,7 +918,7 @@ class _Steps:
                 self.out.mean = self.run.measure("mean", lambda planned: self._sums(
                     total / n, n, bounds, planned))
             if self.settings.method != "pace":
-                self.out.second_moment = self.run.measure(
+                self._second_moment = self.run.measure(
                     "second moment", lambda planned: self._matrix(gram, n, bounds, planned))
         self._center(gram, total, n)
         if self.settings.method == "pace":
@@ -936,10 +934,10 @@ class _Steps:
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
             noisy, record = self._matrix(gram, 1, bounds, planned)
-            self.out.entry_noise_std /= divisor
+            self._entry_noise_std /= divisor
             return noisy / divisor, record
 
-        self.out.second_moment = self.run.measure("second moment", run)
+        self._second_moment = self.run.measure("second moment", run)
 
     def _pace(self, n: int) -> None:
         """PACE-GGM on the exact centered second moment of the boxed records, as the planned
@@ -956,7 +954,7 @@ class _Steps:
                                    random_state=self.ctx.source,
                                    report_delta=self.ctx.report_delta)
             # The exact second moment of records already clipped into inner_bounds.
-            stats = SecondMoment(second_moment=self.out.second_moment,
+            stats = SecondMoment(second_moment=self._second_moment,
                                  total=np.zeros(len(columns)), n=n, n_clipped=0,
                                  columns=columns)
             if isinstance(budget, NonPrivate):
@@ -983,7 +981,7 @@ class _Steps:
         floored at a small public share."""
         observed = n - state.missing_by_column
         if self.settings.non_private:
-            self.out.present = np.clip(observed / n, _MIN_PRESENT, 1.0)
+            self._shares_present = np.clip(observed / n, _MIN_PRESENT, 1.0)
             return
         # Under add/remove the shares are over the released count (n is private).
         n = self.divisor
@@ -1000,7 +998,7 @@ class _Steps:
         spread = noise.get("sigma", noise.get("laplace_scale", 0.0))
         if "laplace_scale" in noise:
             spread = math.sqrt(2.0) * spread
-        self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
+        self._shares_present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
     def _sums(self, values: np.ndarray, n: int, bounds: Bounds,
               planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
@@ -1020,7 +1018,7 @@ class _Steps:
         noisy = np.zeros((p, p))
         noisy[upper] = measurement.release(((gram + gram.T) / (2 * n))[upper], self.ctx.source)
         noisy = noisy + np.triu(noisy, 1).T
-        self.out.entry_noise_std = float(
+        self._entry_noise_std = float(
             measurement.sigma if isinstance(measurement, GaussianMechanism)
             else math.sqrt(2.0) * measurement.scale)
         return noisy, measurement.record()
@@ -1037,10 +1035,10 @@ class _Steps:
                 exact = exact - np.outer(mean, sums) - np.outer(sums, mean) + np.outer(mean, mean)
                 box = self.out.inner_bounds.vector(len(mean)) + np.abs(mean)
                 self.out.inner_bounds = Box(tuple(box))
-            self.out.second_moment = exact
+            self._second_moment = exact
             return
-        covariance = self.out.second_moment
-        present = self.out.present
+        covariance = self._second_moment
+        present = self._shares_present
         if present is not None:
             # Values imputed at the center shrink the moments of a column by its share of
             # present values, and a pair's by the share present in both (about the
@@ -1048,7 +1046,7 @@ class _Steps:
             pairs = np.outer(present, present)
             np.fill_diagonal(pairs, present)
             covariance = covariance / pairs
-            self.out.entry_noise_std /= float(np.min(present)) ** 2
+            self._entry_noise_std /= float(np.min(present)) ** 2
             if mean is not None:
                 mean = mean / present
                 self.out.mean = mean
@@ -1058,9 +1056,9 @@ class _Steps:
         kind = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
         self.out.record = Release(
             statistic=covariance, n_samples=self.plan.n_samples,
-            noise=NoiseDescription(kind=kind, std=float(self.out.entry_noise_std),
+            noise=NoiseDescription(kind=kind, std=float(self._entry_noise_std),
                                    mechanism=f"{kind} second moment"),
-            mean=self.out.mean, present=self.out.present, columns=list(self.records.columns),
+            mean=self.out.mean, present=self._shares_present, columns=list(self.records.columns),
             clipping=clipping_model(self.settings, self.out.norm_bound, self.out.mean))
 
 
