@@ -207,7 +207,7 @@ def release_from_private_graph(graph: PrivateGraph) -> Release:
     step = next(s for s in graph.privacy_.noise["breakdown"] if s["step"] == "second moment")
     budget = step["budget"]
     return Release(
-        noisy_covariance=released.covariance, noise_variance=released.noise_variance,
+        noisy_covariance=released.statistic, noise_variance=released.noise_variance,
         n_samples=released.n_samples, precision=released.precision,
         clipping=released.clipping,
         release_budget=float(getattr(budget, "rho", float("nan"))),
@@ -305,7 +305,7 @@ def _held_correction_intervals(graph: PrivateGraph):
     (``correction_variance=False``, earlier versions), otherwise as ``graph.infer()``."""
     released = graph.release_
     return edge_inference(
-        released.covariance, n_samples=released.n_samples,
+        released.statistic, n_samples=released.n_samples,
         noise_variance=released.noise_variance, precision=released.precision,
         alpha=released.alpha, clipping=released.clipping, present=released.present,
         noise_distribution=released.noise_distribution,

@@ -120,7 +120,7 @@ def test_a_pure_dp_release_tests_with_the_laplace_tail():
     graph = PrivateGraph(budget=PureDP(2.0), random_state=3).fit(frame)
     release = graph.release_
     assert release.noise_distribution == "laplace"
-    as_normal = edge_inference(release.covariance, n_samples=release.n_samples,
+    as_normal = edge_inference(release.statistic, n_samples=release.n_samples,
                                noise_variance=release.noise_variance,
                                precision=release.precision, clipping=release.clipping,
                                present=release.present)

@@ -196,7 +196,7 @@ def test_neighbouring_pair_threshold_events():
                 Smat * n, n=n, bounds=RowNorm(B), budget=ApproxDP(eps, delta),
                 mechanism="gaussian", ctx=ctx,
             )
-            out[i] = (release.second_moment - S)[iu] @ direction
+            out[i] = (release.statistic - S)[iu] @ direction
         return out, release.guarantee.noise["sigma"]
 
     count = 20000

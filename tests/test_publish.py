@@ -441,3 +441,17 @@ def test_record_publication_names_a_bad_lattice_parameter(units, step, name):
     with pytest.raises(ValueError, match=rf"{name} \(.*\) must be a positive rational .*got "
                                          rf"{name}="):
         RecordPublication(sensitivity=2.0, p=3, units=units, step=step)
+
+
+@pytest.mark.parametrize("options", [
+    {"sigma": 0.7}, {"sigma": 0.7, "discrete": True},
+    {"sigma": 1.3, "discrete": True, "grid": 0.25},
+    {"epsilon": 1.0, "delta": 1e-5, "discrete": True, "grid": 0.1},
+])
+def test_a_noisy_release_describes_its_noise_as_every_release(options):
+    X = np.round(np.random.default_rng(0).normal(size=(50, 3)) * 4)
+    release = publish(X, bounds="box:3", random_state=1, **options)
+    noise = release.noise
+    assert noise.std == release.sigma and noise.grid == release.grid
+    assert noise.discrete == release.discrete
+    assert noise.variance == pytest.approx(release.noise_variance, rel=1e-12, abs=0)

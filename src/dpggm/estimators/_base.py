@@ -60,6 +60,7 @@ from dpggm.exceptions import InvalidGuaranteeError, ReleaseFailedError
 from dpggm.mechanisms.bounds import check_bounds
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import PlanRun, ReleasePlan, StepFilter, guarantee_forms
+from dpggm.mechanisms.record import Release
 from dpggm.mechanisms.release import (
     COVARIANCE_MECHANISMS,
     FLOAT_NOISE_MECHANISMS,
@@ -71,7 +72,6 @@ from dpggm.mechanisms.release import (
     second_moment_plan,
 )
 from dpggm.privacy.budgets import Budget, NonPrivate
-from dpggm.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "DPEstimator",
@@ -80,7 +80,6 @@ __all__ = [
     "PlannedEstimator",
     "PostProcessingEstimator",
     "PrivateEstimatorBase",
-    "ReleasedCovariance",
     "Settings",
     "check_bounds",
     "check_budget",
@@ -90,25 +89,6 @@ __all__ = [
     "result_record",
     "stage_estimate",
 ]
-
-
-@dataclass(frozen=True)
-class ReleasedCovariance:
-    """The released statistic and what it cost.
-
-    ``stats_n`` is the public ``n`` under replace-one and the noisy count under add/remove
-    (the exact count is never exposed there); ``entry_noise_std`` is the noise standard
-    deviation of one off-diagonal entry of ``noisy_covariance``, from released quantities.
-    """
-
-    noisy_covariance: np.ndarray
-    noisy_mean: np.ndarray | None
-    stats_n: int
-    n_features: int
-    columns: list[str]
-    guarantee: PrivacyGuarantee
-    entry_noise_std: float
-    noisy_gram: np.ndarray | None = None
 
 
 def make_context(estimator: Any, bounds: Any,
@@ -703,7 +683,7 @@ class PrivateEstimatorBase(DPEstimator):
         )
 
     def _run(self, settings: Settings, plan: ReleasePlan, data: Any, run: PlanRun,
-             ctx: ReleaseContext) -> ReleasedCovariance:
+             ctx: ReleaseContext) -> Release:
         stats: SecondMoment = data.stats
         release = release_planned_second_moment(
             plan, stats.second_moment * stats.n, total=stats.total, n=stats.n, ctx=ctx,
@@ -724,31 +704,25 @@ class PrivateEstimatorBase(DPEstimator):
             notes={**release.guarantee.notes, "centering": centering},
             curator_notes={**release.guarantee.curator_notes, "rows_clipped": stats.n_clipped},
         )
-        covariance = release.second_moment
+        covariance = release.statistic
         if release.mean is not None:
             covariance = covariance - np.outer(release.mean, release.mean)
-        return ReleasedCovariance(
-            noisy_covariance=covariance,
-            noisy_mean=release.mean,
-            stats_n=int(release.count),
-            n_features=stats.n_features,
-            columns=stats.columns,
-            guarantee=guarantee,
-            entry_noise_std=release.entry_noise_std,
-            noisy_gram=release.gram,
-        )
+        # The record of the covariance: the second moment's, its statistic centered by the
+        # released mean (post-processing), with the column names and the centering stated.
+        return replace(release, statistic=covariance, n_samples=int(release.n_samples),
+                       columns=stats.columns, guarantee=guarantee)
 
     def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any,
-                release: ReleasedCovariance, run: PlanRun, ctx: ReleaseContext) -> None:
-        self.noisy_covariance_ = release.noisy_covariance
-        self.noisy_mean_ = release.noisy_mean
-        self.noisy_gram_ = release.noisy_gram
+                release: Release, run: PlanRun, ctx: ReleaseContext) -> None:
+        self.noisy_covariance_ = release.statistic
+        self.noisy_mean_ = release.mean
+        self.noisy_gram_ = release.gram
         self._set_fitted(
-            X, n_samples=release.stats_n, n_features=release.n_features,
+            X, n_samples=release.n_samples, n_features=release.n_features,
             columns=release.columns, privacy=release.guarantee,
         )
         self._solve(X, settings, release, data)
 
-    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+    def _solve(self, X: Any, settings: Settings, release: Release,
                data: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

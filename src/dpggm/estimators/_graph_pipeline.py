@@ -91,6 +91,7 @@ from dpggm.mechanisms.private_bounds import (
     range_epsilons,
     ranges_locate_columns,
 )
+from dpggm.mechanisms.record import NoiseDescription, Release
 from dpggm.mechanisms.release import matrix_measurement, sums_measurement
 from dpggm.mechanisms.sensitivity import (
     gram_l1_sensitivity,
@@ -113,8 +114,9 @@ from dpggm.privacy.budgets import (
 )
 
 __all__ = [
-    "GraphRelease",
+    "GraphRun",
     "GraphSettings",
+    "clipping_model",
     "accounting_budget",
     "check_not_hopeless",
     "check_plan_budget_range",
@@ -714,19 +716,16 @@ def _requested_form(requested: Budget) -> tuple[str, float, Any]:
 
 
 @dataclass
-class GraphRelease:
-    """What a run released (public) and counted (curator-only)."""
+class GraphRun:
+    """What the steps of a run drew (public) and counted (curator-only), step by step; the
+    released statistic is ``record``, what the solver, the inference and the report read.
+    """
 
     ranges: PrivateRanges | None = None
     norm_bound: PrivateNormBound | None = None
     inner_bounds: Bounds | None = None
     mean: np.ndarray | None = None
-    covariance: np.ndarray | None = None
-    second_moment: np.ndarray | None = None
-    entry_noise_std: float = 0.0
-    n: int = 0
     moments: MomentsState | None = None
-    present: np.ndarray | None = None
     beyond_grid: np.ndarray | None = None
     tied: np.ndarray | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -737,6 +736,28 @@ class GraphRelease:
     plan: ReleasePlan | None = None
     #: The released count (add/remove), its value as drawn.
     count: float | None = None
+    #: The released covariance of the rescaled, centered records with its public
+    #: description (``None`` for PACE-GGM, whose measurements are its own).
+    record: Release | None = None
+
+
+def clipping_model(settings: GraphSettings, norm_bound: PrivateNormBound | None,
+                   mean: np.ndarray | None) -> Any:
+    """The clipping the release went through, for the inference's bias correction: the
+    records rescaled into ``[-1, 1]^p`` and shrunk onto the released row-norm bound
+    (``bounds="auto"``), or onto a declared row-norm bound; no closed form for a declared
+    box (``None``)."""
+    from dpggm.solvers.inference import ClippingModel
+
+    if settings.declared is None:
+        if norm_bound is None:
+            return None
+        return ClippingModel(row_norm_bound=norm_bound.bound, box=1.0, mean=mean,
+                             recenter=False)
+    if isinstance(settings.declared, RowNorm):
+        return ClippingModel(row_norm_bound=settings.declared.bound, box=None, mean=mean,
+                             recenter=False)
+    return None
 
 
 class _Steps:
@@ -749,7 +770,12 @@ class _Steps:
         self.settings, self.run, self.records, self.ctx = settings, run, records, ctx
         self.plan = run.plan
         self.steps = {s.step: s for s in self.plan.steps}
-        self.out = GraphRelease(n=self.plan.n_samples, plan=self.plan)
+        self.out = GraphRun(plan=self.plan)
+        # The working values the steps pass on to the record: the second moment before
+        # centering, the noise of one of its entries, the shares of values present.
+        self._second_moment: np.ndarray | None = None
+        self._entry_noise_std = 0.0
+        self._shares_present: np.ndarray | None = None
 
     @property
     def divisor(self) -> int:
@@ -881,7 +907,7 @@ class _Steps:
         if self.settings.missing == "impute" and self.settings.method != "pace":
             self._present(state, n)
         if self.settings.non_private:
-            self.out.second_moment = (gram + gram.T) / (2 * n)
+            self._second_moment = (gram + gram.T) / (2 * n)
             self.out.mean = total / n if self.settings.private_center else None
         elif self.settings.add_remove:
             self._release_sums(gram, total, bounds)
@@ -892,7 +918,7 @@ class _Steps:
                 self.out.mean = self.run.measure("mean", lambda planned: self._sums(
                     total / n, n, bounds, planned))
             if self.settings.method != "pace":
-                self.out.second_moment = self.run.measure(
+                self._second_moment = self.run.measure(
                     "second moment", lambda planned: self._matrix(gram, n, bounds, planned))
         self._center(gram, total, n)
         if self.settings.method == "pace":
@@ -908,10 +934,10 @@ class _Steps:
 
         def run(planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
             noisy, record = self._matrix(gram, 1, bounds, planned)
-            self.out.entry_noise_std /= divisor
+            self._entry_noise_std /= divisor
             return noisy / divisor, record
 
-        self.out.second_moment = self.run.measure("second moment", run)
+        self._second_moment = self.run.measure("second moment", run)
 
     def _pace(self, n: int) -> None:
         """PACE-GGM on the exact centered second moment of the boxed records, as the planned
@@ -928,7 +954,7 @@ class _Steps:
                                    random_state=self.ctx.source,
                                    report_delta=self.ctx.report_delta)
             # The exact second moment of records already clipped into inner_bounds.
-            stats = SecondMoment(second_moment=self.out.second_moment,
+            stats = SecondMoment(second_moment=self._second_moment,
                                  total=np.zeros(len(columns)), n=n, n_clipped=0,
                                  columns=columns)
             if isinstance(budget, NonPrivate):
@@ -955,7 +981,7 @@ class _Steps:
         floored at a small public share."""
         observed = n - state.missing_by_column
         if self.settings.non_private:
-            self.out.present = np.clip(observed / n, _MIN_PRESENT, 1.0)
+            self._shares_present = np.clip(observed / n, _MIN_PRESENT, 1.0)
             return
         # Under add/remove the shares are over the released count (n is private).
         n = self.divisor
@@ -972,7 +998,7 @@ class _Steps:
         spread = noise.get("sigma", noise.get("laplace_scale", 0.0))
         if "laplace_scale" in noise:
             spread = math.sqrt(2.0) * spread
-        self.out.present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
+        self._shares_present = np.clip((counts + 2.0 * spread) / n, _MIN_PRESENT, 1.0)
 
     def _sums(self, values: np.ndarray, n: int, bounds: Bounds,
               planned: PlannedMeasurement) -> tuple[np.ndarray, dict[str, Any]]:
@@ -992,7 +1018,7 @@ class _Steps:
         noisy = np.zeros((p, p))
         noisy[upper] = measurement.release(((gram + gram.T) / (2 * n))[upper], self.ctx.source)
         noisy = noisy + np.triu(noisy, 1).T
-        self.out.entry_noise_std = float(
+        self._entry_noise_std = float(
             measurement.sigma if isinstance(measurement, GaussianMechanism)
             else math.sqrt(2.0) * measurement.scale)
         return noisy, measurement.record()
@@ -1009,10 +1035,10 @@ class _Steps:
                 exact = exact - np.outer(mean, sums) - np.outer(sums, mean) + np.outer(mean, mean)
                 box = self.out.inner_bounds.vector(len(mean)) + np.abs(mean)
                 self.out.inner_bounds = Box(tuple(box))
-            self.out.second_moment = exact
+            self._second_moment = exact
             return
-        covariance = self.out.second_moment
-        present = self.out.present
+        covariance = self._second_moment
+        present = self._shares_present
         if present is not None:
             # Values imputed at the center shrink the moments of a column by its share of
             # present values, and a pair's by the share present in both (about the
@@ -1020,13 +1046,20 @@ class _Steps:
             pairs = np.outer(present, present)
             np.fill_diagonal(pairs, present)
             covariance = covariance / pairs
-            self.out.entry_noise_std /= float(np.min(present)) ** 2
+            self._entry_noise_std /= float(np.min(present)) ** 2
             if mean is not None:
                 mean = mean / present
                 self.out.mean = mean
         if mean is not None:
             covariance = covariance - np.outer(mean, mean)
-        self.out.covariance = covariance
+        # A pure-DP budget releases the second moment with (discrete) Laplace noise.
+        kind = "laplace" if isinstance(self.plan.accounting, PureDP) else "gaussian"
+        self.out.record = Release(
+            statistic=covariance, n_samples=self.plan.n_samples,
+            noise=NoiseDescription(kind=kind, std=float(self._entry_noise_std),
+                                   mechanism=f"{kind} second moment"),
+            mean=self.out.mean, present=self._shares_present, columns=list(self.records.columns),
+            clipping=clipping_model(self.settings, self.out.norm_bound, self.out.mean))
 
 
 def _rows_of(counts: Any, rows: np.ndarray) -> Any:
@@ -1097,14 +1130,14 @@ def _choose_spread(stages: RangeStages, counts: Any, rng: Any, exact: bool) -> n
 
 
 def run_steps(estimator: Any, settings: GraphSettings, plan: ReleasePlan, data: Any,
-              run: PlanRun, ctx: ReleaseContext) -> GraphRelease:
+              run: PlanRun, ctx: ReleaseContext) -> GraphRun:
     """PrivateGraph's run hook of the fit template: every step of ``plan`` on the records
     (:func:`run_plan`)."""
     return run_plan(settings, run, data.records, ctx, data.first)
 
 
 def run_plan(settings: GraphSettings, run: PlanRun, records: Any, ctx: ReleaseContext,
-             first: Any) -> GraphRelease:
+             first: Any) -> GraphRun:
     """Run every step of ``run``'s plan on ``records`` (``first`` is the first pass's
     result, already computed while reading), each booked by ``run``."""
     count = None

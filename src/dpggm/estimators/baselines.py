@@ -367,7 +367,7 @@ class SSPCovariance(_ZCDPCovarianceBase):
         if release is None:
             self._exact(X, settings, stats.second_moment, stats.n, stats.columns, ctx)
             return
-        noisy = release.second_moment
+        noisy = release.statistic
         self.noisy_covariance_ = noisy
         self.accountant_ = run.accountant
         noise = {k: v for k, v in release.guarantee.noise.items() if k != "breakdown"}
@@ -375,7 +375,7 @@ class SSPCovariance(_ZCDPCovarianceBase):
                  if k not in ("caveats", "plan", "spent_exactly_total", "requested_budget",
                               "accounted_as")}
         self._set_fitted(
-            X, n_samples=release.count, n_features=stats.n_features, columns=stats.columns,
+            X, n_samples=release.n_samples, n_features=stats.n_features, columns=stats.columns,
             covariance=_clip_spectrum(noisy, 0.0, None) if settings["psd"] else noisy.copy(),
             privacy=self._record(ctx, plan, run, settings, noise=noise, notes=notes),
         )

@@ -9,6 +9,7 @@ import numpy as np
 
 from dpggm.estimators._base import PrivateEstimatorBase
 from dpggm.estimators._contract import FLAG
+from dpggm.mechanisms.record import Release
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
 from dpggm.solvers.psd import project_psd
 
@@ -166,5 +167,5 @@ class PrivateCovariance(PrivateEstimatorBase):
         """
         return super().fit(X, y)
 
-    def _solve(self, X: Any, settings: Any, release: Any, data: Any) -> None:
-        self.covariance_ = self._projected(release.noisy_covariance)
+    def _solve(self, X: Any, settings: Any, release: Release, data: Any) -> None:
+        self.covariance_ = self._projected(release.statistic)

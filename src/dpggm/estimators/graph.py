@@ -45,7 +45,7 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.estimators._graph_pipeline import (
-    GraphRelease,
+    GraphRun,
     GraphSettings,
     accounting_budget,
     check_not_hopeless,
@@ -71,6 +71,7 @@ from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.plan import ReleasePlan
 from dpggm.mechanisms.private_bounds import RANGE_WIDTH
+from dpggm.mechanisms.record import Release
 from dpggm.privacy.budgets import GDP, ApproxDP, NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA, PrivacyGuarantee
 
@@ -330,40 +331,8 @@ def _check_table_ranges(X: Any, settings: GraphSettings) -> None:
             + "; fit with PrivateGraph(column_ranges=table.declared_ranges(), ...)")
 
 
-@dataclass(frozen=True)
-class ReleasedMoment:
-    """What edge inference reads off a fit (all public): the released covariance of the
-    rescaled, centered records, the variance of its noise entries, the number of records,
-    the precision solved on it, the penalty, and how the records were clipped
-    (:class:`~dpggm.solvers.inference.ClippingModel`, ``None`` when no closed form
-    describes the clipping)."""
-
-    covariance: np.ndarray
-    noise_variance: float
-    n_samples: int
-    precision: np.ndarray
-    alpha: float
-    clipping: Any = None
-    present: np.ndarray | None = None
-    noise_distribution: str = "gaussian"
-
-
-def _clipping_model(settings: GraphSettings, release: GraphRelease) -> Any:
-    """The clipping the release went through, for the inference's bias correction: the
-    records rescaled into ``[-1, 1]^p`` and shrunk onto the released row-norm bound
-    (``bounds="auto"``), or onto a declared row-norm bound; no closed form for a declared
-    box."""
-    from dpggm.solvers.inference import ClippingModel
-
-    if settings.declared is None:
-        if release.norm_bound is None:
-            return None
-        return ClippingModel(row_norm_bound=release.norm_bound.bound, box=1.0,
-                             mean=release.mean, recenter=False)
-    if isinstance(settings.declared, RowNorm):
-        return ClippingModel(row_norm_bound=settings.declared.bound, box=None,
-                             mean=release.mean, recenter=False)
-    return None
+#: What edge inference reads off a fit: a :class:`~dpggm.mechanisms.record.Release`.
+ReleasedMoment = Release
 
 
 class PrivateGraph(DPEstimator):
@@ -532,10 +501,10 @@ class PrivateGraph(DPEstimator):
         False when the settings are known to break the inference's calibration (a
         ``bound_fraction`` below half of what ``"auto"`` chooses): a warning is raised and
         the record says so.
-    release_ : ReleasedMoment or None
-        What the inference reads: the released covariance of the rescaled records, its
-        noise variance, ``n``, the solved precision and how the records were clipped
-        (all public).
+    release_ : Release or None
+        What the inference reads: the released covariance of the rescaled records
+        (``statistic``), the description of its noise, ``n``, the solved precision and
+        how the records were clipped (all public).
     min_partial_correlation_ : float
         The edge threshold used.
     plan_ : ReleasePlan
@@ -924,17 +893,21 @@ class PrivateGraph(DPEstimator):
             inner_privacy = self._solve(settings, plan, release)
             self._finish_graph(X, release, columns, plan.n_samples)
         self.privacy_ = self._guarantee(settings, plan, release, run, inner_privacy)
+        if self.release_ is not None:
+            # The record states what the fit delivers.
+            self.release_ = replace(self.release_, guarantee=self.privacy_)
 
     def _solve(self, settings: GraphSettings, plan: ReleasePlan,
-               release: GraphRelease) -> PrivacyGuarantee | None:
+               release: GraphRun) -> PrivacyGuarantee | None:
         """The graph from the release (post-processing), or PACE-GGM's own measurements."""
         n = plan.n_samples
         self.graph_estimator_ = None
         self.solver_ = None
         self.alpha_ = None
         self.repaired_ = False
-        self.noisy_covariance_ = release.covariance
-        self.entry_noise_std_ = float(release.entry_noise_std)
+        record = release.record
+        self.noisy_covariance_ = None if record is None else record.statistic
+        self.entry_noise_std_ = 0.0 if record is None else float(record.noise.std)
         self.release_ = None
         if settings.method == "pace":
             # Fitted as the plan's graph step, under the fit's one accountant.
@@ -945,19 +918,15 @@ class PrivateGraph(DPEstimator):
             return inner.privacy_
         from dpggm.solvers.released import auto_alpha, solve_released
 
-        S = release.covariance
-        alpha = (auto_alpha(S, noise_std=release.entry_noise_std, n=n)
+        S = record.statistic
+        alpha = (auto_alpha(S, noise_std=record.noise.std, n=n)
                  if isinstance(self.alpha, str) else float(self.alpha))
-        result, self.repaired_, _ = solve_released(S, alpha, noise_std=release.entry_noise_std)
+        result, self.repaired_, _ = solve_released(S, alpha, noise_std=record.noise.std)
         self.alpha_, self.solver_ = float(alpha), result
         self._precision_z, self._covariance_z = result.estimate, result.covariance
         self._adjacency_z = None
-        self.release_ = ReleasedMoment(
-            covariance=S, noise_variance=float(release.entry_noise_std) ** 2, n_samples=n,
-            precision=result.estimate, alpha=float(alpha),
-            clipping=_clipping_model(settings, release), present=release.present,
-            # A pure-DP budget releases the second moment with (discrete) Laplace noise.
-            noise_distribution="laplace" if isinstance(plan.accounting, PureDP) else "gaussian")
+        # The release with the solve the edge inference linearises around.
+        self.release_ = replace(record, precision=result.estimate, alpha=float(alpha))
         return None
 
     # -- the released files --------------------------------------------------------------
@@ -1064,7 +1033,7 @@ class PrivateGraph(DPEstimator):
                 "edge inference needs a release of the second moment (method='glasso'); "
                 "PACE-GGM's adaptive, unevenly noisy measurements are not what it describes")
         return edge_inference(
-            release.covariance, n_samples=release.n_samples,
+            release.statistic, n_samples=release.n_samples,
             noise_variance=release.noise_variance, precision=release.precision,
             alpha=release.alpha, clipping=None if mode == "none" else release.clipping,
             clipping_correction="all" if mode == "none" else mode,
@@ -1075,7 +1044,7 @@ class PrivateGraph(DPEstimator):
             fdr_method=self.fdr_method if fdr_method is None else fdr_method,
             method=method, test=test, n_bootstrap=n_bootstrap)
 
-    def _finish_graph(self, X: Any, release: GraphRelease, columns: list[str], n: int) -> None:
+    def _finish_graph(self, X: Any, release: GraphRun, columns: list[str], n: int) -> None:
         p = len(columns)
         ranges = release.ranges
         scale = ranges.half_width if ranges is not None else np.ones(p)
@@ -1179,7 +1148,7 @@ class PrivateGraph(DPEstimator):
         return (f"threshold: non-zero graphical-lasso entries with |partial correlation| >= "
                 f"{self.min_partial_correlation_:g}")
 
-    def _guarantee(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRelease,
+    def _guarantee(self, settings: GraphSettings, plan: ReleasePlan, release: GraphRun,
                    run: Any, inner_privacy: PrivacyGuarantee | None) -> PrivacyGuarantee:
         from dpggm.estimators._contract import feature_names
 
@@ -1204,8 +1173,7 @@ class PrivateGraph(DPEstimator):
             ["private norm bound"] if release.norm_bound is not None else []) + (
             ["private mean"] if settings.private_center else []) + [
             "PACE-GGM" if settings.method == "pace"
-            else f"{'laplace' if isinstance(plan.accounting, PureDP) else 'gaussian'} second "
-                 "moment + graphical lasso"]
+            else f"{release.record.noise.mechanism} + graphical lasso"]
         mechanism = "PrivateGraph: " + " + ".join(parts)
         notes: dict[str, Any] = {
             "centering": self.center if isinstance(self.center, str) else "public mean",

@@ -33,10 +33,10 @@ from dpggm.estimators._base import PostProcessingEstimator
 from dpggm.estimators._contract import FLAG, Interval, Optional, Options
 from dpggm.estimators.noisy_glasso import (
     PostProcessingRecord,
-    ReleaseNoise,
     bias_corrected_covariance,
 )
 from dpggm.exceptions import ConvergenceWarning, NumericalError
+from dpggm.mechanisms.record import NoiseDescription
 from dpggm.solvers import SolverResult
 from dpggm.solvers.psd import project_psd
 
@@ -74,21 +74,22 @@ class _CorrectedCovarianceMixin(PostProcessingEstimator):
         """
         return super().fit(X, y)
 
-    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+    def _noise(self, settings: dict[str, Any]) -> NoiseDescription:
         sigma, discrete, grid = settings["noise_sigma"], settings["discrete"], settings["grid"]
         if grid is not None and not discrete:
             raise ValueError(
                 f"grid applies only to discrete=True; got grid={grid!r} with discrete=False"
             )
-        return ReleaseNoise(sigma, discrete, grid)
+        return NoiseDescription(kind="discrete-gaussian" if discrete else "gaussian", std=sigma,
+                                grid=grid)
 
-    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> Any:
+    def _read(self, X: Any, settings: dict[str, Any], noise: NoiseDescription) -> Any:
         values, columns = as_matrix(X, name="X")
         if values.shape[1] < 2:
             raise too_few_variables(values.shape[1], minimum=2, who=type(self).__name__)
         return RecordMatrix(values, columns)
 
-    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
+    def _solve(self, X: Any, settings: dict[str, Any], noise: NoiseDescription, data: Any) -> None:
         values, columns = data.values, data.columns
         variance = noise.variance
         S = bias_corrected_covariance(
@@ -117,7 +118,7 @@ class _CorrectedCovarianceMixin(PostProcessingEstimator):
                 "known here; this step consumes no budget"
             ),
             noise={
-                "sigma": noise.sigma,
+                "sigma": noise.std,
                 "discrete": noise.discrete,
                 "grid": noise.grid,
                 "variance_subtracted": variance,

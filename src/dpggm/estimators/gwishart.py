@@ -100,14 +100,16 @@ from dpggm.estimators._contract import (
 from dpggm.estimators.noisy_glasso import (
     RELEASE,
     PostProcessingRecord,
-    ReleaseNoise,
     bias_corrected_covariance,
     check_release_data,
+    noise_record,
+    published_guarantee,
     release_noise,
     repair_corrected,
 )
 from dpggm.exceptions import ConvergenceWarning
 from dpggm.mechanisms.random import check_random_state
+from dpggm.mechanisms.record import NoiseDescription
 from dpggm.solvers import SolverResult
 
 __all__ = [
@@ -553,11 +555,11 @@ class GWishartGraph(PostProcessingEstimator):
             )
         return {**settings, "burn_in": burn_in}
 
-    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+    def _noise(self, settings: dict[str, Any]) -> NoiseDescription:
         return release_noise(release=self.release, noise_sigma=self.noise_sigma,
                              discrete=self.discrete, grid=self.grid)
 
-    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> Any:
+    def _read(self, X: Any, settings: dict[str, Any], noise: NoiseDescription) -> Any:
         values, columns = as_matrix(X, name="X")
         check_release_data(self.release, values, columns)
         n, p = values.shape
@@ -567,7 +569,7 @@ class GWishartGraph(PostProcessingEstimator):
             raise too_few_records(n)
         return RecordMatrix(values, columns)
 
-    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise, data: Any) -> None:
+    def _solve(self, X: Any, settings: dict[str, Any], noise: NoiseDescription, data: Any) -> None:
         """Sample graphs from the posterior given the released records."""
         values, columns = data.values, data.columns
         n, p = values.shape
@@ -631,14 +633,15 @@ class GWishartGraph(PostProcessingEstimator):
         self.scatter_ = scatter
         self.degrees_of_freedom_ = df
         self.noise_variance_ = variance
-        self.noise_sigma_ = noise.sigma
-        privacy = noise.guarantee if noise.guarantee is not None else PostProcessingRecord(
+        self.noise_sigma_ = noise.std
+        guarantee = published_guarantee(self.release)
+        privacy = guarantee if guarantee is not None else PostProcessingRecord(
             mechanism="G-Wishart structure learning on released noisy data (post-processing)",
             reason=(
                 "post-processing of a noisy data release whose privacy guarantee is not "
                 "known here (pass release=... to carry it); this step consumes no budget"
             ),
-            noise=noise.record(),
+            noise=noise_record(noise),
         )
         self._set_fitted(
             X, n_samples=n, n_features=p, columns=columns, privacy=privacy,

@@ -83,8 +83,8 @@ from dpggm.estimators._contract import (
     fraction,
 )
 from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
-from dpggm.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from dpggm.mechanisms.publish import NoisyRelease, read_release_metadata
+from dpggm.mechanisms.record import NoiseDescription
 from dpggm.solvers.glasso import graphical_lasso
 from dpggm.solvers.psd import project_psd
 
@@ -95,7 +95,9 @@ __all__ = [
     "ReleaseNoise",
     "bias_corrected_covariance",
     "check_release_data",
+    "noise_record",
     "noise_variance",
+    "published_guarantee",
     "release_noise",
     "repair_corrected",
     "select_alpha",
@@ -182,11 +184,8 @@ def noise_variance(sigma: float, *, discrete: bool = False, grid: float | None =
     -----
     Privacy: a function of public parameters; consumes no budget.
     """
-    if sigma == 0:
-        return 0.0
-    if discrete:
-        return float(discrete_gaussian_variance(sigma, grid=grid))
-    return float(sigma) ** 2
+    return NoiseDescription(kind="discrete-gaussian" if discrete else "gaussian", std=sigma,
+                            grid=grid).variance
 
 
 def bias_corrected_covariance(
@@ -376,34 +375,30 @@ class _Grid(Constraint):
 RELEASE = Optional(_Release())
 
 
-@dataclass(frozen=True)
-class ReleaseNoise:
-    """The public description of a release's noise: its scale, whether it is discrete, its
-    lattice step, and the release's guarantee (``None`` when not given)."""
+#: The public description of a published release's noise: a
+#: :class:`~dpggm.mechanisms.record.NoiseDescription` (``std`` its sigma).
+ReleaseNoise = NoiseDescription
 
-    sigma: float
-    discrete: bool
-    grid: float | None
-    guarantee: Any = None
 
-    @property
-    def variance(self) -> float:
-        """The variance of one noise entry (:func:`noise_variance`)."""
-        return noise_variance(self.sigma, discrete=self.discrete, grid=self.grid)
+def noise_record(noise: NoiseDescription) -> dict[str, Any]:
+    """The noise of a published release as a post-processing record states it."""
+    return {
+        "sigma": noise.std,
+        "distribution": "discrete-gaussian" if noise.discrete else "gaussian",
+        "grid": noise.grid,
+        "variance_subtracted": noise.variance,
+    }
 
-    def record(self) -> dict[str, Any]:
-        return {
-            "sigma": self.sigma,
-            "distribution": "discrete-gaussian" if self.discrete else "gaussian",
-            "grid": self.grid,
-            "variance_subtracted": self.variance,
-        }
+
+def published_guarantee(release: Any) -> Any:
+    """The guarantee a published release states (``None`` without a release)."""
+    return None if release is None else read_release_metadata(release)["guarantee"]
 
 
 def release_noise(*, release: Any, noise_sigma: float | None, discrete: bool | None,
-                  grid: float | None) -> ReleaseNoise:
-    """``sigma``, ``discrete``, ``grid`` and the guarantee, reconciled with the release's
-    metadata (a value given that disagrees with it is refused: the bias correction must
+                  grid: float | None) -> NoiseDescription:
+    """The noise description (``sigma``, ``discrete``, ``grid``), reconciled with the
+    release's metadata (a value given that disagrees with it is refused: the bias correction must
     use the noise the data were published with).
 
     Raises
@@ -426,9 +421,7 @@ def release_noise(*, release: Any, noise_sigma: float | None, discrete: bool | N
             )
         step = check_number(step, name="grid", low=0, closed="neither")
     sigma = None if noise_sigma is None else float(noise_sigma)
-    guarantee = None
     if meta is not None:
-        guarantee = meta["guarantee"]
         if sigma is None:
             sigma = meta["sigma"]
         elif not math.isclose(sigma, meta["sigma"], rel_tol=_SIGMA_RTOL, abs_tol=0.0):
@@ -454,7 +447,8 @@ def release_noise(*, release: Any, noise_sigma: float | None, discrete: bool | N
             "noise_sigma is required (the release's noise scale; 0 for no correction) "
             "unless release metadata is given"
         )
-    return ReleaseNoise(sigma, is_discrete, step, guarantee)
+    return NoiseDescription(kind="discrete-gaussian" if is_discrete else "gaussian", std=sigma,
+                            grid=step)
 
 
 def check_release_data(release: Any, values: np.ndarray, columns: list[str]) -> None:
@@ -719,23 +713,23 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         """
         return super().fit(X, y)
 
-    def _noise(self, settings: dict[str, Any]) -> ReleaseNoise:
+    def _noise(self, settings: dict[str, Any]) -> NoiseDescription:
         return release_noise(release=self.release, noise_sigma=self.noise_sigma,
                              discrete=self.discrete, grid=self.grid)
 
-    def _read(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise) -> RecordMatrix:
+    def _read(self, X: Any, settings: dict[str, Any], noise: NoiseDescription) -> RecordMatrix:
         values, columns = as_matrix(X, name="X")
         check_release_data(self.release, values, columns)
         if values.shape[1] < 2:
             raise too_few_variables(values.shape[1], minimum=2, who=type(self).__name__)
         return RecordMatrix(values, columns)
 
-    def _solve(self, X: Any, settings: dict[str, Any], noise: ReleaseNoise,
+    def _solve(self, X: Any, settings: dict[str, Any], noise: NoiseDescription,
                data: RecordMatrix) -> None:
         """The graphical lasso on the bias-corrected covariance of the release."""
         values, columns = data.values, data.columns
         n, p = values.shape
-        sigma, variance = noise.sigma, noise.variance
+        sigma, variance = noise.std, noise.variance
         corrected = self._corrected(values, variance)
         S, self.diagonal_floored_, self.projected_ = repair_corrected(corrected, variance)
         options = self._solver_options()
@@ -751,16 +745,17 @@ class NoisyGraphicalLasso(PostProcessingEstimator):
         self.noise_sigma_ = sigma
         self.alpha_ = alpha
         self.solver_ = result
+        guarantee = published_guarantee(self.release)
         privacy = (
-            noise.guarantee
-            if noise.guarantee is not None
+            guarantee
+            if guarantee is not None
             else PostProcessingRecord(
                 mechanism="bias-corrected graphical lasso on released noisy data (post-processing)",
                 reason=(
                     "post-processing of a noisy data release whose privacy guarantee is not "
                     "known here (pass release=... to carry it); this step consumes no budget"
                 ),
-                noise=noise.record(),
+                noise=noise_record(noise),
             )
         )
         self._set_fitted(

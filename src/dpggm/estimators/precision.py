@@ -27,7 +27,6 @@ from dpggm.data.tables import as_matrix, too_few_variables
 from dpggm.estimators._base import (
     DPEstimator,
     PrivateEstimatorBase,
-    ReleasedCovariance,
     Settings,
 )
 from dpggm.estimators._contract import FLAG, AnyOf, BudgetOf, Interval, Options
@@ -38,6 +37,7 @@ from dpggm.mechanisms.bounds import RowNorm
 from dpggm.mechanisms.context import ReleaseContext
 from dpggm.mechanisms.noise import WishartMechanism
 from dpggm.mechanisms.plan import PlanRun, ReleasePlan
+from dpggm.mechanisms.record import Release
 from dpggm.mechanisms.release import WISHART_FLOAT_REASON
 from dpggm.privacy.budgets import NonPrivate, PureDP
 from dpggm.privacy.guarantee import DEFAULT_REPORT_DELTA
@@ -111,9 +111,9 @@ class _PerturbationEstimator(PrivateEstimatorBase):
     inference on their release (:meth:`infer`, ``inference_``)."""
 
     def _finish(self, X: Any, settings: Settings, plan: ReleasePlan, data: Any,
-                release: ReleasedCovariance, run: PlanRun, ctx: ReleaseContext) -> None:
+                release: Release, run: PlanRun, ctx: ReleaseContext) -> None:
         super()._finish(X, settings, plan, data, release, run, ctx)
-        self.entry_noise_std_ = float(release.entry_noise_std)
+        self.entry_noise_std_ = float(release.noise.std)
         measurement = (None if settings.non_private
                        else plan.step("second moment").measurement)
         kind = type(measurement).__name__
@@ -124,9 +124,10 @@ class _PerturbationEstimator(PrivateEstimatorBase):
         # Rows shrunk onto a declared ball: the correction of the intervals, as
         # PrivateGraph's with declared bounds (records located at the released mean, or at
         # zero); a declared box has no closed form.
-        self._inference_clipping = (
-            ClippingModel(row_norm_bound=bounds.bound, box=None, mean=release.noisy_mean,
-                          recenter=False) if isinstance(bounds, RowNorm) else None)
+        # The record the inference reads: the release with how its records were clipped.
+        self._release = replace(release, clipping=(
+            ClippingModel(row_norm_bound=bounds.bound, box=None, mean=release.mean,
+                          recenter=False) if isinstance(bounds, RowNorm) else None))
         self.inference_ = None
         if self._inference_refusal is None:
             from dpggm.estimators._contract import feature_names
@@ -159,8 +160,8 @@ class _PerturbationEstimator(PrivateEstimatorBase):
 
         Privacy
         -------
-        Post-processing: reads the release (``noisy_covariance_``), the public description
-        of its noise and the number of records behind it -- ``n``, public under replace-one
+        Post-processing: reads the release record (the statistic ``noisy_covariance_``),
+        the public description of its noise and the number of records behind it -- ``n``, public under replace-one
         neighbours; under add/remove the released noisy count (``n_samples_``), the only
         count a release states -- never the data; spends nothing.
         """
@@ -177,10 +178,11 @@ class _PerturbationEstimator(PrivateEstimatorBase):
             raise ValueError("clipping_correction must be one of 'intervals', 'all', 'none'; "
                              f"got {clipping_correction!r}")
         precision, alpha = self._inference_pilot()
-        clipping = None if clipping_correction == "none" else self._inference_clipping
+        release = self._release
+        clipping = None if clipping_correction == "none" else release.clipping
         return edge_inference(
-            self.noisy_covariance_, n_samples=int(self.n_samples_),
-            noise_variance=self.entry_noise_std_ ** 2, precision=precision, alpha=alpha,
+            release.statistic, n_samples=int(release.n_samples),
+            noise_variance=release.noise.variance, precision=precision, alpha=alpha,
             clipping=clipping,
             clipping_correction="all" if clipping_correction == "none" else clipping_correction,
             confidence_level=confidence_level, fdr=fdr, fdr_method=fdr_method, method=method,
@@ -274,10 +276,10 @@ class RidgePrecision(_PerturbationEstimator):
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
                      count_fraction, noise, missing)
 
-    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+    def _solve(self, X: Any, settings: Settings, release: Release,
                data: Any) -> None:
         """The ridge precision of the release (post-processing)."""
-        self.solver_ = ridge_precision(release.noisy_covariance, float(settings["ridge"]))
+        self.solver_ = ridge_precision(release.statistic, float(settings["ridge"]))
         self.precision_ = self.solver_.estimate
         self.covariance_ = np.linalg.inv(self.precision_)
 
@@ -365,14 +367,14 @@ class GraphicalLasso(_PerturbationEstimator):
                 "data (Su, Guo & Zhang's procedure): no formal guarantee",))
         return settings
 
-    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+    def _solve(self, X: Any, settings: Settings, release: Release,
                data: Any) -> None:
         """The graphical lasso on the release (post-processing; with
         ``alpha="cv-nonprivate"`` the penalty is tuned on the raw data)."""
-        S = release.noisy_covariance
+        S = release.statistic
         alpha = settings["alpha"]
         if alpha == "auto":
-            alpha = auto_alpha(S, noise_std=release.entry_noise_std, n=release.stats_n)
+            alpha = auto_alpha(S, noise_std=release.noise.std, n=release.n_samples)
         elif alpha == "cv-nonprivate":
             values, _ = as_matrix(X)
             clipped, _ = settings["bounds"].clip(values)
@@ -382,7 +384,7 @@ class GraphicalLasso(_PerturbationEstimator):
         options = {"method": self.solver, "penalize_diagonal": self.penalize_diagonal,
                    "tol": self.tol, "max_iter": self.max_iter}
         result, self.repaired_, self.n_diagonal_repaired_ = solve_released(
-            S, float(alpha), noise_std=release.entry_noise_std, **options)
+            S, float(alpha), noise_std=release.noise.std, **options)
         self.alpha_ = float(alpha)
         self.solver_ = result
         self.precision_ = result.estimate
@@ -567,14 +569,14 @@ class ThresholdedCovariance(_PerturbationEstimator):
                      calibration, allow_invalid, wishart_mean_removal, report_delta, random_state,
                      count_fraction, noise, missing)
 
-    def _solve(self, X: Any, settings: Settings, release: ReleasedCovariance,
+    def _solve(self, X: Any, settings: Settings, release: Release,
                data: Any) -> None:
         """Threshold the release at a public level and project it (post-processing)."""
         gamma = float(settings["gamma"])
-        S = release.noisy_covariance
-        p, n = S.shape[0], release.stats_n
+        S = release.statistic
+        p, n = S.shape[0], release.n_samples
         B = settings["bounds"].row_norm(p)
-        sigma = release.entry_noise_std
+        sigma = release.noise.std
         log_p = math.log(max(p, 2))
         self.threshold_ = gamma * B**2 * math.sqrt(log_p / n) + 4 * sigma * math.sqrt(log_p)
         self.solver_ = hard_threshold(S, self.threshold_, keep_diagonal=self.keep_diagonal)

@@ -25,6 +25,8 @@ _EXPORTS = {
     "read_release_metadata": "dpggm.mechanisms.publish",
     "check_random_state": "dpggm.mechanisms.random",
     "secure_generator": "dpggm.mechanisms.random",
+    "NoiseDescription": "dpggm.mechanisms.record",
+    "Release": "dpggm.mechanisms.record",
     "release_second_moment": "dpggm.mechanisms.release",
     "mean_l2_sensitivity": "dpggm.mechanisms.sensitivity",
     "row_l2_sensitivity": "dpggm.mechanisms.sensitivity",
@@ -68,6 +70,10 @@ if TYPE_CHECKING:  # pragma: no cover
         check_random_state,
         secure_generator,
     )
+    from dpggm.mechanisms.record import (
+        NoiseDescription,
+        Release,
+    )
     from dpggm.mechanisms.release import (
         release_second_moment,
     )
@@ -80,7 +86,9 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 __all__ = [
+    "NoiseDescription",
     "NoisyRelease",
+    "Release",
     "publish",
     "read_release_metadata",
     "Box",

@@ -97,6 +97,7 @@ from dpggm.mechanisms.discrete_gaussian import (
 from dpggm.mechanisms.grid import round_up, sampler_scale_at_least
 from dpggm.mechanisms.measurement import Measurement
 from dpggm.mechanisms.random import RandomSource
+from dpggm.mechanisms.record import NoiseDescription
 from dpggm.mechanisms.sensitivity import row_l2_sensitivity
 from dpggm.privacy.budgets import (
     GDP,
@@ -171,6 +172,17 @@ class NoisyRelease:
     def n_samples(self) -> int:
         """Number of released records."""
         return int(np.shape(self.data)[0])
+
+    @property
+    def noise(self) -> NoiseDescription:
+        """The noise on one released value, described as every release describes it.
+
+        Its ``variance`` is recomputed from ``sigma`` and ``grid``: equal to
+        :attr:`noise_variance` (the figure the release states, and what a data user
+        subtracts) up to rounding."""
+        return NoiseDescription(kind="discrete-gaussian" if self.discrete else "gaussian",
+                                std=self.sigma, mechanism="gaussian noise on every value",
+                                grid=self.grid)
 
     @property
     def n_features(self) -> int:

@@ -50,7 +50,6 @@ after, and states the guarantee from what ran. :func:`release_second_moment` doe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -75,6 +74,7 @@ from dpggm.mechanisms.measurement import Measurement
 from dpggm.mechanisms.noise import WishartMechanism
 from dpggm.mechanisms.plan import PlannedMeasurement, PlanRun, ReleasePlan
 from dpggm.mechanisms.random import RandomSource
+from dpggm.mechanisms.record import NoiseDescription, Release
 from dpggm.mechanisms.sensitivity import (
     gram_entry_sensitivity,
     gram_l1_sensitivity,
@@ -178,32 +178,9 @@ def _mirror(p: int, iu: tuple[np.ndarray, np.ndarray], values: np.ndarray) -> np
     return out + np.triu(out, 1).T
 
 
-@dataclass(frozen=True)
-class SecondMomentRelease:
-    """A released second moment and what it cost.
-
-    Attributes
-    ----------
-    second_moment : ndarray (p, p)
-        The noisy ``S`` (replace-one) or ``G~ / max(n~, 1)`` (add/remove), symmetric.
-    mean : ndarray (p,) or None
-        The noisy mean, when a private mean was asked for.
-    count : int or float
-        ``n`` under replace-one (public), the noisy count under add/remove.
-    gram : ndarray (p, p) or None
-        The released noisy Gram matrix (add/remove only).
-    entry_noise_std : float
-        Standard deviation of the noise on one off-diagonal entry of ``second_moment``
-        (from released quantities only).
-    guarantee : PrivacyGuarantee
-    """
-
-    second_moment: np.ndarray
-    mean: np.ndarray | None
-    count: int | float
-    gram: np.ndarray | None
-    entry_noise_std: float
-    guarantee: Any
+#: The record :func:`release_second_moment` returns: a :class:`~dpggm.mechanisms.record.Release`
+#: (``statistic`` the noisy ``S``, or ``G~ / max(n~, 1)`` under add/remove).
+SecondMomentRelease = Release
 
 
 def release_observed_counts(
@@ -514,7 +491,7 @@ def release_planned_second_moment(
     ctx: ReleaseContext,
     wishart_mean_removal: bool = False,
     run: PlanRun | None = None,
-) -> SecondMomentRelease:
+) -> Release:
     """Run the measurements of ``plan`` (:func:`second_moment_plan`) on the exact
     statistics of the clipped records -- ``gram = X^T X`` and the column sums ``total``
     (needed with a ``"mean"`` step) of ``n`` records (private under add/remove, where it
@@ -531,9 +508,11 @@ def release_planned_second_moment(
     steps = {s.step for s in plan.steps}
     if plan.non_private:
         mean = None if total is None or not plan.notes.get("mean") else total / n
-        return SecondMomentRelease(
-            second_moment=(gram + gram.T) / (2 * n), mean=mean, count=n,
-            gram=gram.copy() if add_remove else None, entry_noise_std=0.0,
+        return Release(
+            statistic=(gram + gram.T) / (2 * n), mean=mean, n_samples=n,
+            gram=gram.copy() if add_remove else None,
+            noise=NoiseDescription(kind="gaussian", std=0.0,
+                                   mechanism=str(plan.notes.get("mechanism", "second moment"))),
             guarantee=ctx.guarantee(
                 budget=plan.requested,
                 mechanism=f"{plan.notes.get('mechanism', 'second moment')} (non-private "
@@ -587,13 +566,15 @@ def release_planned_second_moment(
         plan, run, mechanism=str(plan.notes.get("mechanism", "second moment")), noise=noise,
         notes=notes, invalid_reason=plan.notes.get("invalid_reason"),
     )
-    return SecondMomentRelease(
-        second_moment=second_moment,
+    return Release(
+        statistic=second_moment,
         mean=mean,
         # A noisy count can be small or negative; estimators divide by it.
-        count=max(int(round(count)), 1) if add_remove else n,
+        n_samples=max(int(round(count)), 1) if add_remove else n,
         gram=released_gram,
-        entry_noise_std=float(entry_std),
+        noise=NoiseDescription(
+            kind="laplace" if isinstance(matrix, LaplaceMechanism) else "gaussian",
+            std=float(entry_std), mechanism=str(plan.notes.get("mechanism", "second moment"))),
         guarantee=guarantee,
     )
 
@@ -612,7 +593,7 @@ def release_second_moment(
     wishart_mean_removal: bool = False,
     mean_fraction: float | None = None,
     count_fraction: float = DEFAULT_COUNT_FRACTION,
-) -> SecondMomentRelease:
+) -> Release:
     """Release the second moment of records clipped to ``bounds``: the plan
     (:func:`second_moment_plan`, every check before any draw), then its measurements
     (:func:`release_planned_second_moment`).
@@ -648,7 +629,11 @@ def release_second_moment(
 
     Returns
     -------
-    SecondMomentRelease
+    Release
+        ``statistic`` the noisy ``S`` (replace-one) or ``G~ / max(n~, 1)`` (add/remove),
+        ``n_samples`` the public ``n`` or the released count, ``gram`` the released Gram
+        (add/remove), ``mean`` the released mean when asked for, ``noise`` the noise on one
+        off-diagonal entry, ``guarantee`` what the release delivers.
     """
     plan = second_moment_plan(
         n=n, p=gram.shape[0], bounds=bounds, budget=budget, mechanism=mechanism,
