@@ -55,3 +55,13 @@ def test_a_private_graph_and_a_graphical_lasso_read_the_one_record():
     assert est._release.statistic is est.noisy_covariance_
     assert est._release.n_samples == est.n_samples_
     assert est._release.noise.variance == est.entry_noise_std_ ** 2
+
+
+def test_the_graph_release_keeps_its_covariance_name():
+    import numpy as np
+
+    from dpggm import ZCDP, PrivateGraph
+
+    X = np.random.default_rng(1).normal(size=(300, 3))
+    release = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(X).release_
+    assert release.covariance is release.statistic

@@ -113,6 +113,13 @@ class Release:
         return int(self.statistic.shape[0])
 
     @property
+    def covariance(self) -> np.ndarray:
+        """``statistic``, by the name ``PrivateGraph.release_`` gave it before the records
+        were one type (a released covariance or second moment): code written against
+        ``release_.covariance`` keeps working."""
+        return self.statistic
+
+    @property
     def noise_variance(self) -> float:
         """The variance of the noise on one off-diagonal entry of ``statistic``."""
         return self.noise.variance
