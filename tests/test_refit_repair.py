@@ -148,3 +148,30 @@ def test_a_correction_variance_left_out_is_stated(monkeypatch):
     assert left.diagnostics["correction_variance"].startswith("left out")
     # Held fixed, the correction's own variability is not in the standard errors.
     assert not np.allclose(left.std_error, kept.std_error)
+
+
+def test_a_completion_singular_within_the_noise_is_said_not_to_hold():
+    # Neighbours correlated at 0.999 and a release whose noise exceeds what the pair leaves
+    # of its variance: the refit's partial correlations sit at the boundary.
+    import warnings
+
+    from dpggm.exceptions import UnreliableInferenceWarning
+    from dpggm.solvers.inference import NEAR_SINGULAR_SHARE, edge_inference
+
+    p = 12
+    correlation = 0.999 ** np.abs(np.subtract.outer(np.arange(p), np.arange(p)))
+    rng = np.random.default_rng(3)
+    noise = rng.normal(scale=2e-3, size=(p, p))
+    S = correlation + (noise + noise.T) / np.sqrt(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = edge_inference(S, noise_variance=4e-6, n_samples=100_000, alpha=0.01)
+    smallest = result.diagnostics.get("near_singular_completion")
+    assert smallest is not None and smallest < NEAR_SINGULAR_SHARE * 2e-3
+    assert any(issubclass(w.category, UnreliableInferenceWarning) for w in caught)
+    # A well-conditioned release: no warning, no diagnostic.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnreliableInferenceWarning)
+        quiet = edge_inference(np.eye(p) + 0.3 * np.eye(p, k=1) + 0.3 * np.eye(p, k=-1),
+                               noise_variance=1e-4, n_samples=10_000, alpha=0.05)
+    assert "near_singular_completion" not in quiet.diagnostics

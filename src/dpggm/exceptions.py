@@ -62,6 +62,13 @@ class CuratorWarning(UserWarning):
     It never changes what a release holds."""
 
 
+class UnreliableInferenceWarning(UserWarning):
+    """The edge inference ran, but its working model does not hold for this release: the
+    partial correlations, their intervals and q-values are not to be relied on (the
+    message says why). Computed from the release alone (post-processing): it may be
+    published with it."""
+
+
 class NumericalError(ArithmeticError):
     """A numerical computation broke down (for example a matrix that must be positive
     definite is not)."""

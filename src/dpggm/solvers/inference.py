@@ -72,7 +72,12 @@ from typing import Any
 import numpy as np
 from scipy import linalg, stats
 
-from dpggm.exceptions import ConvergenceWarning, NoSolutionError, NumericalError
+from dpggm.exceptions import (
+    ConvergenceWarning,
+    NoSolutionError,
+    NumericalError,
+    UnreliableInferenceWarning,
+)
 from dpggm.solvers._validation import check_square_symmetric
 from dpggm.solvers.glasso import graphical_lasso
 from dpggm.solvers.psd import project_psd
@@ -538,6 +543,33 @@ class _SparseHessian:
         out[rows, cols] = x
         out[cols, rows] = x
         return out
+
+
+#: The refit's completion is called singular within the noise when its smallest eigenvalue
+#: is below this share of the noise standard deviation. Measured (zCDP 1): the raw chains
+#: where the inference fails fall at 0.037 (p = 300, n = 100 000: 96 % of the selected
+#: edges false) and 0.038 (p = 1 000, n = 50 000); a 100-variable chain at n = 20 000,
+#: whose inference is calibrated, at 0.39.
+NEAR_SINGULAR_SHARE = 0.1
+
+
+def _smallest_eigenvalue_of_inverse(theta: np.ndarray) -> float:
+    """``1 / lambda_max(theta)`` for a positive definite ``theta``: the smallest eigenvalue of
+    the completion the refit found, from the sparse precision (Lanczos above 400
+    variables, where a dense eigendecomposition would cost seconds)."""
+    p = theta.shape[0]
+    if p > 400:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+        try:
+            top = eigsh(csr_matrix(theta), k=1, which="LA", return_eigenvectors=False,
+                        tol=1e-6)[0]
+            return float(1.0 / top)
+        except ArpackNoConvergence:
+            pass
+    return float(1.0 / linalg.eigvalsh(theta, subset_by_index=[p - 1, p - 1],
+                                        check_finite=False)[0])
 
 
 def _glasso_pilot(S: np.ndarray, alpha: float, floor: float) -> np.ndarray:
@@ -1712,6 +1744,23 @@ def edge_inference(
             del null_variance, null_sampling, null_noise
         del r, moments
         diagnostics: dict[str, Any] = {"pilot": pilot_note, "alpha": alpha_used}
+        smallest = _smallest_eigenvalue_of_inverse(theta)
+        if smallest < NEAR_SINGULAR_SHARE * floor:
+            # The completion the refit found is singular within the release's noise: the
+            # variables are too close to collinear for this budget and size, and the
+            # refit's estimates pile up at +-1 with small standard errors (a 300-variable
+            # raw chain, neighbours correlated at up to 0.998, n = 100 000, zCDP 1: 6 252
+            # edges selected, 96 % of them false, 18 % of the true edges' intervals
+            # covering their value). The numbers are returned, and said not to hold.
+            diagnostics["near_singular_completion"] = smallest
+            warnings.warn(UnreliableInferenceWarning(
+                "the edge inference does not hold for this release: its completion on the "
+                f"pilot's support has smallest eigenvalue {smallest:.3g}, below a tenth of "
+                f"the noise standard deviation {floor:.3g} (variables too close to collinear "
+                "for this "
+                "budget and number of records); partial correlations, intervals and "
+                "q-values are not reliable -- use a larger budget or fewer, less redundant "
+                "variables"), stacklevel=2)
         if left_out is not None:
             diagnostics["correction_variance"] = left_out
         if method == "bootstrap":
