@@ -175,3 +175,21 @@ def test_a_completion_singular_within_the_noise_is_said_not_to_hold():
         quiet = edge_inference(np.eye(p) + 0.3 * np.eye(p, k=1) + 0.3 * np.eye(p, k=-1),
                                noise_variance=1e-4, n_samples=10_000, alpha=0.05)
     assert "near_singular_completion" not in quiet.diagnostics
+
+
+def test_the_record_and_the_report_say_when_the_inference_does_not_hold():
+    import warnings
+
+    from dpggm import ZCDP, PrivateGraph
+    from dpggm.datasets import make_raw_chain
+    from dpggm.estimators.graph import graph_result_record
+    from dpggm.report.html import _inference_summary
+
+    frame, _ = make_raw_chain(n_samples=2000, n_features=100, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = PrivateGraph(budget=ZCDP(1.0), random_state=0).fit(frame)
+    record = graph_result_record(graph)
+    assert "singular within the release's noise" in record["inference"]["unreliable"]
+    assert "Caution: the refit&#x27;s completion is singular" in _inference_summary(
+        record, graph.edges_, private=True)

@@ -1230,7 +1230,9 @@ def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
     sparse graph), ``detectable_predicted`` (an edge whose variables the others predict with
     ``R**2`` 0.5), whether the selection was ``withheld`` and by which figure, and whether
     the settings keep the inference ``calibrated`` -- identical for every release of the
-    plan, nothing read from the data or the noisy release.
+    plan, nothing read from the data or the noisy release. One entry is read from the
+    release (post-processing, public with it) and says so: ``unreliable``, where the
+    refit's completion is singular within the release's noise.
     """
     if getattr(estimator, "inference_", None) is None:
         return None
@@ -1261,6 +1263,17 @@ def inference_record(estimator: PrivateGraph) -> dict[str, Any] | None:
         record["calibrated"] = bool(figures["calibrated"])
         if not figures["calibrated"]:
             record["calibration_note"] = figures["calibration_note"]
+    inference = getattr(estimator, "_inference", None)
+    smallest = None if inference is None else inference.diagnostics.get(
+        "near_singular_completion")
+    if smallest is not None:
+        # Read from the release (post-processing, public with it), not a figure of the
+        # plan: the refit's completion is singular within the noise of this release.
+        record["unreliable"] = (
+            "the refit's completion is singular within the release's noise (smallest "
+            f"eigenvalue {float(smallest):.3g}): the variables are too close to collinear "
+            "for this budget and size, and the partial correlations, intervals and "
+            "q-values are not reliable (read from the release, not from the plan)")
     return record
 
 

@@ -576,6 +576,8 @@ def _inference_summary(record: dict[str, Any], edges: pd.DataFrame | None,
                 lines.append("Caution: at this budget and size even the strongest edges "
                              "are found less than 80 % of the time: the edges shown keep "
                              "the error control above, but most real ones are missing.")
+    if isinstance(inference.get("unreliable"), str):
+        lines.append("Caution: " + inference["unreliable"] + ".")
     body = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return f'<div class="summary">{body}</div>'
 
