@@ -101,25 +101,6 @@ def environment() -> dict[str, Any]:
     return info
 
 
-def source_commit() -> str:
-    """The git commit of the source tree the package was imported from, with ``+changes``
-    when its ``src/`` differs from that commit; ``"not a git checkout"`` otherwise (an
-    installed wheel). What a committed result was computed from: the reproduction page's
-    runs record it, so that "regenerated at this commit" can be checked."""
-    import subprocess
-
-    here = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=True)
-        status = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--",
-                                 str(here)], capture_output=True, text=True, timeout=10,
-                                check=True)
-    except (OSError, subprocess.SubprocessError):
-        return "not a git checkout"
-    return commit.stdout.strip() + ("+changes" if status.stdout.strip() else "")
-
-
 def _command_line() -> str:
     """The process's command line, with the program named as it is typed (``dpggm``, or
     ``python -m dpggm``) rather than by the installation path."""
@@ -148,7 +129,6 @@ def environment_table(
         "started_utc": start.isoformat(timespec="seconds"),
         "wall_seconds": round(float(seconds), 3),
         "command": _command_line(),
-        "source_commit": source_commit(),
         **environment(),
         # How busy the machine was (other jobs share it): load averages over 1, 5 and 15
         # minutes when the table was made, i.e. at the end of the run.

@@ -640,19 +640,12 @@ def _solve_block(
 ) -> _BlockState:
     if alpha == 0.0:
         return _solve_zero_penalty(S)
+    def admm(handoff_to_cd: bool) -> tuple[_BlockState, np.ndarray | None]:
+        return _admm_block(S, alpha, target_of, tol, max_iter or _DEFAULT_MAX_ITER["admm"],
+                           admm_penalty, init_theta, init_W, handoff_to_cd=handoff_to_cd)
+
     def admm_only() -> _BlockState:
-        state, _ = _admm_block(
-            S,
-            alpha,
-            target_of,
-            tol,
-            max_iter or _DEFAULT_MAX_ITER["admm"],
-            admm_penalty,
-            init_theta,
-            init_W,
-            handoff_to_cd=False,
-        )
-        return state
+        return admm(False)[0]
 
     if method == "admm":
         return admm_only()
@@ -681,17 +674,7 @@ def _solve_block(
             start, B, start_iterations = continued
             prefix = "continuation+"
         else:
-            handoff, start = _admm_block(
-                S,
-                alpha,
-                target_of,
-                tol,
-                max_iter or _DEFAULT_MAX_ITER["admm"],
-                admm_penalty,
-                init_theta,
-                init_W,
-                handoff_to_cd=True,
-            )
+            handoff, start = admm(True)
             if start is None:
                 return handoff
             B = _coefficients_from_precision(handoff.precision)
