@@ -1359,10 +1359,34 @@ def _ours_private_precision_values() -> dict:
     return _by_cell(frame, lambda r, norm: float(r[f"rel_{norm}_mean"]))
 
 
-def _within_count(cells: list[dict], group: str, tolerance: float | None) -> str:
-    mine = [c for c in cells if c["group"] == group]
+def _within_count(cells: list[dict], group: str | None, tolerance: float | None,
+                  the: bool = False) -> str:
+    """"k of n": the cells of ``group`` (every group: None) within ``tolerance``, or within
+    ``Z_AGREEMENT`` standard errors of the difference when ``tolerance`` is None."""
+    mine = [c for c in cells if group is None or c["group"] == group]
     flags = [(_near(c, tolerance) if tolerance is not None else _consistent(c)) for c in mine]
-    return f"{sum(bool(f) for f in flags)}"
+    return f"{sum(bool(f) for f in flags)} of {'the ' if the else ''}{len(mine)}"
+
+
+def _gap_se(cell: dict) -> float:
+    """|ours − paper| in standard errors of the difference (nan without a spread)."""
+    spread = math.hypot(cell["ours_se"], cell["paper_se"])
+    if not (math.isfinite(spread) and spread > 0 and math.isfinite(cell["ours"])):
+        return math.nan
+    return abs(cell["ours"] - cell["paper"]) / spread
+
+
+def _largest_gap_within(cells: list[dict], tolerance: float) -> str:
+    """The largest gap, in standard errors of the difference, that ``tolerance`` passes."""
+    gaps = [_gap_se(c) for c in cells if _near(c, tolerance)]
+    gaps = [g for g in gaps if math.isfinite(g)]
+    return fmt(max(gaps), 2) if gaps else "–"
+
+
+def sci(value: float) -> str:
+    """``1e-4`` for 0.0001 (the page's way of writing a power of ten)."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def _grid_edges() -> str:
@@ -1399,6 +1423,12 @@ def _values_private_precision() -> dict:
     raw = errors[errors["method"] == RAW_AGL]
     agl = _private_precision_honest("DP-AGL")
     cells_paper_rp = _cells_private_precision("DP-RP", "paper")
+    cells_paper_agl = _cells_private_precision("DP-AGL", "paper")
+    cells_honest_agl = _cells_private_precision("DP-AGL", None)
+    agreeing_agl = [c for c in cells_honest_agl if _consistent(c)]
+    paper_agl_table = _paper_private_precision_table("2")
+    agl_paper_models = agl[agl["model"].isin(set(paper_agl_table["model"]))]
+    solved = agl_paper_models[agl_paper_models["n_repaired"] == 0]
     tol = RELATIVE_TOLERANCE["private_precision"]
     paper_values, our_values = _paper_private_precision_values(), _ours_private_precision_values()
     honest_ratios = _ratios_private_precision(honest_rp, "1", ("l1", "fro"))
@@ -1437,10 +1467,41 @@ def _values_private_precision() -> dict:
         "private_precision.honest.rp_ratio_median": fmt(float(np.median(honest_ratios)), 2),
         "private_precision.honest.slope_sigma": span(trend[(trend["method"] == "DP-RP")
                                              & (trend["norm"] == "fro")]["slope_vs_sigma"]),
-        "private_precision.paper.rp_within_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2", tol),
-        "private_precision.paper.rp_within_low": _within_count(cells_paper_rp, "ℓ1, F at ε ≤ 0.8", tol),
-        "private_precision.paper.rp_within_spectral": _within_count(cells_paper_rp, "ℓ2", tol),
-        "private_precision.paper.rp_2se": str(sum(bool(_consistent(c)) for c in cells_paper_rp)),
+        "private_precision.paper.rp_within_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2",
+                                                                tol, the=True),
+        "private_precision.paper.rp_within_low": _within_count(cells_paper_rp, "ℓ1, F at ε ≤ 0.8",
+                                                               tol, the=True),
+        "private_precision.paper.rp_within_spectral": _within_count(cells_paper_rp, "ℓ2", tol,
+                                                                    the=True),
+        "private_precision.paper.rp_2se": _within_count(cells_paper_rp, None, None),
+        "private_precision.paper.rp_2se_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2",
+                                                             None, the=True),
+        "private_precision.paper.rp_2se_rest": str(sum(
+            bool(_consistent(c)) for c in cells_paper_rp if c["group"] != "ℓ1, F at ε ≥ 1.2")),
+        "private_precision.paper.rp_gap_passed": _largest_gap_within(cells_paper_rp, tol),
+        "private_precision.paper.repaired": f"{int(paper_agl['n_repaired'].sum())} of "
+                                            f"{int(paper_agl['n_reps'].sum())}",
+        "private_precision.paper.agl_within": _within_count(cells_paper_agl, None, tol),
+        "private_precision.paper.agl_within.ours": span(
+            [c["ours"] for c in cells_paper_agl if _near(c, tol)]),
+        "private_precision.paper.agl_within.paper": span(
+            [c["paper"] for c in cells_paper_agl if _near(c, tol)]),
+        "private_precision.paper_agl_small_eps": span(paper_agl_table[
+            paper_agl_table["epsilon"] == min(paper_agl_table["epsilon"])]["mean"]),
+        "private_precision.paper_agl_small_eps_fro": span(paper_agl_table[
+            (paper_agl_table["epsilon"] == min(paper_agl_table["epsilon"]))
+            & (paper_agl_table["norm"] == "fro")]["mean"]),
+        "private_precision.honest.agl_2se": _within_count(cells_honest_agl, None, None),
+        "private_precision.honest.agl_2se_far": (
+            f"{sum(not 0.5 <= c['ours'] / c['paper'] <= 2 for c in agreeing_agl)} of the "
+            f"{len(agreeing_agl)}"),
+        "private_precision.honest.agl_solved": f"{len(solved)} of the {len(agl_paper_models)}",
+        **{f"private_precision.honest.agl_solved.{norm}": fmt(float(np.median(
+            _ratios_private_precision(solved, "2", (norm,)))), 2)
+           for norm in ("l1", "fro", "spectral")},
+        "private_precision.honest.agl_repaired_small_eps": (
+            f"{int(agl[agl['epsilon'] == 0.1]['n_repaired'].sum())} of "
+            f"{int(agl[agl['epsilon'] == 0.1]['n_reps'].sum())}"),
         "private_precision.honest.agl_fro_small_eps": span(agl[agl["epsilon"] == 0.1]["rel_fro_mean"]),
         "private_precision.honest.raw_failed_small": _raw_failed(raw[(raw["penalty"] == AGL_SMALL_PENALTY)
                                                        & (raw["epsilon"] == 0.1)]),
@@ -1495,7 +1556,7 @@ def _values_covariance_perturbation() -> dict:
         "covariance_perturbation.gaussian.by_r": listed([by_r.get(r, math.nan) for r in (0.5, 1.0, 1.5)]),
         "covariance_perturbation.gaussian.paper.by_r": listed(paper_by_r),
         "covariance_perturbation.laplace": span(of("Laplace")["rel_fro_mean"], 4),
-        "covariance_perturbation.laplace.paper": span(paper("epsilon-DP", "Laplace")),
+        "covariance_perturbation.laplace.paper": span(paper("epsilon-DP", "Laplace"), 3),
         "covariance_perturbation.laplace.raw_failed": _raw_failed(laplace_raw),
     }
 
@@ -1537,19 +1598,27 @@ def _values_noisy_data() -> dict:
         "noisy_data.1b.noise_effect": fmt(noise_effect, 1),
         "noisy_data.1b.paper_sd_range": span(sds),
         "noisy_data.1b.paper_se_max": fmt(max(sds) / math.sqrt(PAPER_REPS["noisy_data"]), 1),
-        "noisy_data.1b.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1b", False))),
+        "noisy_data.1b.honest.2se": _within_count(_cells_noisy_data("1b", False), None, None,
+                                                  the=True),
         "noisy_data.1b.edges_as_run": f"{variant(base, 0.9, 'edges_mean'):,.0f}",
         "noisy_data.1b.factor_effect": "; ".join(factors),
         "noisy_data.1b.diagonal_effect": f"at most {fmt(diagonal, 1)}",
         "noisy_data.1b.post_hoc.clean": listed(post[post["noise"] == "no noise"]["auc_mean"]),
         "noisy_data.1b.post_hoc.20db": listed(post[post["noise"] == "20 dB"]["auc_mean"]),
-        "noisy_data.1b.post_hoc.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1b", True))),
+        "noisy_data.1b.post_hoc.2se": _within_count(_cells_noisy_data("1b", True), None, None,
+                                                    the=True),
+        "noisy_data.1b.model_edges": f"{_noisy_data_model_edges(min(b['sparsity'])):,}",
         "noisy_data.1a.honest.n50": span(a[a["n"] == 50]["auc_corrected_mean"], 3),
         "noisy_data.1a.honest.large": span(a[a["n"] >= 500]["auc_corrected_mean"], 3),
         "noisy_data.1a.reference.20db": listed(a20["auc_reference_corrected_mean"]),
         "noisy_data.1a.paper.20db": listed(a20["auc_paper"]),
         "noisy_data.1a.paper_sd.20db": listed(PAPER_NOISY_DATA_SD["1a"][20.0].values(), 2),
-        "noisy_data.1a.reference.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1a", True))),
+        "noisy_data.1a.reference.2se": _within_count(_cells_noisy_data("1a", True), None, None,
+                                                     the=True),
+        "noisy_data.1a.reference.clean": span(a[a["noise"] == "no noise"][
+            "auc_reference_corrected_mean"], 3),
+        "noisy_data.1a.paper.clean": span(a[a["noise"] == "no noise"]["auc_paper"], 3),
+        "noisy_data.1b.paper.clean.span": span(clean_b["auc_paper"], 3),
         "noisy_data.1a.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_noisy_data("1a", False))),
         "noisy_data.1a.gap.20db": span(gap),
         "noisy_data.1a.frobenius.500": (
@@ -1622,7 +1691,7 @@ def _values_pace_ggm() -> dict:
     ahead = []
     for metric in ("mahalanobis", "frobenius"):
         best, pace = best_of(("separate", "adaptive"), (1e-4, 1e-3, 1e-2), metric)
-        ahead.append(f"{int((pace < best).sum())} of {len(pace)}")
+        ahead.append(f"{int((pace < best).sum())} of {len(pace)} ({metric.capitalize()})")
     large = []
     for metric in ("mahalanobis", "frobenius"):
         best, pace = best_of(("ssp", "separate", "adaptive"), (1.0, 2.0, 10.0), metric)
@@ -1641,9 +1710,14 @@ def _values_pace_ggm() -> dict:
                                                  "centered, clipped",
                                                  "outside_box_after_centering"].iloc[0]), 1),
         "pace_ggm.honest.summary": f"we measure {summary}",
-        "pace_ggm.honest.2se": str(sum(bool(_consistent(c)) for c in _cells_pace_ggm(False))),
-        "pace_ggm.honest.30": str(sum(bool(_near(c, RELATIVE_TOLERANCE["pace_ggm"]))
-                                 for c in _cells_pace_ggm(False))),
+        "pace_ggm.reps": _reps_of(bc),
+        "pace_ggm.variants.times": fmt(float(_reps("pace_ggm_variants", "pace_ggm_variants.csv"))
+                                       / PAPER_REPS["pace_ggm"]),
+        "pace_ggm.honest.2se": _within_count(_cells_pace_ggm(False), None, None, the=True),
+        "pace_ggm.honest.30": _within_count(_cells_pace_ggm(False), None,
+                                            RELATIVE_TOLERANCE["pace_ggm"]),
+        "pace_ggm.honest.gap_passed": _largest_gap_within(_cells_pace_ggm(False),
+                                                          RELATIVE_TOLERANCE["pace_ggm"]),
         "pace_ggm.measured.small": span(measured[measured["rho"] == 1e-4]["measured_offdiag_mean"]),
         "pace_ggm.measured.large": span(measured[measured["rho"] == 10.0]["measured_offdiag_mean"]),
         "pace_ggm.paper_choices.summary": choices,
@@ -1652,12 +1726,13 @@ def _values_pace_ggm() -> dict:
         "pace_ggm.vs_ssp.small": both("pace", "ssp", (1e-4,)),
         "pace_ggm.vs_ssp.mid": both("pace", "ssp", (1e-2,)),
         "pace_ggm.vs_ssp.large": both("pace", "ssp", (10.0,)),
-        "pace_ggm.vs_best.small": "; ".join(ahead),
+        "pace_ggm.vs_best.small": " and ".join(ahead),
         "pace_ggm.vs_diagonal.small": both("diagonal", "pace", (1e-4, 1e-3)),
         "pace_ggm.vs_best.large": " and ".join(large),
         "pace_ggm.seconds": span(rt["seconds_mean"]),
         "pace_ggm.paper_seconds": span([float(v.split()[0]) for v in PAPER_PACE_GGM_SECONDS.values()]),
-        "pace_ggm.regression.adassp_best": str(int((best_method == "adassp").sum())),
+        "pace_ggm.regression.adassp_best": f"{int((best_method == 'adassp').sum())} of the "
+                                           f"{len(best_method)}",
         "pace_ggm.regression.pace_max": fmt(float(pace_rows["mse_max"].max()))
         if "mse_max" in pace_rows else "–",
         "pace_ggm.regression.ols": fmt(float(regression[regression["method"].str.startswith(
@@ -1696,6 +1771,7 @@ def _values_thresholding() -> dict:
     per_setting = trend[trend["p"].astype(str) != "all"]
     return {
         "thresholding.reps": _reps("thresholding", "thresholding_errors.csv"),
+        "paper.reps.thresholding": str(PAPER_REPS["thresholding"]),
         "thresholding.paper_model.kept": fmt(float(private["kept_offdiagonal_mean"].max())),
         "thresholding.paper_model.ratio": span(ratios),
         "thresholding.detectable.model": (
@@ -1712,8 +1788,8 @@ def _values_thresholding() -> dict:
         "thresholding.detectable.tpr.nonprivate": " and ".join(
             share(_one(det_np, "tpr_mean", n=n), 1) for n in (min(det["n"]), max(det["n"]))),
         "thresholding.detectable.fdp.nonprivate": span([100 * v for v in det_np["fdp_mean"]]) + " %",
-        "thresholding.detectable.error.1": fmt(_one(det_large, "rel_spectral_mean",
-                                           epsilon=det_large["epsilon"].iloc[1]), 2),
+        "thresholding.detectable.error.1": fmt(float(det_large.loc[
+            det_large["epsilon"].astype(float) == 1.0, "rel_spectral_mean"].iloc[0]), 2),
         "thresholding.detectable.error.np": fmt(_one(det_np, "rel_spectral_mean", n=max(det["n"])), 2),
         "thresholding.claim.sr.largest": listed(sparsity[sparsity["n"] == largest_n]
                                        .sort_values("sr")["rel_spectral_mean"]),
@@ -1728,21 +1804,52 @@ def _values_thresholding() -> dict:
     }
 
 
+def _reproduction():
+    """``dpggm.experiments.reproduction`` (from the source tree beside this page when dpggm
+    is not installed): the CI check's constants."""
+    _registry()
+    import dpggm.experiments.reproduction as module
+    return module
+
+
+def _values_settings() -> dict:
+    """The constants the page names: the CI check's, the summary's tolerances and the
+    papers' repetitions (each from the one place the code uses)."""
+    check = _reproduction()
+    cpus = sorted({(_environment(name) or {}).get("cpu_count") for name in _registry()} - {None})
+    return {
+        "check.z": fmt(check.Z_TOLERANCE),
+        "check.false_alarm": sci(check.GLOBAL_FALSE_ALARM),
+        "summary.z": fmt(Z_AGREEMENT),
+        "summary.coverage": f"{100 * math.erf(Z_AGREEMENT / math.sqrt(2)):.0f} %",
+        **{f"tolerance.{name}": _tolerance_text(t) for name, t in RELATIVE_TOLERANCE.items()},
+        "covariance_perturbation.na": str(NA_ABOVE),
+        **{f"paper.reps.{name}": str(reps) for name, reps in PAPER_REPS.items()},
+        "machine.cpus": "/".join(cpus),
+    }
+
+
 def _values_summary() -> dict:
     honest = _reps("private_precision", "private_precision_errors.csv", method="DP-RP")
     paper = _reps("private_precision_paper", "private_precision_paper_setting.csv",
                   setting="paper")
+    pace_tolerance = RELATIVE_TOLERANCE["pace_ggm"]
     return {
+        "summary.gap_passed.pace_ggm.choices": _largest_gap_within(_cells_pace_ggm(True),
+                                                                  pace_tolerance),
+        "summary.gap_passed.pace_ggm.spambase": _largest_gap_within(
+            _cells_pace_ggm_registry(PACE_REGISTRY_PAPER_CHOICES), pace_tolerance),
         "summary.notes": (
             f"Su, Guo & Zhang's runs have {honest} (honest) and {paper} "
-            "(the paper's setting) repetitions per cell, against the paper's 50; Guo et al.'s "
+            f"(the paper's setting) repetitions per cell, against the paper's "
+            f"{PAPER_REPS['private_precision']}; Guo et al.'s "
             "Table 1(b) post hoc row has "
             f"{_reps('noisy_data_1b_variants', 'noisy_data_1b_variants.csv')}, against the "
-            "paper's 10."),
+            f"paper's {PAPER_REPS['noisy_data']}."),
     }
 
 
-VALUE_SOURCES = (_values_summary, _values_lda, _values_private_precision, _values_covariance_perturbation, _values_noisy_data, _values_pace_ggm,
+VALUE_SOURCES = (_values_settings, _values_summary, _values_lda, _values_private_precision, _values_covariance_perturbation, _values_noisy_data, _values_pace_ggm,
                  _values_thresholding)
 
 
