@@ -149,3 +149,100 @@ def test_the_summary_says_what_was_compared_and_where_it_agrees():
     where = [r for r in rows if r["table"].startswith("Table 1 (DP-RP)")][1]
     where = where["where (2 SE; stated tolerance in brackets)"]
     assert "ε ≥ 1.2" in where and "ε ≤ 0.8" in where and "ℓ2" in where
+
+
+def _template_prose() -> str:
+    """The template without comments, code blocks, images and ``{{values}}`` (inline code
+    kept: a tolerance or a count typed there is typed all the same)."""
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for pattern in (r"<!--.*?-->", r"```.*?```", r"!\[[^\]]*\]\([^)]*\)"):
+        text = re.sub(pattern, "", text, flags=re.S)
+    return " ".join(re.sub(r"{{[^}]*}}", "VALUE", text).split())
+
+
+def test_no_tolerance_count_or_agreement_level_is_typed_by_hand():
+    # The tolerances, the number of standard errors that counts as agreement, and every
+    # count of cells come from build_tables.py (its constants, or the CSV files).
+    prose = _template_prose()
+    number = r"(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twelve)"
+    assert re.findall(r"±\s?\d+\s?%", prose) == []
+    assert re.findall(rf"\b{number} (?:SE|standard errors)\b", prose, re.I) == []
+    assert re.findall(rf"\b{number} of (?:the )?{number}\b", prose, re.I) == []
+    assert re.findall(rf"\b{number} (?:(?!VALUE)[\w/ℓ-]+ ){{0,2}}cells\b", prose, re.I) == []
+    assert re.findall(rf"\b{number} times the paper", prose, re.I) == []
+
+
+def test_every_value_is_used_and_every_placeholder_filled(tmp_path):
+    _docs, module = _build(tmp_path)
+    used = set(module.PLACEHOLDER.findall(TEMPLATE.read_text(encoding="utf-8")))
+    assert used == set(module.values())
+
+
+def _page() -> str:
+    return " ".join(_text().split())
+
+
+def test_the_constants_named_in_the_prose_are_the_codes(tmp_path):
+    from dpggm.experiments import reproduction
+
+    _docs, module = _build(tmp_path)
+    page = _page()
+    assert f"|r − m| ≤ {reproduction.Z_TOLERANCE:g}·s·√(1/k + 1/N)" in page
+    assert f"**A cell agrees within {module.Z_AGREEMENT:g} SE**" in page
+    tolerance = module.RELATIVE_TOLERANCE
+    assert (f"(`±{100 * tolerance['private_precision']:g} %` for Su, Guo & Zhang, "
+            f"`±{100 * tolerance['covariance_perturbation']:g} %` for Wang, Huai & Xu") in page
+    assert f"`±{100 * tolerance['pace_ggm']:g} %` for Ferrando et al." in page
+
+
+def _csv(run: str, name: str):
+    import pandas as pd
+
+    return pd.read_csv(ROOT / "docs" / "reproduction" / run / name)
+
+
+def test_the_concentrated_agreement_of_su_guo_zhang_table_1_is_what_the_csv_files_give():
+    # Recomputed here from the CSV files, not through build_tables.py.
+    ours = _csv("private_precision_paper", "private_precision_paper_setting.csv")
+    ours = ours[(ours["setting"] == "paper") & (ours["method"] == "DP-RP")]
+    paper = _csv("", "paper_private_precision_tables.csv")
+    paper = paper[paper["table"].astype(str) == "1"]
+    both = paper.merge(ours, on=["model", "n", "epsilon"])
+    mine = [float(r[f"rel_{r['norm']}_mean"]) for _, r in both.iterrows()]
+    both = both.assign(ratio=[m / float(p) for m, p in zip(mine, both["mean"])])
+    near = (both["ratio"] - 1).abs() <= 0.25
+    l1_fro = both["norm"].isin(["l1", "fro"])
+    high, low = l1_fro & (both["epsilon"] >= 1.2), l1_fro & (both["epsilon"] < 1)
+    expected = (f"within ±25 % are {int(near[high].sum())} of the {int(high.sum())} "
+                f"ℓ1/Frobenius cells at `ε ≥ 1.2`, {int(near[low].sum())} of the "
+                f"{int(low.sum())} at `ε ≤ 0.8`")
+    assert expected in _page()
+    spectral = both["norm"] == "spectral"
+    assert f"{int(near[spectral].sum())} of the {int(spectral.sum())} spectral-norm cells" in _page()
+
+
+def test_the_summary_rows_name_the_repetitions_their_runs_made():
+    rows = {(r["paper"], r["table"], r["compared"].split(";")[0]): r["compared"]
+            for r in _summary_rows()}
+
+    def reps(frame) -> str:
+        return "/".join(str(v) for v in sorted(set(int(v) for v in frame["n_reps"])))
+
+    honest = _csv("private_precision", "private_precision_errors.csv")
+    setting = _csv("private_precision_paper", "private_precision_paper_setting.csv")
+    variants = _csv("noisy_data_1b_variants", "noisy_data_1b_variants.csv")
+    pace = _csv("pace_ggm_variants", "pace_ggm_variants.csv")
+    expected = {
+        "Table 1 (DP-RP), models 1-3": [reps(honest[honest["method"] == "DP-RP"]),
+                                        reps(setting[(setting["setting"] == "paper")
+                                                     & (setting["method"] == "DP-RP")])],
+        "Table 1(b), AUC": [reps(_csv("noisy_data_1b", "noisy_data_table_1b.csv")),
+                            reps(variants[variants["variant"].str.startswith("like for like")])],
+        "Table 4, breast cancer, off-diagonal entries measured": [
+            reps(_csv("pace_ggm", "pace_ggm_measured.csv").query("dataset == 'breast_cancer'")),
+            reps(pace[pace["variant"] == "all of the paper's choices at once"])],
+    }
+    for table, counts in expected.items():
+        compared = [text for (_, t, _), text in rows.items() if t == table]
+        assert [re.search(r"; (\d+(?:/\d+)?) (?:repetitions?|trials?)$", c).group(1)
+                for c in compared] == counts, table
