@@ -1489,8 +1489,8 @@ def _values_private_precision() -> dict:
         "private_precision.paper.rp_2se": _within_count(cells_paper_rp, None, None),
         "private_precision.paper.rp_2se_high": _within_count(cells_paper_rp, "ℓ1, F at ε ≥ 1.2",
                                                              None, the=True),
-        "private_precision.paper.rp_2se_rest": str(sum(
-            bool(_consistent(c)) for c in cells_paper_rp if c["group"] != "ℓ1, F at ε ≥ 1.2")),
+        "private_precision.paper.rp_2se_rest": _within_count(
+            [c for c in cells_paper_rp if c["group"] != "ℓ1, F at ε ≥ 1.2"], None, None, the=True),
         "private_precision.paper.rp_gap_passed": _largest_gap_within(cells_paper_rp, tol),
         "private_precision.paper.repaired": f"{int(paper_agl['n_repaired'].sum())} of "
                                             f"{int(paper_agl['n_reps'].sum())}",
