@@ -1,10 +1,12 @@
 """Fill the tables of docs/reproduction.md from the experiments' CSV files.
 
-Every table of the page sits between ``<!-- BEGIN table:NAME -->`` and
-``<!-- END table:NAME -->``; this script replaces what is between the two markers with the
-table NAME built from ``docs/reproduction/seedNNN/*.csv`` (the files the runs wrote) and
-the papers' published numbers (below, and ``paper_private_precision_tables.csv``, parsed from the
-paper's text). The prose around the markers is written by hand.
+The page is rendered from the template ``reproduction.md.in``. Every table sits between
+``<!-- BEGIN table:NAME -->`` and ``<!-- END table:NAME -->``; this script fills it with the
+table NAME built from ``docs/reproduction/<run>/*.csv`` (the files the runs wrote) and the
+papers' published numbers (below, and ``paper_private_precision_tables.csv``, parsed from the
+paper's text). Every figure in the prose is a ``{{name}}`` of the template, computed the same
+way (``values()``), and so is every constant the prose names (tolerances, the agreement
+level, the papers' repetitions, the CI check's constants): the prose types none of them.
 
 Usage::
 
