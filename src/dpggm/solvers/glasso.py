@@ -76,6 +76,7 @@ from dpggm.solvers._validation import (
     check_square_symmetric,
     check_tolerance,
 )
+from dpggm.solvers.psd import extreme_eigenvalue
 from dpggm.solvers.toolkit import components_of, single_threaded_blas
 
 __all__ = ["graphical_lasso", "graphical_lasso_path", "graphical_lasso_objective"]
@@ -549,7 +550,7 @@ def _continuation_start(S: np.ndarray, alpha: float) -> tuple[np.ndarray, np.nda
     off = S - np.diag(np.diagonal(S))
     thresholded = np.sign(off) * np.maximum(np.abs(off) - alpha, 0.0)
     np.fill_diagonal(thresholded, np.diagonal(S))
-    smallest = float(linalg.eigvalsh(thresholded, subset_by_index=[0, 0], check_finite=False)[0])
+    smallest = extreme_eigenvalue(thresholded, which="smallest")
     raise_by = 1.05 * max(-smallest, 0.0) + 1e-3 * scale
     W = thresholded
     W[np.diag_indices(p)] += raise_by

@@ -80,7 +80,7 @@ from dpggm.exceptions import (
 )
 from dpggm.solvers._validation import check_square_symmetric
 from dpggm.solvers.glasso import graphical_lasso
-from dpggm.solvers.psd import project_psd
+from dpggm.solvers.psd import extreme_eigenvalue, project_psd
 from dpggm.solvers.toolkit import single_threaded_blas
 
 __all__ = [
@@ -568,8 +568,7 @@ def _smallest_eigenvalue_of_inverse(theta: np.ndarray) -> float:
             return float(1.0 / top)
         except ArpackNoConvergence:
             pass
-    return float(1.0 / linalg.eigvalsh(theta, subset_by_index=[p - 1, p - 1],
-                                        check_finite=False)[0])
+    return 1.0 / extreme_eigenvalue(theta, which="largest")
 
 
 def _glasso_pilot(S: np.ndarray, alpha: float, floor: float) -> np.ndarray:
@@ -681,7 +680,7 @@ def _refit_pilot(S: np.ndarray, start: np.ndarray,
             return theta, (f"refit on the {kept} strongest of the pilot's {len(order)} edges "
                            "(the release has no positive definite completion on all of them)"
                            + repaired), inverse, lift
-        shift = floor - float(linalg.eigvalsh(S, subset_by_index=[0, 0], check_finite=False)[0])
+        shift = floor - extreme_eigenvalue(S, which="smallest")
         for fraction in (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0):
             shifted = S + fraction * shift * np.eye(S.shape[0])
             try:

@@ -1,15 +1,64 @@
-"""Projection of a symmetric matrix onto the positive semidefinite cone."""
+"""Projection of a symmetric matrix onto the positive semidefinite cone, and its extreme
+eigenvalues."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
 
+from dpggm.exceptions import NumericalError
 from dpggm.solvers._result import SolverResult
 from dpggm.solvers._validation import check_penalty, check_square_symmetric
 from dpggm.solvers.toolkit import single_threaded_blas
 
-__all__ = ["project_psd"]
+__all__ = ["extreme_eigenvalue", "project_psd"]
+
+
+def extreme_eigenvalue(matrix: np.ndarray, *, which: str) -> float:
+    """The smallest or the largest eigenvalue of a symmetric matrix.
+
+    LAPACK's driver for one eigenvalue (``?syevr``) is asked first; where it fails, which
+    it can on a matrix that is diagonal but for a few entries with many equal eigenvalues
+    ("Internal Error", and ``?syevx`` then does not converge: a 100-variable refit with one
+    edge did, in Su, Guo & Zhang's reproduction), every eigenvalue is computed by divide
+    and conquer (``?syevd``). Where ``?syevr`` succeeds its value is returned unchanged.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (p, p)
+        Symmetric (not checked: the callers hold matrices they built) and finite.
+    which : {"smallest", "largest"}
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    NumericalError
+        When neither driver returns the eigenvalue.
+    """
+    if which not in ("smallest", "largest"):
+        raise ValueError(f"which must be 'smallest' or 'largest'; got {which!r}")
+    p = matrix.shape[0]
+    index = 0 if which == "smallest" else p - 1
+    failure = "it is not finite"
+    if not np.isfinite(matrix).all():
+        # LAPACK may return a finite number for a matrix with a NaN in it.
+        raise NumericalError(f"the {which} eigenvalue of a {p} x {p} symmetric matrix could "
+                             "not be computed: its entries are not all finite")
+    try:
+        value = float(linalg.eigvalsh(matrix, subset_by_index=[index, index],
+                                      check_finite=False)[0])
+    except np.linalg.LinAlgError:
+        try:
+            value = float(linalg.eigvalsh(matrix, driver="evd", check_finite=False)[index])
+        except (np.linalg.LinAlgError, ValueError) as error:
+            value, failure = float("nan"), str(error)
+    if not np.isfinite(value):
+        raise NumericalError(f"the {which} eigenvalue of a {p} x {p} symmetric matrix could "
+                             f"not be computed ({failure}); are its entries finite?")
+    return value
 
 
 def project_psd(
