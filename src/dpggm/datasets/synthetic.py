@@ -30,6 +30,7 @@ import scipy.linalg
 
 from dpggm.exceptions import NumericalError
 from dpggm.mechanisms.random import check_random_state
+from dpggm.solvers.psd import extreme_eigenvalue
 
 __all__ = [
     "make_questionnaire",
@@ -593,7 +594,7 @@ def make_sparse_precision(
     A = np.where(pattern, off_diagonal, 0.0)
     if diagonal == "eigenvalue":
         lam_min = (
-            float(scipy.linalg.eigh(A, eigvals_only=True, subset_by_index=[0, 0])[0])
+            extreme_eigenvalue(A, which="smallest")
             if p > 1
             else 0.0
         )
@@ -702,7 +703,7 @@ def make_sparse_covariance(
     values = values + values.T
     U_tilde = np.where(pattern, values, 0.0)
     covariance = (U_tilde + shift * np.eye(p)) / scale
-    lam_min = float(scipy.linalg.eigh(covariance, eigvals_only=True, subset_by_index=[0, 0])[0])
+    lam_min = extreme_eigenvalue(covariance, which="smallest")
     if not lam_min > 0.0:
         raise NumericalError(
             "the covariance (Ũ + shift·I)/scale is not positive definite "
