@@ -245,3 +245,72 @@ def test_check_positive_numbers_upper_bound_and_scalar_and_integer_checks():
     for bad in ((1,), (2.0,), (True,), ()):
         with pytest.raises(ValueError, match="sizes must be a non-empty sequence of integers >= 2"):
             check_integers(bad, name="sizes", minimum=2)
+
+
+def test_the_source_is_the_revision_the_run_started_from_not_a_later_commit(monkeypatch):
+    # A long run in a checkout where a commit lands while it runs (the same code, a new
+    # HEAD): the run was made from the commit at its start.
+    from dpggm.experiments import runner
+
+    revisions = iter([runner.SourceRevision("aaaaaaa", "tree-1"),
+                      runner.SourceRevision("bbbbbbb", "tree-1")])
+    monkeypatch.setattr(runner, "source_revision", lambda: next(revisions))
+    info = dict(run(_toy_spec(calls=[])).tables["environment"].values)
+    assert info["source"] == "aaaaaaa"
+
+
+@pytest.mark.parametrize(
+    ("end", "expected"),
+    [
+        (("bbbbbbb", "tree-2", ""), "aaaaaaa (src/ changed during the run)"),
+        (("aaaaaaa", "tree-1", " M src/dpggm/x.py"), "aaaaaaa (src/ changed during the run)"),
+        (("unknown", "", ""), "aaaaaaa (src/ changed during the run)"),
+        (("aaaaaaa", "tree-1", ""), "aaaaaaa"),
+    ],
+)
+def test_a_source_that_changed_during_the_run_is_labelled(monkeypatch, end, expected):
+    from dpggm.experiments import runner
+
+    monkeypatch.setattr(runner, "source_revision", lambda: runner.SourceRevision(*end))
+    table = runner.environment_table("toy", random_state=0, started=0.0, seconds=1.0,
+                                     source=runner.SourceRevision("aaaaaaa", "tree-1"))
+    assert dict(table.values)["source"] == expected
+
+
+def test_uncommitted_changes_at_the_start_are_named_and_outside_git_it_is_unknown(monkeypatch):
+    import subprocess
+
+    from dpggm.experiments import runner
+
+    assert runner.SourceRevision("aaaaaaa", "t", " M src/dpggm/x.py").label == \
+        "aaaaaaa + changes"
+
+    def no_git(*args, **kwargs):
+        raise subprocess.CalledProcessError(128, args[0])
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert runner.source_revision() == runner.SourceRevision("unknown")
+    assert not runner.source_revision().known
+
+
+def test_source_revision_names_this_checkout_and_its_package_tree():
+    import subprocess
+    from pathlib import Path
+
+    from dpggm.experiments import runner
+
+    package = Path(runner.__file__).resolve().parents[1]
+    revision = runner.source_revision()
+    try:
+        head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        # Imported from an installed copy, not a checkout: nothing to name.
+        assert revision == runner.SourceRevision("unknown")
+        return
+    # The package directory as its parent lists it: mode, type, object, name.
+    listed = subprocess.run(["git", "-C", str(package.parent), "ls-tree", "-d", "HEAD",
+                             package.name], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert revision.commit == head
+    assert listed[1] == "tree" and revision.tree == listed[2]

@@ -81,6 +81,7 @@ from dpggm.experiments.runner import (
     environment_file,
     environment_table,
     run,
+    source_revision,
     write_outputs,
 )
 from dpggm.mechanisms.bounds import RowNorm
@@ -773,6 +774,7 @@ def run_noisy_data(
     names.append(environment_file("noisy_data"))
     directory = check_out_dir(out_dir, names, overwrite=overwrite)
     started_at, started_all = time.time(), time.perf_counter()
+    source = source_revision()
     result: dict[str, pd.DataFrame] = {}
     timing = []
     roc: dict[str, dict[Any, Any]] = {"1a": {}, "1b": {}}
@@ -797,7 +799,7 @@ def run_noisy_data(
     result["timing"] = pd.DataFrame(timing)
     result["environment"] = environment_table(
         "noisy_data", random_state=random_state, started=started_at,
-        seconds=time.perf_counter() - started_all,
+        seconds=time.perf_counter() - started_all, source=source,
     )
     if directory is not None:
         files: dict[str, Any] = {

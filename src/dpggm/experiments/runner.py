@@ -58,6 +58,8 @@ __all__ = [
     "environment",
     "environment_file",
     "environment_table",
+    "SourceRevision",
+    "source_revision",
     "run",
     "write_outputs",
 ]
@@ -112,17 +114,35 @@ def _command_line() -> str:
 
 
 def environment_table(
-    name: str, *, random_state: int, started: float, seconds: float
+    name: str,
+    *,
+    random_state: int,
+    started: float,
+    seconds: float,
+    source: SourceRevision | None = None,
 ) -> pd.DataFrame:
     """The ``environment`` table of an experiment: one ``key``/``value`` row each for the
     experiment's name, its seed, its start (UTC, ISO 8601, from the epoch time
-    ``started``), its wall-clock ``seconds``, the command line of the process and
-    :func:`environment`.
+    ``started``), its wall-clock ``seconds``, the command line of the process,
+    :func:`environment` and the source the run was made from.
+
+    ``source`` is :func:`source_revision` taken when the run started: the code that ran
+    is the code at the start, and a commit made while a long run is under way must not be
+    credited with it. When ``src/`` differs at the end from what it was at the start, the
+    ``source`` row says so (the run may have imported modules of either). Without
+    ``source``, the revision is read now.
 
     Privacy: an experiment's metadata; a seeded run is an experiment, never a release, so
     its seed belongs here.
     """
     start = datetime.datetime.fromtimestamp(started, tz=datetime.timezone.utc)
+    now = source_revision()
+    if source is None:
+        source = now
+    label = source.label
+    if source.known and (not now.known or now.tree != source.tree
+                         or now.changed != source.changed):
+        label += " (src/ changed during the run)"
     rows = {
         "experiment": name,
         "random_state": random_state,
@@ -133,26 +153,60 @@ def environment_table(
         # How busy the machine was (other jobs share it): load averages over 1, 5 and 15
         # minutes when the table was made, i.e. at the end of the run.
         "load_average_at_end": _load_average(),
-        "source": _source_revision(),
+        "source": label,
     }
     return pd.DataFrame({"key": list(rows), "value": [str(v) for v in rows.values()]})
 
 
-def _source_revision() -> str:
-    """The git commit of the source tree the package was imported from, with "+ changes"
-    when its ``src/`` differs from that commit; "unknown" outside a git checkout."""
+@dataclass(frozen=True)
+class SourceRevision:
+    """Which source tree the package was imported from (see :func:`source_revision`).
+
+    Attributes
+    ----------
+    commit : str
+        The checkout's ``HEAD`` (abbreviated), or "unknown" outside a git checkout.
+    tree : str
+        The git object of ``HEAD``'s package directory: equal trees, equal code, whichever
+        commit holds them.
+    changed : str
+        ``git status --porcelain`` of the package directory: empty when it is as
+        committed.
+    """
+
+    commit: str
+    tree: str = ""
+    changed: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.commit != "unknown"
+
+    @property
+    def label(self) -> str:
+        """The commit, with "+ changes" when the package differs from it."""
+        return self.commit + (" + changes" if self.changed else "")
+
+
+def source_revision() -> SourceRevision:
+    """The git commit of the source tree this package was imported from, the tree of its
+    package directory at that commit and its uncommitted changes; "unknown" outside a git
+    checkout (an installed package)."""
     import subprocess
 
     package = Path(__file__).resolve().parents[1]
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", "-C", str(package), *arguments], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+
     try:
-        commit = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=True)
-        changed = subprocess.run(["git", "-C", str(package), "status", "--porcelain", "--",
-                                  str(package)], capture_output=True, text=True, timeout=10,
-                                 check=True)
+        commit = git("rev-parse", "--short", "HEAD")
+        tree = git("rev-parse", "HEAD:./")
+        changed = git("status", "--porcelain", "--", str(package))
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit.stdout.strip() + (" + changes" if changed.stdout.strip() else "")
+        return SourceRevision("unknown")
+    return SourceRevision(commit, tree, changed)
 
 
 def _load_average() -> str:
@@ -425,6 +479,7 @@ def run(
     names = [*spec.outputs.values(), environment_file(spec.name)]
     directory = check_out_dir(out, names, overwrite=overwrite)
     started_at, started = time.time(), time.perf_counter()
+    source = source_revision()
     total = sum(len(part.cells()) * part.repetitions for part in spec.parts)
     results = Results(spec, {}, {})
     done = 0
@@ -440,7 +495,7 @@ def run(
     # The figures are drawn while writing, so the time is that of the computation.
     results.tables["environment"] = environment_table(
         spec.name, random_state=random_state, started=started_at,
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started, source=source,
     )
     if directory is not None:
         _write_outputs(results, directory, overwrite=overwrite)
