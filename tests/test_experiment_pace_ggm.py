@@ -100,3 +100,25 @@ def test_variants_change_one_thing_at_a_time(tmp_path):
         run_pace_ggm_variants(variants=("no such variant",))
     with pytest.raises(ValueError, match="record ids must be 569"):
         run_pace_ggm_variants(ids=[1, 2, 3])
+
+
+def test_a_numerical_breakdown_of_a_trial_is_counted_as_failed_not_dropped(monkeypatch):
+    from dpggm.estimators.pace import PACECovariance
+    from dpggm.exceptions import NumericalError
+    from dpggm.experiments.pace_ggm import run_pace_ggm_variants
+
+    fit = PACECovariance.fit
+    calls = []
+
+    def second_fit_breaks(self, X, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise NumericalError("the maximum-entropy reconstruction broke down")
+        return fit(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(PACECovariance, "fit", second_fit_breaks)
+    tables = run_pace_ggm_variants(repetitions=3, rhos=(1.0,),
+                                   variants=("as run: d = 31, centered, clipped",))
+    row = tables["variants"].iloc[0]
+    assert (row["n_reps"], row["n_failed"], row["d"]) == (3, 1, 31)
+    assert np.isfinite(row["measured_offdiag_mean"])

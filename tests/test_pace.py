@@ -180,3 +180,42 @@ def test_refit_to_a_singular_reconstruction_leaves_no_stale_precision():
     est.precision_ = np.full((5, 5), 123.0)  # a stand-in for an earlier fit's matrix
     est.fit(X)
     assert est.precision_ is None or not np.any(est.precision_ == 123.0)
+
+
+def test_a_coordinate_step_onto_the_boundary_of_the_cone_does_not_break_the_fit():
+    # Breast cancer as scikit-learn ships it (with the diagnosis, d = 31), not centered, at
+    # rho = 0.001 and the stream of trial 10 of the reproduction's variants run: the
+    # reconstruction's warm start took a coordinate step whose exact line minimum lies on
+    # the boundary of the positive-definite cone to rounding, and numpy.linalg.solve raised
+    # "Singular matrix" out of fit. The start now stops before that step.
+    from dpggm.experiments import pace_ggm
+    from dpggm.experiments._common import repetition_rng
+
+    options = {**pace_ggm._VARIANT_DEFAULTS, **pace_ggm.VARIANTS["not centered"]}
+    records = pace_ggm._breast_cancer_variant(options, None)
+    assert records.shape == (569, 31)
+    estimator = PACECovariance(
+        budget=ZCDP(0.001), bounds=Box(1.0),
+        random_state=repetition_rng(0, "variants", "not centered", 0.001, 10),
+    ).fit(records)
+    covariance = estimator.covariance_
+    assert np.all(np.isfinite(covariance))
+    np.testing.assert_allclose(covariance, covariance.T)
+    assert np.linalg.eigvalsh(covariance)[0] >= -1e-9 * np.abs(covariance).max()
+    assert estimator.n_measured_offdiag_ >= 1
+
+
+def test_a_breakdown_inside_the_reconstruction_is_a_numerical_error_naming_it(
+    data, monkeypatch
+):
+    from dpggm.exceptions import NumericalError
+    from dpggm.solvers import maxent
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(maxent, "_solve_component", broken)
+    estimator = PACECovariance(budget=ZCDP(1.0), bounds=Box(1.0), random_state=0)
+    with pytest.raises(NumericalError, match=r"maximum-entropy reconstruction broke down on "
+                                             r"a component of \d+ variables \(Singular matrix\)"):
+        estimator.fit(data)

@@ -62,6 +62,7 @@ from dpggm.estimators.baselines import (
 )
 from dpggm.estimators.pace import PACECovariance
 from dpggm.estimators.regression import AdaSSP, PrivateLinearRegression
+from dpggm.exceptions import NumericalError
 from dpggm.experiments._common import (
     aggregate,
     check_positive_int,
@@ -464,12 +465,12 @@ def run_pace_ggm_variants(
         )
         try:
             estimator.fit(Z)
-        except np.linalg.LinAlgError as error:
+        except NumericalError as error:
             # A breakdown inside the reconstruction (a solver defect, not a property of
             # the variant): counted in n_failed and named, never silently dropped.
             return [{"variant": variant, "d": Z.shape[1], "rho": rho,
                      "measured_offdiag": math.nan, "frobenius": math.nan,
-                     "failure": f"LinAlgError in the reconstruction: {error}"}]
+                     "failure": f"numerical breakdown: {error}"}]
         return [{"variant": variant, "d": Z.shape[1], "rho": rho,
                  "measured_offdiag": estimator.n_measured_offdiag_,
                  "frobenius": frobenius_error(estimator.covariance_, S)}]
@@ -583,10 +584,10 @@ def run_pace_registry_data(
         record = {"dataset": name, "setting": setting, "d": Z.shape[1], "rho": rho}
         try:
             estimator.fit(Z)
-        except np.linalg.LinAlgError as error:
+        except NumericalError as error:
             # A breakdown inside the reconstruction: counted in n_failed and named.
             return [{**record, "measured_offdiag": math.nan, "frobenius": math.nan,
-                     "failure": f"LinAlgError in the reconstruction: {error}"}]
+                     "failure": f"numerical breakdown: {error}"}]
         return [{**record, "measured_offdiag": estimator.n_measured_offdiag_,
                  "frobenius": frobenius_error(estimator.covariance_, S)}]
 

@@ -687,13 +687,22 @@ class _DualNewton:
             step = _coordinate_minimiser(W, j, k, b.c[s] * b.y[s], pen[s], x[s])
             if step is None or step == 0.0:
                 break
+            # The exact line minimum can sit on the boundary of the cone to rounding
+            # (K + t E singular), where the rank-one or rank-two update of K^{-1} does not
+            # exist; the start then stays where the previous steps left it.
             if j == k:
+                denominator = 1.0 + step * W[j, j]
+                if not denominator > 0:
+                    break
                 col = W[:, j]
-                W = W - (step / (1.0 + step * W[j, j])) * np.outer(col, col)
+                W = W - (step / denominator) * np.outer(col, col)
             else:
                 WU = W[:, [j, k]]
                 M = np.array([[W[j, j], W[j, k] + 1.0 / step], [W[j, k] + 1.0 / step, W[k, k]]])
-                W = W - WU @ np.linalg.solve(M, WU.T)
+                try:
+                    W = W - WU @ np.linalg.solve(M, WU.T)
+                except np.linalg.LinAlgError:
+                    break
             W = 0.5 * (W + W.T)
             x[s] += step
         out = np.zeros_like(kappa)
@@ -1901,7 +1910,26 @@ class MaxEntropyReconstructor:
     def _solve_labels(self, labels: list[int]) -> None:
         for label in labels:
             idx = self._members[label]
-            sol = _solve_component(
+            sol = self._solve_one(label, idx)
+            self.n_solves += 1
+            self._changed.append(idx)
+            self._solutions[label] = sol
+            self._warm.pop(label, None)
+            self._paths.pop(label, None)
+            self._expect_singular.discard(label)
+            if sol.precision is not None:
+                self._warm[label] = sol.precision
+            if sol.path is not None:
+                self._paths[label] = sol.path
+            if sol.singular and idx.size > 1:
+                self._expect_singular.add(label)
+
+    def _solve_one(self, label: int, idx: np.ndarray) -> _BlockSolution:
+        """One component's solution. LAPACK breaking down inside it is this solver's
+        :class:`~dpggm.exceptions.NumericalError` (the fit's "numerical breakdown"), not a
+        NumPy ``LinAlgError`` from deep inside the iteration."""
+        try:
+            return _solve_component(
                 self._y,
                 self._lam,
                 idx,
@@ -1920,18 +1948,11 @@ class MaxEntropyReconstructor:
                 # detects a completion if one appears).
                 try_completion=label not in self._expect_singular,
             )
-            self.n_solves += 1
-            self._changed.append(idx)
-            self._solutions[label] = sol
-            self._warm.pop(label, None)
-            self._paths.pop(label, None)
-            self._expect_singular.discard(label)
-            if sol.precision is not None:
-                self._warm[label] = sol.precision
-            if sol.path is not None:
-                self._paths[label] = sol.path
-            if sol.singular and idx.size > 1:
-                self._expect_singular.add(label)
+        except np.linalg.LinAlgError as error:
+            raise NumericalError(
+                f"the maximum-entropy reconstruction broke down on a component of "
+                f"{idx.size} variables ({error})"
+            ) from error
 
     # -- results -------------------------------------------------------------------
     def result(self) -> SolverResult:
