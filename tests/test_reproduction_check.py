@@ -152,3 +152,24 @@ def test_pace_ggm_is_checked_cell_for_cell():
     # (its budget shares, say) must fail the check, not hide in the Monte-Carlo error.
     assert RUNS["pace_ggm"].repeats
     assert not any(run.repeats for name, run in RUNS.items() if name != "pace_ggm")
+
+
+def test_an_interrupted_regeneration_says_what_it_left_and_exits_130(tmp_path, monkeypatch,
+                                                                     capsys):
+    from dpggm.experiments import reproduction
+
+    regenerated = []
+
+    def regenerate(name, *, root=None):
+        if name == "pace_ggm_variants":
+            raise KeyboardInterrupt
+        regenerated.append(name)
+        return tmp_path / name
+
+    monkeypatch.setattr(reproduction, "regenerate", regenerate)
+    status = reproduction.main(["run", "pace_ggm", "pace_ggm_variants", "pace_registry_data",
+                                "--root", str(tmp_path)])
+    assert status == 130 and regenerated == ["pace_ggm"]
+    err = capsys.readouterr().err
+    assert "pace_ggm_variants: interrupted after" in err
+    assert "its files are as they were (regenerated before it: pace_ggm)" in err

@@ -735,10 +735,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.action == "run":
         if not names:
             parser.error("name the runs to regenerate, or pass --all")
-        for name in names:
+        for done, name in enumerate(names):
             started = time.perf_counter()
             print(f"{name}: {RUNS[name].command}", flush=True)
-            directory = regenerate(name, root=arguments.root)
+            try:
+                directory = regenerate(name, root=arguments.root)
+            except KeyboardInterrupt:
+                # A run writes its files only when it ends, all at once: an interrupted
+                # run leaves its directory as it was.
+                written = ", ".join(names[:done]) or "none"
+                print(f"{name}: interrupted after {time.perf_counter() - started:.0f} s; its "
+                      f"files are as they were (regenerated before it: {written})",
+                      file=sys.stderr, flush=True)
+                return 130
             print(f"{name}: written to {directory} in {time.perf_counter() - started:.0f} s",
                   flush=True)
         return 0
