@@ -173,3 +173,25 @@ def test_an_interrupted_regeneration_says_what_it_left_and_exits_130(tmp_path, m
     err = capsys.readouterr().err
     assert "pace_ggm_variants: interrupted after" in err
     assert "its files are as they were (regenerated before it: pace_ggm)" in err
+
+
+def test_a_run_whose_committed_files_are_missing_fails_without_rerunning(tmp_path, capsys):
+    from dataclasses import replace
+
+    from dpggm.experiments import reproduction
+
+    def reduced():
+        raise AssertionError("re-ran although nothing was committed to compare with")
+
+    run = replace(RUNS["pace_ggm_variants"], reduced=reduced)
+    result = check_run(run, root=tmp_path)
+    assert not result.ok and result.seconds == 0
+    report = result.report()
+    assert report.splitlines()[0].endswith(
+        "0 cell metrics checked (every variant and ρ, 3 trials; 0 s): 0 repeated to rounding, "
+        "0 beyond the tolerance; 1 committed file missing")
+    assert "pace_ggm_variants.csv: the committed file" in report and "is missing" in report
+    assert "nan" not in report
+    with pytest.raises(SystemExit):
+        reproduction.main(["check", "pace_ggm", "--root", str(tmp_path / "nowhere")])
+    assert "--root must be a directory" in capsys.readouterr().err

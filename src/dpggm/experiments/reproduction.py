@@ -644,14 +644,21 @@ class RunCheck:
                    and abs(c.rerun - c.committed) <= ROUNDING * max(1.0, abs(c.committed)))
 
     def report(self, *, limit: int = 20) -> str:
-        lines = [f"{self.run.name}: {len(self.cells)} cell metrics checked "
+        missing = sum(1 for c in self.cells if c.cell == _MISSING_FILE)
+        checked = len(self.cells) - missing
+        lines = [f"{self.run.name}: {checked} cell metrics checked "
                  f"({self.run.reduced_size}; {self.seconds:.0f} s): {self.repeated} repeated "
-                 f"to rounding, {len(self.failures)} beyond the tolerance"]
+                 f"to rounding, {len(self.failures) - missing} beyond the tolerance"
+                 + (f"; {missing} committed file{'s' if missing != 1 else ''} missing"
+                    if missing else "")]
         for file, (value, df, threshold) in self.chi_square.items():
             verdict = "FAILS" if value > threshold else "ok"
             lines.append(f"  {file}: sum of z^2 = {value:.1f} over {df} cells "
                          f"(limit {threshold:.1f}): {verdict}")
         for c in self.failures[:limit]:
+            if c.cell == _MISSING_FILE:
+                lines.append(f"  {c.file}: {c.reason}")
+                continue
             lines.append(
                 f"  {c.file} [{c.cell}] {c.metric}: committed {c.committed:.6g} "
                 f"(sd {c.spread:.3g}, N = {c.committed_count}), re-run {c.rerun:.6g} "
@@ -662,6 +669,10 @@ class RunCheck:
         if not self.cells:
             lines.append("  nothing was compared")
         return "\n".join(lines)
+
+
+#: The cell of a :class:`CellCheck` that records a committed file as missing.
+_MISSING_FILE = "(file)"
 
 
 def check_run(run: ReproductionRun | str, *, root: Any = None) -> RunCheck:
@@ -680,16 +691,22 @@ def check_run(run: ReproductionRun | str, *, root: Any = None) -> RunCheck:
     """
     run = RUNS[run] if isinstance(run, str) else run
     directory = Path(root if root is not None else default_root()) / run.name
+    missing = [c.file for c in run.comparisons if not (directory / c.file).is_file()]
+    cells: list[CellCheck] = [
+        CellCheck(file, _MISSING_FILE, "", math.nan, math.nan, 0, math.nan, 0, math.nan, False,
+                  f"the committed file {directory / file} is missing")
+        for file in missing
+    ]
+    chi_square: dict[str, tuple[float, int, float]] = {}
+    if len(missing) == len(run.comparisons):
+        # Nothing to compare with: no re-run (it can take minutes).
+        return RunCheck(run, cells, chi_square, 0.0)
     started = time.perf_counter()
     tables = run.reduced()
     seconds = time.perf_counter() - started
-    cells: list[CellCheck] = []
-    chi_square = {}
     for comparison in run.comparisons:
         path = directory / comparison.file
-        if not path.exists():
-            cells.append(CellCheck(comparison.file, "(file)", "", math.nan, math.nan, 0,
-                                   math.nan, 0, math.nan, False, f"{path} is missing"))
+        if comparison.file in missing:
             continue
         found = compare_tables(pd.read_csv(path), tables[comparison.file], comparison,
                                repeat=run.repeats)
@@ -725,6 +742,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in arguments.names if name not in RUNS]
     if unknown:
         parser.error(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")
+    if arguments.action == "check" and arguments.root is not None \
+            and not Path(arguments.root).is_dir():
+        parser.error(f"--root must be a directory holding the runs' directories; "
+                     f"{arguments.root!r} is not one")
     names = list(RUNS) if arguments.all or (arguments.action != "run" and not arguments.names) \
         else arguments.names
     if arguments.action == "list":
