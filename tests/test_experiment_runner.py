@@ -262,10 +262,12 @@ def test_the_source_is_the_revision_the_run_started_from_not_a_later_commit(monk
 @pytest.mark.parametrize(
     ("end", "expected"),
     [
-        (("bbbbbbb", "tree-2", ""), "aaaaaaa (src/ changed during the run)"),
-        (("aaaaaaa", "tree-1", " M src/dpggm/x.py"), "aaaaaaa (src/ changed during the run)"),
-        (("unknown", "", ""), "aaaaaaa (src/ changed during the run)"),
-        (("aaaaaaa", "tree-1", ""), "aaaaaaa"),
+        # A file edited (again) during the run: other content, whatever the commit.
+        (("bbbbbbb", "content-2", False), "aaaaaaa (the package's source changed during the run)"),
+        (("aaaaaaa", "content-2", True), "aaaaaaa (the package's source changed during the run)"),
+        (("unknown",), "aaaaaaa (the package's source changed during the run)"),
+        # A commit of the same content during the run: the code that ran is unchanged.
+        (("bbbbbbb", "content-1", False), "aaaaaaa"),
     ],
 )
 def test_a_source_that_changed_during_the_run_is_labelled(monkeypatch, end, expected):
@@ -273,27 +275,91 @@ def test_a_source_that_changed_during_the_run_is_labelled(monkeypatch, end, expe
 
     monkeypatch.setattr(runner, "source_revision", lambda: runner.SourceRevision(*end))
     table = runner.environment_table("toy", random_state=0, started=0.0, seconds=1.0,
-                                     source=runner.SourceRevision("aaaaaaa", "tree-1"))
+                                     source=runner.SourceRevision("aaaaaaa", "content-1"))
     assert dict(table.values)["source"] == expected
 
 
-def test_uncommitted_changes_at_the_start_are_named_and_outside_git_it_is_unknown(monkeypatch):
+def _git(directory, *arguments):
     import subprocess
 
-    from dpggm.experiments import runner
-
-    assert runner.SourceRevision("aaaaaaa", "t", " M src/dpggm/x.py").label == \
-        "aaaaaaa + changes"
-
-    def no_git(*args, **kwargs):
-        raise subprocess.CalledProcessError(128, args[0])
-
-    monkeypatch.setattr(subprocess, "run", no_git)
-    assert runner.source_revision() == runner.SourceRevision("unknown")
-    assert not runner.source_revision().known
+    return subprocess.run(["git", "-C", str(directory), "-c", "user.name=dpggm",
+                           "-c", "user.email=dpggm@example.org", *arguments],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_source_revision_names_this_checkout_and_its_package_tree():
+def test_the_source_digest_follows_the_files_on_disk_not_the_status_lines(tmp_path):
+    from dpggm.experiments.runner import source_revision
+
+    package = tmp_path / "src" / "toy"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    (package / "b.py").write_text("B = 2\n")
+    (tmp_path / ".gitignore").write_text("__pycache__/\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    committed = source_revision(package)
+    assert committed.commit == _git(tmp_path, "rev-parse", "--short", "HEAD")
+    assert not committed.changed and committed.label == committed.commit
+    # The digest of a clean checkout is that of the files git committed (independently:
+    # the blob ids of ls-tree).
+    import hashlib
+
+    digest = hashlib.sha256()
+    for line in _git(package, "ls-tree", "-r", "HEAD", ".").splitlines():
+        _mode, _kind, object_id, name = line.split(maxsplit=3)
+        digest.update(f"{name}\0{object_id}\n".encode())
+    assert committed.content == digest.hexdigest()
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "a.pyc").write_bytes(b"ignored")
+    assert source_revision(package) == committed
+    (package / "a.py").write_text("A = 10\n")
+    edited = source_revision(package)
+    status = _git(package, "status", "--porcelain", "--", ".")
+    assert edited.changed and edited.label == committed.commit + " + changes"
+    assert edited.content != committed.content
+    # Edited again: git status prints the same line, the code is not the same.
+    (package / "a.py").write_text("A = 100\n")
+    edited_again = source_revision(package)
+    assert _git(package, "status", "--porcelain", "--", ".") == status == "M src/toy/a.py"
+    assert edited_again.content != edited.content
+    # Committing it changes the commit, not the code.
+    _git(tmp_path, "commit", "-q", "-am", "second")
+    recommitted = source_revision(package)
+    assert recommitted.content == edited_again.content and not recommitted.changed
+    assert recommitted.commit != committed.commit
+    # A new file counts until it is ignored; a deleted one counts too.
+    (package / "c.py").write_text("C = 3\n")
+    assert source_revision(package).content != recommitted.content
+    (package / "c.py").unlink()
+    (package / "b.py").unlink()
+    assert source_revision(package).content != recommitted.content
+
+
+def test_a_directory_outside_a_checkouts_head_is_unknown(tmp_path):
+    from dpggm.experiments.runner import SourceRevision, source_revision
+
+    assert source_revision(tmp_path) == SourceRevision("unknown")
+    # An installed copy inside some other repository (a virtual environment in a project).
+    (tmp_path / "README").write_text("project\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "README")
+    _git(tmp_path, "commit", "-q", "-m", "project")
+    installed = tmp_path / ".venv" / "site-packages" / "toy"
+    installed.mkdir(parents=True)
+    (installed / "a.py").write_text("A = 1\n")
+    revision = source_revision(installed)
+    assert revision == SourceRevision("unknown") and not revision.known
+
+
+def test_uncommitted_changes_are_named_in_the_label():
+    from dpggm.experiments.runner import SourceRevision
+
+    assert SourceRevision("aaaaaaa", "c", True).label == "aaaaaaa + changes"
+    assert SourceRevision("aaaaaaa", "c", False).label == "aaaaaaa"
+
+
+def test_source_revision_names_this_checkout():
     import subprocess
     from pathlib import Path
 
@@ -302,15 +368,42 @@ def test_source_revision_names_this_checkout_and_its_package_tree():
     package = Path(runner.__file__).resolve().parents[1]
     revision = runner.source_revision()
     try:
-        head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(["git", "-C", str(package), "rev-parse", "--verify", "--quiet",
+                        "HEAD:./"], capture_output=True, check=True)
     except (OSError, subprocess.CalledProcessError):
-        # Imported from an installed copy, not a checkout: nothing to name.
+        # Imported from an installed copy, not from a checkout's HEAD: nothing to name.
         assert revision == runner.SourceRevision("unknown")
         return
-    # The package directory as its parent lists it: mode, type, object, name.
-    listed = subprocess.run(["git", "-C", str(package.parent), "ls-tree", "-d", "HEAD",
-                             package.name], capture_output=True, text=True,
-                            check=True).stdout.split()
-    assert revision.commit == head
-    assert listed[1] == "tree" and revision.tree == listed[2]
+    head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert revision.commit == head and len(revision.content) == 64
+
+
+def test_an_interrupt_while_files_are_moved_in_waits_until_all_are_in_place(tmp_path,
+                                                                           monkeypatch):
+    import os
+    import signal
+
+    from dpggm.experiments import runner
+
+    run(_toy_spec(calls=[]), out=tmp_path)
+    old = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    place = runner.place
+    moved = []
+
+    def place_then_interrupt(source, target, *, overwrite):
+        place(source, target, overwrite=overwrite)
+        moved.append(target.name)
+        if len(moved) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C after the first file
+
+    monkeypatch.setattr(runner, "place", place_then_interrupt)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        run(_toy_spec(calls=[]), random_state=1, out=tmp_path, overwrite=True)
+    # Every file is the new run's, none is left half-way, and the handler is restored.
+    assert sorted(moved) == sorted(old)
+    new = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert new.keys() == old.keys()
+    assert all(new[name] != old[name] for name in ("toy_values.csv", "toy_environment.csv"))
+    assert signal.getsignal(signal.SIGINT) is handler

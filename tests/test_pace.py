@@ -214,8 +214,13 @@ def test_a_breakdown_inside_the_reconstruction_is_a_numerical_error_naming_it(
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("Singular matrix")
 
-    monkeypatch.setattr(maxent, "_solve_component", broken)
+    monkeypatch.setattr(maxent, "_solve_dual_newton", broken)
+    message = (r"maximum-entropy reconstruction broke down on a component of \d+ variables "
+               r"\(Singular matrix\)")
     estimator = PACECovariance(budget=ZCDP(1.0), bounds=Box(1.0), random_state=0)
-    with pytest.raises(NumericalError, match=r"maximum-entropy reconstruction broke down on "
-                                             r"a component of \d+ variables \(Singular matrix\)"):
+    with pytest.raises(NumericalError, match=message):
         estimator.fit(data)
+    # The solver's own entry point says the same.
+    covariance = np.cov(data, rowvar=False)
+    with pytest.raises(NumericalError, match=message):
+        maxent.max_entropy_completion(covariance, np.ones_like(covariance))

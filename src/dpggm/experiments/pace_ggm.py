@@ -466,8 +466,9 @@ def run_pace_ggm_variants(
         try:
             estimator.fit(Z)
         except NumericalError as error:
-            # A breakdown inside the reconstruction (a solver defect, not a property of
-            # the variant): counted in n_failed and named, never silently dropped.
+            # A numerical breakdown of the fit (inside the reconstruction it would be a
+            # solver defect, not a property of the variant): counted in n_failed and
+            # named, never silently dropped.
             return [{"variant": variant, "d": Z.shape[1], "rho": rho,
                      "measured_offdiag": math.nan, "frobenius": math.nan,
                      "failure": f"numerical breakdown: {error}"}]
@@ -585,7 +586,7 @@ def run_pace_registry_data(
         try:
             estimator.fit(Z)
         except NumericalError as error:
-            # A breakdown inside the reconstruction: counted in n_failed and named.
+            # A numerical breakdown of the fit: counted in n_failed and named.
             return [{**record, "measured_offdiag": math.nan, "frobenius": math.nan,
                      "failure": f"numerical breakdown: {error}"}]
         return [{**record, "measured_offdiag": estimator.n_measured_offdiag_,

@@ -56,6 +56,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpggm.experiments.runner import INTERRUPTED_AFTER_WRITING
+
 __all__ = [
     "GLOBAL_FALSE_ALARM",
     "RUNS",
@@ -761,13 +763,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}: {RUNS[name].command}", flush=True)
             try:
                 directory = regenerate(name, root=arguments.root)
-            except KeyboardInterrupt:
-                # A run writes its files only when it ends, all at once: an interrupted
-                # run leaves its directory as it was.
-                written = ", ".join(names[:done]) or "none"
-                print(f"{name}: interrupted after {time.perf_counter() - started:.0f} s; its "
-                      f"files are as they were (regenerated before it: {written})",
-                      file=sys.stderr, flush=True)
+            except KeyboardInterrupt as interrupt:
+                # A run writes its files only when it ends, all at once (an interrupt while
+                # they are moved in takes effect after the last one).
+                complete = interrupt.args == (INTERRUPTED_AFTER_WRITING,)
+                written = ", ".join(names[:done + complete]) or "none"
+                state = ("its files were all written" if complete
+                         else "its files are as they were")
+                print(f"{name}: interrupted after {time.perf_counter() - started:.0f} s; "
+                      f"{state} (regenerated: {written})", file=sys.stderr, flush=True)
                 return 130
             print(f"{name}: written to {directory} in {time.perf_counter() - started:.0f} s",
                   flush=True)

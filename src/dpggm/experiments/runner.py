@@ -18,15 +18,18 @@ Privacy: evaluation code on synthetic or public data; nothing here is a release.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,19 +51,20 @@ from dpggm.io import place
 from dpggm.progress import report as report_progress
 
 __all__ = [
+    "INTERRUPTED_AFTER_WRITING",
     "Aggregation",
     "Cell",
     "ExperimentSpec",
     "Part",
     "PartResult",
     "Results",
+    "SourceRevision",
     "attempt",
     "environment",
     "environment_file",
     "environment_table",
-    "SourceRevision",
-    "source_revision",
     "run",
+    "source_revision",
     "write_outputs",
 ]
 
@@ -128,9 +132,9 @@ def environment_table(
 
     ``source`` is :func:`source_revision` taken when the run started: the code that ran
     is the code at the start, and a commit made while a long run is under way must not be
-    credited with it. When ``src/`` differs at the end from what it was at the start, the
-    ``source`` row says so (the run may have imported modules of either). Without
-    ``source``, the revision is read now.
+    credited with it. When the package's files differ at the end from what they were at
+    the start, the ``source`` row says so (the run may have imported modules of either).
+    Without ``source``, the revision is read now.
 
     Privacy: an experiment's metadata; a seeded run is an experiment, never a release, so
     its seed belongs here.
@@ -140,9 +144,8 @@ def environment_table(
     if source is None:
         source = now
     label = source.label
-    if source.known and (not now.known or now.tree != source.tree
-                         or now.changed != source.changed):
-        label += " (src/ changed during the run)"
+    if source.known and (not now.known or now.content != source.content):
+        label += " (the package's source changed during the run)"
     rows = {
         "experiment": name,
         "random_state": random_state,
@@ -160,26 +163,28 @@ def environment_table(
 
 @dataclass(frozen=True)
 class SourceRevision:
-    """Which source tree the package was imported from (see :func:`source_revision`).
+    """Which source the package was imported from (see :func:`source_revision`).
 
     Attributes
     ----------
     commit : str
-        The checkout's ``HEAD`` (abbreviated), or "unknown" outside a git checkout.
-    tree : str
-        The git object of ``HEAD``'s package directory: equal trees, equal code, whichever
-        commit holds them.
-    changed : str
-        ``git status --porcelain`` of the package directory: empty when it is as
-        committed.
+        The checkout's ``HEAD`` (abbreviated), or "unknown" when the package is not part of
+        a git checkout's ``HEAD`` (an installed copy).
+    content : str
+        A digest of the package directory's files as they are on disk (git's object id of
+        every file git would track there, committed or not): equal digests, equal code,
+        whichever commit holds it and whether or not it is committed.
+    changed : bool
+        Whether the package directory differs from ``commit``.
     """
 
     commit: str
-    tree: str = ""
-    changed: str = ""
+    content: str = ""
+    changed: bool = False
 
     @property
     def known(self) -> bool:
+        """Whether the package was imported from a git checkout."""
         return self.commit != "unknown"
 
     @property
@@ -188,25 +193,39 @@ class SourceRevision:
         return self.commit + (" + changes" if self.changed else "")
 
 
-def source_revision() -> SourceRevision:
-    """The git commit of the source tree this package was imported from, the tree of its
-    package directory at that commit and its uncommitted changes; "unknown" outside a git
-    checkout (an installed package)."""
+def source_revision(package: Any = None) -> SourceRevision:
+    """The git commit the package directory ``package`` (default: this package's) was
+    imported from, a digest of its files as they are now and whether they differ from the
+    commit; "unknown" when the directory is not part of a checkout's ``HEAD``."""
+    import hashlib
     import subprocess
 
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[1] if package is None else Path(package)
 
-    def git(*arguments: str) -> str:
-        return subprocess.run(["git", "-C", str(package), *arguments], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
+    def git(*arguments: str, stdin: str | None = None) -> str:
+        return subprocess.run(["git", "-C", str(package), *arguments], input=stdin,
+                              capture_output=True, text=True, timeout=30,
+                              check=True).stdout
 
     try:
-        commit = git("rev-parse", "--short", "HEAD")
-        tree = git("rev-parse", "HEAD:./")
-        changed = git("status", "--porcelain", "--", str(package))
-    except (OSError, subprocess.SubprocessError):
+        commit = git("rev-parse", "--short", "HEAD").strip()
+        # The directory must be in HEAD: an installed copy inside some other repository
+        # (a virtual environment in a project) is not that repository's source.
+        git("rev-parse", "--verify", "--quiet", "HEAD:./")
+        listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ".")
+        files = sorted({name for name in listed.split("\0")
+                        if name and (package / name).is_file()})
+        # Object ids of the files on disk, computed without writing to the repository.
+        # (Absolute paths: --stdin-paths does not resolve them against -C's directory.)
+        ids = git("hash-object", "--stdin-paths",
+                  stdin="".join(f"{package / name}\n" for name in files)).split()
+        changed = bool(git("status", "--porcelain", "--", ".").strip())
+        digest = hashlib.sha256()
+        for name, object_id in zip(files, ids, strict=True):
+            digest.update(f"{name}\0{object_id}\n".encode())
+    except (OSError, subprocess.SubprocessError, ValueError):
         return SourceRevision("unknown")
-    return SourceRevision(commit, tree, changed)
+    return SourceRevision(commit, digest.hexdigest(), changed)
 
 
 def _load_average() -> str:
@@ -552,16 +571,41 @@ def write_outputs(
                 write_csv(content, staging / name)
             else:
                 write_figure(content, staging / name)
-        for name in files:
-            target = directory / name
-            try:
-                # One step per file; without overwrite a target that appeared meanwhile
-                # is never clobbered (and undoes the files already moved).
-                place(staging / name, target, overwrite=overwrite)
-            except FileExistsError:
-                for path in placed:
-                    path.unlink(missing_ok=True)
-                raise
-            placed.append(target)
+        # An interrupt (Ctrl-C) while the files are moved in would leave some new files
+        # beside old ones: it takes effect once every file is in place.
+        with _interrupt_deferred():
+            for name in files:
+                target = directory / name
+                try:
+                    # One step per file; without overwrite a target that appeared meanwhile
+                    # is never clobbered (and undoes the files already moved).
+                    place(staging / name, target, overwrite=overwrite)
+                except FileExistsError:
+                    for path in placed:
+                        path.unlink(missing_ok=True)
+                    raise
+                placed.append(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+#: The message of the KeyboardInterrupt that :func:`write_outputs` raises when the
+#: interrupt came while it moved the files in: they are all written.
+INTERRUPTED_AFTER_WRITING = "interrupted once every file was in place"
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[None]:
+    """Hold back SIGINT inside the block and raise its KeyboardInterrupt at the end
+    (only the main thread receives signals; elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt(INTERRUPTED_AFTER_WRITING)

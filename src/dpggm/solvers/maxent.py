@@ -687,21 +687,18 @@ class _DualNewton:
             step = _coordinate_minimiser(W, j, k, b.c[s] * b.y[s], pen[s], x[s])
             if step is None or step == 0.0:
                 break
-            # The exact line minimum can sit on the boundary of the cone to rounding
-            # (K + t E singular), where the rank-one or rank-two update of K^{-1} does not
-            # exist; the start then stays where the previous steps left it.
             if j == k:
-                denominator = 1.0 + step * W[j, j]
-                if not denominator > 0:
-                    break
                 col = W[:, j]
-                W = W - (step / denominator) * np.outer(col, col)
+                W = W - (step / (1.0 + step * W[j, j])) * np.outer(col, col)
             else:
                 WU = W[:, [j, k]]
                 M = np.array([[W[j, j], W[j, k] + 1.0 / step], [W[j, k] + 1.0 / step, W[k, k]]])
                 try:
                     W = W - WU @ np.linalg.solve(M, WU.T)
                 except np.linalg.LinAlgError:
+                    # The line minimum sits on the boundary of the cone to rounding
+                    # (K + t E singular), where the rank-two update of K^{-1} does not
+                    # exist: the start stays where the previous steps left it.
                     break
             W = 0.5 * (W + W.T)
             x[s] += step
@@ -1501,6 +1498,38 @@ def _solve_component(
     extrapolate: bool = True,
     mu_min: float = 1e-9,
 ) -> _BlockSolution:
+    """The solution of the component ``index``; LAPACK breaking down inside it is this
+    solver's :class:`~dpggm.exceptions.NumericalError` (a numerical breakdown of the fit),
+    not a NumPy ``LinAlgError`` from deep inside the iteration."""
+    try:
+        return _solve_component_unguarded(
+            y, lam, index, method, tol=tol, max_iter=max_iter,
+            warm_precision=warm_precision, warm_covariance=warm_covariance,
+            warm_path=warm_path, try_completion=try_completion, extrapolate=extrapolate,
+            mu_min=mu_min,
+        )
+    except np.linalg.LinAlgError as error:
+        raise NumericalError(
+            f"the maximum-entropy reconstruction broke down on a component of "
+            f"{index.size} variables ({error})"
+        ) from error
+
+
+def _solve_component_unguarded(
+    y: np.ndarray,
+    lam: np.ndarray,
+    index: np.ndarray,
+    method: str,
+    *,
+    tol: float,
+    max_iter: int,
+    warm_precision: np.ndarray | None = None,
+    warm_covariance: np.ndarray | None = None,
+    warm_path: dict[int, np.ndarray] | None = None,
+    try_completion: bool = True,
+    extrapolate: bool = True,
+    mu_min: float = 1e-9,
+) -> _BlockSolution:
     if index.size == 1:
         return _singleton_solution(y, int(index[0]))
     block = _Block.build(y, lam, index)
@@ -1661,6 +1690,8 @@ def max_entropy_completion(
     ValueError
         Non-square, non-symmetric or non-finite input, negative precisions, an unmeasured
         diagonal entry, or an invalid option.
+    NumericalError
+        LAPACK broke down inside a component's solve (named in the message).
 
     Warns
     -----
@@ -1910,26 +1941,7 @@ class MaxEntropyReconstructor:
     def _solve_labels(self, labels: list[int]) -> None:
         for label in labels:
             idx = self._members[label]
-            sol = self._solve_one(label, idx)
-            self.n_solves += 1
-            self._changed.append(idx)
-            self._solutions[label] = sol
-            self._warm.pop(label, None)
-            self._paths.pop(label, None)
-            self._expect_singular.discard(label)
-            if sol.precision is not None:
-                self._warm[label] = sol.precision
-            if sol.path is not None:
-                self._paths[label] = sol.path
-            if sol.singular and idx.size > 1:
-                self._expect_singular.add(label)
-
-    def _solve_one(self, label: int, idx: np.ndarray) -> _BlockSolution:
-        """One component's solution. LAPACK breaking down inside it is this solver's
-        :class:`~dpggm.exceptions.NumericalError` (the fit's "numerical breakdown"), not a
-        NumPy ``LinAlgError`` from deep inside the iteration."""
-        try:
-            return _solve_component(
+            sol = _solve_component(
                 self._y,
                 self._lam,
                 idx,
@@ -1948,11 +1960,18 @@ class MaxEntropyReconstructor:
                 # detects a completion if one appears).
                 try_completion=label not in self._expect_singular,
             )
-        except np.linalg.LinAlgError as error:
-            raise NumericalError(
-                f"the maximum-entropy reconstruction broke down on a component of "
-                f"{idx.size} variables ({error})"
-            ) from error
+            self.n_solves += 1
+            self._changed.append(idx)
+            self._solutions[label] = sol
+            self._warm.pop(label, None)
+            self._paths.pop(label, None)
+            self._expect_singular.discard(label)
+            if sol.precision is not None:
+                self._warm[label] = sol.precision
+            if sol.path is not None:
+                self._paths[label] = sol.path
+            if sol.singular and idx.size > 1:
+                self._expect_singular.add(label)
 
     # -- results -------------------------------------------------------------------
     def result(self) -> SolverResult:
