@@ -128,10 +128,12 @@ for a path that bends late, see above).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -1483,39 +1485,29 @@ def _zero_solution(n: int) -> _BlockSolution:
     return _BlockSolution(np.zeros((n, n)), None, True, 0, True)
 
 
+def _breakdown_is_numerical_error(
+    solve: Callable[..., _BlockSolution],
+) -> Callable[..., _BlockSolution]:
+    """``solve`` with LAPACK breaking down inside it raised as this solver's
+    :class:`~dpggm.exceptions.NumericalError` (a numerical breakdown of the fit), not as a
+    NumPy ``LinAlgError`` from deep inside the iteration."""
+
+    @functools.wraps(solve)
+    def guarded(y: np.ndarray, lam: np.ndarray, index: np.ndarray, *args: Any,
+                **kwargs: Any) -> _BlockSolution:
+        try:
+            return solve(y, lam, index, *args, **kwargs)
+        except np.linalg.LinAlgError as error:
+            raise NumericalError(
+                f"the maximum-entropy reconstruction broke down on a component of "
+                f"{index.size} variables ({error})"
+            ) from error
+
+    return guarded
+
+
+@_breakdown_is_numerical_error
 def _solve_component(
-    y: np.ndarray,
-    lam: np.ndarray,
-    index: np.ndarray,
-    method: str,
-    *,
-    tol: float,
-    max_iter: int,
-    warm_precision: np.ndarray | None = None,
-    warm_covariance: np.ndarray | None = None,
-    warm_path: dict[int, np.ndarray] | None = None,
-    try_completion: bool = True,
-    extrapolate: bool = True,
-    mu_min: float = 1e-9,
-) -> _BlockSolution:
-    """The solution of the component ``index``; LAPACK breaking down inside it is this
-    solver's :class:`~dpggm.exceptions.NumericalError` (a numerical breakdown of the fit),
-    not a NumPy ``LinAlgError`` from deep inside the iteration."""
-    try:
-        return _solve_component_unguarded(
-            y, lam, index, method, tol=tol, max_iter=max_iter,
-            warm_precision=warm_precision, warm_covariance=warm_covariance,
-            warm_path=warm_path, try_completion=try_completion, extrapolate=extrapolate,
-            mu_min=mu_min,
-        )
-    except np.linalg.LinAlgError as error:
-        raise NumericalError(
-            f"the maximum-entropy reconstruction broke down on a component of "
-            f"{index.size} variables ({error})"
-        ) from error
-
-
-def _solve_component_unguarded(
     y: np.ndarray,
     lam: np.ndarray,
     index: np.ndarray,
