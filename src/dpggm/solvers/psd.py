@@ -42,7 +42,7 @@ def extreme_eigenvalue(matrix: np.ndarray, *, which: str) -> float:
         raise ValueError(f"which must be 'smallest' or 'largest'; got {which!r}")
     p = matrix.shape[0]
     index = 0 if which == "smallest" else p - 1
-    failure = "it is not finite"
+    failure = "LAPACK returned a value that is not finite"
     if not np.isfinite(matrix).all():
         # LAPACK may return a finite number for a matrix with a NaN in it.
         raise NumericalError(f"the {which} eigenvalue of a {p} x {p} symmetric matrix could "
@@ -57,7 +57,7 @@ def extreme_eigenvalue(matrix: np.ndarray, *, which: str) -> float:
             value, failure = float("nan"), str(error)
     if not np.isfinite(value):
         raise NumericalError(f"the {which} eigenvalue of a {p} x {p} symmetric matrix could "
-                             f"not be computed ({failure}); are its entries finite?")
+                             f"not be computed ({failure})")
     return value
 
 
