@@ -378,6 +378,143 @@ def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
     assert not staging.exists()
 
 
+def test_a_kill_before_the_pending_record_leaves_nothing_for_the_next_delivery(tmp_path):
+    """Killed while the staging directory's pending record is written: the next delivery,
+    moments later, removes the directory (its creator is gone), rather than leaving it for
+    a minute because it might be being created."""
+    script = (
+        "import os, signal, sys\n"
+        "import dpggm.io as o\n"
+        "write = o._write_file\n"
+        "def die(path, *args, **kwargs):\n"
+        "    if path.name == '.pending.json':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return write(path, *args, **kwargs)\n"
+        "o._write_file = die\n"
+        "o.StagedOutput(o.Path(sys.argv[1]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "o")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    assert left.is_dir() and not (left / ".pending.json").exists()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_removal_cut_short_leaves_nothing_for_the_next_delivery(tmp_path):
+    """Killed while removing a staging directory (a refused charge's, or an interrupted
+    run's during recovery), after its pending record went: the next delivery removes the
+    rest at once."""
+    script = (
+        "import os, shutil, signal, sys\n"
+        "import dpggm.io as o\n"
+        "def cut(path, *args, **kwargs):\n"
+        "    (o.Path(path) / '.pending.json').unlink()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "staged = o.StagedOutput(o.Path(sys.argv[1]))\n"
+        "staged.json('result.json', {'a': 1})\n"
+        "shutil.rmtree = cut\n"
+        "staged.discard()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "o")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    assert (left / "result.json").exists() and not (left / ".pending.json").exists()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_interrupt_just_after_the_charge_keeps_the_paid_for_output(tmp_path, monkeypatch):
+    """The ledger committed the spend, then the user pressed Ctrl-C: the output is not
+    thrown away (the ledger counts it as spent); the next delivery finishes it."""
+    from dpggm import ZCDP
+    from dpggm.io import deliver
+
+    ledger = Ledger(tmp_path / "ledger.db")
+    ledger.declare("d", ZCDP(1.0))
+    original = Ledger.spend
+
+    def spend_then_interrupt(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Ledger, "spend", spend_then_interrupt)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        deliver(out, lambda staged: staged.json("result.json", {"a": 1}), ledger=ledger,
+                dataset="d", guarantee=lambda: ZCDP(0.25), mechanism="a test release")
+    assert not out.exists()
+    monkeypatch.setattr(Ledger, "spend", original)
+    messages = []
+    assert recover_pending(tmp_path, report=messages.append) == [out]
+    assert json.loads((out / "result.json").read_text()) == {"a": 1}
+    (spend,) = Ledger(tmp_path / "ledger.db", create=False).history("d")
+    assert json.loads((out / "ledger.json").read_text())["output_id"] == \
+        spend.details["output_id"]
+    assert any("nothing new was charged" in m for m in messages), messages
+
+
+def test_a_refused_charge_leaves_no_staging(tmp_path):
+    from dpggm import ZCDP
+    from dpggm.exceptions import BudgetExceededError
+    from dpggm.io import deliver
+
+    ledger = Ledger(tmp_path / "ledger.db")
+    ledger.declare("d", ZCDP(1.0))
+    with pytest.raises(BudgetExceededError):
+        deliver(tmp_path / "out", lambda staged: staged.json("result.json", {}), ledger=ledger,
+                dataset="d", guarantee=lambda: ZCDP(2.0), mechanism="a test release")
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.db"]
+
+
+def test_entries_being_created_by_a_running_process_are_left_alone(tmp_path):
+    """A temporary file, a probe or a staging directory before its record, named for a
+    process that is running: another delivery into the same directory does not touch it;
+    once the process is gone, it is removed."""
+    from dpggm.io import _owner_tag
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = _owner_tag().split("-")[1]
+    try:
+        tag = f"{sleeper.pid}-{host}"
+        temporary = tmp_path / f"{STAGING_PREFIX}edges.csv-{'b' * 32}.{tag}.tmp"
+        temporary.write_text("x,y\n")
+        probe = tmp_path / f"{STAGING_PREFIX}probe-{'c' * 32}.{tag}.tmp"
+        probe.write_bytes(b"")
+        creating = tmp_path / f"{STAGING_PREFIX}o-{'d' * 32}.{tag}.new"
+        creating.mkdir()
+        recover_pending(tmp_path, report=lambda line: None)
+        assert temporary.exists() and probe.exists() and creating.is_dir()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not list(tmp_path.iterdir())
+
+
+def test_entries_made_on_another_host_are_removed_only_once_old(tmp_path):
+    """A creator on another host (a shared directory) cannot be asked: its entries are
+    presumed in use for the grace period, then removed."""
+    from dpggm.io import RECORDLESS_GRACE, _owner_tag
+
+    other = "0" * 8 if _owner_tag().split("-")[1] != "0" * 8 else "1" * 8
+    creating = tmp_path / f"{STAGING_PREFIX}o-{'d' * 32}.{os.getpid()}-{other}.new"
+    creating.mkdir()
+    temporary = tmp_path / f"{STAGING_PREFIX}m.npy-{'e' * 32}.{os.getpid()}-{other}.tmp"
+    temporary.write_bytes(b"")
+    recover_pending(tmp_path, report=lambda line: None)
+    assert creating.is_dir() and temporary.exists()
+    old = time.time() - 2 * RECORDLESS_GRACE
+    for entry in (creating, temporary):
+        os.utime(entry, (old, old))
+    recover_pending(tmp_path, report=lambda line: None)
+    assert not list(tmp_path.iterdir())
+
+
 # ------------------------------------------------------------------ staging modes
 
 

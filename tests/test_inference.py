@@ -277,7 +277,7 @@ def _clipped_release(p: int, weight: float, n: int, seed: int):
     theta += 0.6 * np.eye(p)
     X = rng.standard_normal((n, p)) @ np.linalg.cholesky(0.09 * np.linalg.inv(theta)).T
     model = ClippingModel(row_norm_bound=float(np.median(np.linalg.norm(X, axis=1))),
-                          box=None, recentre=False)
+                          box=None, recenter=False)
     Z = model.clip(X)
     return Z.T @ Z / n, model
 
@@ -411,7 +411,7 @@ def test_detectable_is_on_the_population_scale_of_a_clipped_release():
     covariance[0, 1] = covariance[1, 0] = t * v
     X = rng.standard_normal((400_000, p)) @ np.linalg.cholesky(covariance).T
     bound = expected_row_norm_bound(p)
-    Z = ClippingModel(row_norm_bound=bound, box=None, recentre=False).clip(X)
+    Z = ClippingModel(row_norm_bound=bound, box=None, recenter=False).clip(X)
     simulated = np.corrcoef(Z[:, :2].T)[0, 1]
     assert simulated < 0.95 * t  # clipping shrinks it by about 7 % at p = 10
     assert inference._clipped_partial(t, 0.0, v, p, bound**2) == pytest.approx(simulated,

@@ -26,7 +26,9 @@ it (it drives a :class:`StagedOutput`). The staging directory holds ``.pending.j
 pending record: ledger, dataset, target, an output id, the owner's process) from its
 creation until after the rename. The steps, in order:
 
-1. check the target; create the staging directory and its pending record;
+1. check the target; create the staging directory with its pending record (made under
+   a name that carries the creating process, ``<staging>.<pid>-<host>.new``, and
+   renamed to its staging name once the record is written);
 2. fit in memory and write every file into staging (a failure after the fit's first draw
    is charged: what ran is spent, although nothing is delivered -- :func:`failed_release`);
 3. charge the ledger (the spend's details carry the output id);
@@ -41,6 +43,9 @@ If the process dies, the next delivery into the same parent directory
 (:func:`recover_pending`, which every delivery runs first) puts things right:
 
 * a staging directory whose owner is still running is left alone;
+* one still under its creating name, a temporary file or a probe is removed once the
+  process it names is gone (on this host; one made on another host sharing the
+  directory, after :data:`RECORDLESS_GRACE` seconds);
 * one that holds its receipt -- or whose pending record names a spend the ledger holds
   (killed between steps 3 and 4) -- is finished: the receipt written, the directory
   renamed onto its target (with ``overwrite``, replacing what is there; without it, onto
@@ -61,6 +66,7 @@ The tests replace it to kill the process at each boundary in turn.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -87,8 +93,16 @@ _PENDING = ".pending.json"
 _PLACING = ".placing"
 _OLD_SUFFIX = "-old"
 _STAGING_NAME = re.compile(r"^" + re.escape(STAGING_PREFIX) + r"(?P<target>.+)-(?P<id>[0-9a-f]{32})$")
-#: Seconds a staging directory without a pending record is presumed to belong to a process
-#: that has just created it (its record follows within microseconds).
+#: A file or directory being created or removed carries its process in its name:
+#: ``.<pid>-<host>`` before ``.tmp`` (a temporary file, a probe), ``.new`` (a staging
+#: directory before its pending record is in place) or ``.del`` (a staging directory being
+#: removed, renamed first so that a removal cut short never leaves a staging directory
+#: without its pending record), ``<host>`` being the first 8 hex digits of the SHA-256 of
+#: the host's name (host names may hold ``-`` and ``.``).
+_OWNED_NAME = re.compile(r"\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.(?:tmp|new|del)$")
+#: Seconds an entry whose owner cannot be asked (created on another host sharing the
+#: directory, or by a dpggm that did not name its creator) is presumed to belong to a
+#: process that is still creating it.
 RECORDLESS_GRACE = 60.0
 
 
@@ -257,7 +271,7 @@ def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = Fal
     if not overwrite and path.exists():
         raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex}.tmp"
+    tmp = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex}.{_owner_tag()}.tmp"
     try:
         _write_file(tmp, write, binary=binary)
         os.chmod(tmp, 0o666 & ~current_umask())
@@ -269,7 +283,7 @@ def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = Fal
 
 def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
     """Refuse a directory where files cannot be created, by creating (and removing) one."""
-    probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}"
+    probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}.{_owner_tag()}.tmp"
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OWNER_FILE))
     except OSError as exc:
@@ -281,6 +295,43 @@ def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
 
 def _staging_name(target: Path, output_id: str) -> str:
     return f"{STAGING_PREFIX}{target.name}-{output_id}"
+
+
+def _owner_tag() -> str:
+    """This process, as it goes into the name of an entry it is creating (``_OWNED_NAME``)."""
+    host = hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape"))
+    return f"{os.getpid()}-{host.hexdigest()[:8]}"
+
+
+def _remove_tree(directory: Path) -> None:
+    """Remove a staging directory: renamed at once to a name that carries this process
+    (``.del``), then removed. A removal cut short leaves a directory the next recovery
+    removes, never a staging directory that has lost its pending record and must be left
+    alone in case it is being created."""
+    doomed = directory.with_name(f"{directory.name}.{_owner_tag()}.del")
+    try:
+        os.rename(directory, doomed)
+    except FileNotFoundError:
+        return  # removed meanwhile (by another process's recovery, say)
+    except OSError:
+        doomed = directory  # a name too long for the file system, say: remove it in place
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _abandoned(entry: Path, *, grace: float) -> bool:
+    """Whether an entry being created (a temporary file, a probe, a staging directory
+    before its pending record) was left by a process that is gone.
+
+    The creator named in the entry is asked when it ran on this host; an entry created
+    elsewhere, or without a creator in its name, is presumed abandoned after ``grace``
+    seconds."""
+    match = _OWNED_NAME.search(entry.name)
+    if match is not None and match.group("host") == _owner_tag().split("-")[1]:
+        pid = int(match.group("pid"))
+        if pid == os.getpid():
+            return False  # this process's own, being written by another of its threads
+        return not _running({"pid": pid, "host": socket.gethostname()})
+    return _age(entry) >= grace
 
 
 def check_target(target: Path, *, overwrite: bool) -> None:
@@ -356,12 +407,17 @@ class StagedOutput:
         parent = self.target.parent
         self.output_id = uuid.uuid4().hex
         self.staging = parent / _staging_name(self.target, self.output_id)
+        # The directory is made under a name that carries this process, with its pending
+        # record, and only then renamed to its staging name: a staging directory always
+        # holds its record, and a process killed before the rename leaves a directory
+        # whose creator the next delivery can ask about (rather than wait for it to age).
+        creating = parent / f"{self.staging.name}.{_owner_tag()}.new"
         try:
             parent.mkdir(parents=True, exist_ok=True)
             # Owner-only from its creation (the umask can only remove bits), and set again
             # in case the umask removed the owner's own.
-            os.mkdir(self.staging, _OWNER_DIR)
-            os.chmod(self.staging, _OWNER_DIR)
+            os.mkdir(creating, _OWNER_DIR)
+            os.chmod(creating, _OWNER_DIR)
         except OSError as exc:
             raise OSError(
                 f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
@@ -373,9 +429,12 @@ class StagedOutput:
             "files": None if self.files is None else [f.name for f in self.files],
             "receipt": receipt, "receipt_into": receipt_into, **(pending or {})}
         try:
-            self._write(_PENDING, lambda fh: json.dump(self.pending, fh))
+            _write_file(creating / _PENDING, lambda fh: json.dump(self.pending, fh),
+                        binary=False)
+            _fsync_dir(creating)
+            os.rename(creating, self.staging)
         except BaseException:
-            self.discard()
+            shutil.rmtree(creating, ignore_errors=True)
             raise
         delivery_step("created")
 
@@ -422,7 +481,16 @@ class StagedOutput:
         _finish(self.staging, self.pending, report=None)
 
     def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        _remove_tree(self.staging)
+
+    def _perhaps_paid(self, ledger: Any, dataset: str | None) -> bool:
+        if ledger is None:
+            return False
+        try:
+            return _paid_spend({"ledger": str(Path(ledger.path).resolve()),
+                                "dataset": dataset, "output_id": self.output_id}) is not None
+        except _LedgerUnreadable:
+            return True
 
     def deliver(self, *, ledger: Any = None, dataset: str | None = None, guarantee: Any = None,
                 mechanism: str = "", details: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -437,24 +505,34 @@ class StagedOutput:
         Returns the ledger record (``ledger``, ``dataset``, ``spend``, ``output_id``), or
         ``None`` without a ledger.
         """
-        record = None
+        record = spend = None
         try:
             if ledger is not None:
                 spend = ledger.spend(dataset, guarantee, mechanism=mechanism,
                                      details={**(details or {}), "output_id": self.output_id})
+        except Exception:
+            # Refused: the ledger checks before it spends, so nothing was charged, and the
+            # staged output goes unseen.
+            self.discard()
+            raise
+        except BaseException:
+            # An interrupt may arrive after the ledger committed the spend: a paid-for
+            # output (or one whose payment cannot be told) stays in staging, with its
+            # pending record, for the next delivery to finish or remove by the ledger.
+            if not self._perhaps_paid(ledger, dataset):
+                self.discard()
+            raise
+        try:
+            if spend is not None:
                 delivery_step("charged")
                 record = _ledger_record(str(Path(ledger.path).resolve()), str(dataset),
                                         spend.sequence, self.output_id)
-        except BaseException:
-            self.discard()
-            raise
-        try:
-            if record is not None:
                 _write_receipt(self.staging, record, self.pending)
             self.commit()
         except OSError as exc:
-            spent = "" if record is None else (
-                f"; {guarantee.budget} was charged to {dataset!r} (spend #{record['spend']}) "
+            spent = "" if spend is None else (
+                f"; {getattr(guarantee, 'budget', guarantee)} was charged to {dataset!r} "
+                f"(spend #{spend.sequence}) "
                 f"and the complete output is kept in {self.staging}: the next delivery into "
                 "the same directory finishes it")
             raise OSError(f"could not move the output into {self.target}: {exc}{spent}") from None
@@ -672,7 +750,7 @@ def _place_files(staging: Path, pending: dict[str, Any], *,
             place(source, destination, overwrite=True)
         delivery_step("placed")
     _fsync_dir(parent)
-    shutil.rmtree(staging, ignore_errors=True)
+    _remove_tree(staging)
     delivery_step("pending removed")
     return parent / names[-1]
 
@@ -705,9 +783,15 @@ def recover_pending(parent: Path, *, report: Callable[[str], None] = print,
     for entry in entries:
         if not entry.name.startswith(STAGING_PREFIX):
             continue
-        if not entry.is_dir():
-            # A temporary file of write_atomic or a probe of check_writable_dir.
-            entry.unlink(missing_ok=True)
+        if not entry.is_dir() or _OWNED_NAME.search(entry.name):
+            # A temporary file of write_atomic, a probe of check_writable_dir, a staging
+            # directory that never got its pending record, or one whose removal was cut
+            # short: none of them charged for.
+            if _abandoned(entry, grace=grace):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
             continue
         if entry.name.endswith(_OLD_SUFFIX):
             continue
@@ -739,10 +823,11 @@ def _recover_staging(entry: Path, *, report: Callable[[str], None],
     receipt = _read_receipt(entry, pending)
     if pending is None:
         if receipt is None:
-            # Never charged (killed before its pending record was written) -- or being
-            # created right now by a running process.
+            # Never charged, and its creator cannot be asked: a staging directory made by
+            # a dpggm that wrote the pending record after naming it (killed in between),
+            # or one whose record was lost. It may be being created right now.
             if _age(entry) >= grace:
-                shutil.rmtree(entry, ignore_errors=True)
+                _remove_tree(entry)
             return None
         target_name, output_id = _parse_staging(entry.name)
         pending = {"target": target_name, "output_id": output_id, "overwrite": False,
@@ -766,7 +851,7 @@ def _recover_staging(entry: Path, *, report: Callable[[str], None],
         if pending.get("files") is not None and (entry / _PLACING).exists():
             # An uncharged set of files whose placement had begun: finish it.
             return _finish(entry, pending, report=report)
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove_tree(entry)
         report(f"removed the unfinished output of an interrupted run ({entry.name}); "
                "nothing had been charged for it")
         return None
