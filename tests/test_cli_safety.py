@@ -515,6 +515,57 @@ def test_entries_made_on_another_host_are_removed_only_once_old(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_this_process_s_own_entries_are_told_from_a_former_process_s(tmp_path):
+    """A staging directory this process holds is left alone by a recovery in the same
+    process (another thread delivering beside it); an entry that names this process's pid
+    but that it does not hold is a former process's (a restarted container reuses pids)
+    and is removed."""
+    from dpggm.io import StagedOutput, _owner_tag
+
+    staged = StagedOutput(tmp_path / "live")
+    former = tmp_path / f"{STAGING_PREFIX}{'f' * 32}.{_owner_tag()}.new"
+    former.mkdir()
+    recover_pending(tmp_path, report=lambda line: None)
+    assert staged.staging.is_dir() and not former.exists()
+    staged.json("result.json", {"a": 1})
+    staged.commit()
+    assert json.loads((tmp_path / "live" / "result.json").read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["live"]
+
+
+def test_a_name_with_an_impossible_process_id_does_not_stop_deliveries(tmp_path):
+    """Anyone who can write to the directory can leave such a name: it is treated as no
+    process's (removed once old), and the delivery goes on."""
+    from dpggm.io import RECORDLESS_GRACE, _owner_tag, write_atomic
+
+    host = _owner_tag().split("-")[1]
+    junk = [tmp_path / f"{STAGING_PREFIX}{'a' * 32}.{10 ** 30}-{host}.new",
+            tmp_path / f"{STAGING_PREFIX}{'b' * 32}.0-{host}.tmp"]
+    junk[0].mkdir()
+    junk[1].write_bytes(b"")
+    write_atomic(tmp_path / "f.txt", lambda fh: fh.write("x"))
+    recover_pending(tmp_path, report=lambda line: None)
+    assert all(entry.exists() for entry in junk)
+    old = time.time() - 2 * RECORDLESS_GRACE
+    for entry in junk:
+        os.utime(entry, (old, old))
+    recover_pending(tmp_path, report=lambda line: None)
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_long_target_names_are_not_shortened_by_the_staging_names(tmp_path):
+    """The names of entries being created have a fixed length: an output name as long as
+    its staging name allows (255 bytes in all) is delivered."""
+    from dpggm.io import StagedOutput, write_atomic
+
+    longest = 255 - len(STAGING_PREFIX) - 33
+    staged = StagedOutput(tmp_path / ("d" * longest))
+    staged.json("result.json", {})
+    staged.commit()
+    write_atomic(tmp_path / ("f" * 255), lambda fh: fh.write("x"))
+    assert sorted(len(p.name) for p in tmp_path.iterdir()) == [longest, 255]
+
+
 # ------------------------------------------------------------------ staging modes
 
 

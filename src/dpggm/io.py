@@ -27,8 +27,8 @@ pending record: ledger, dataset, target, an output id, the owner's process) from
 creation until after the rename. The steps, in order:
 
 1. check the target; create the staging directory with its pending record (made under
-   a name that carries the creating process, ``<staging>.<pid>-<host>.new``, and
-   renamed to its staging name once the record is written);
+   a name that carries the creating process, ``.dpggm-staging-<id>.<pid>-<host>.new``,
+   and renamed to its staging name once the record is written);
 2. fit in memory and write every file into staging (a failure after the fit's first draw
    is charged: what ran is spent, although nothing is delivered -- :func:`failed_release`);
 3. charge the ledger (the spend's details carry the output id);
@@ -43,9 +43,11 @@ If the process dies, the next delivery into the same parent directory
 (:func:`recover_pending`, which every delivery runs first) puts things right:
 
 * a staging directory whose owner is still running is left alone;
-* one still under its creating name, a temporary file or a probe is removed once the
-  process it names is gone (on this host; one made on another host sharing the
-  directory, after :data:`RECORDLESS_GRACE` seconds);
+* one still under its creating name, one whose removal was cut short (a staging
+  directory is renamed to ``.dpggm-staging-<id>.<pid>-<host>.del`` before it is
+  removed), a temporary file or a probe is removed once the process it names is gone
+  (one named for another host, or for no process, after :data:`RECORDLESS_GRACE`
+  seconds);
 * one that holds its receipt -- or whose pending record names a spend the ledger holds
   (killed between steps 3 and 4) -- is finished: the receipt written, the directory
   renamed onto its target (with ``overwrite``, replacing what is there; without it, onto
@@ -55,6 +57,10 @@ If the process dies, the next delivery into the same parent directory
 * ``<staging>-old`` (killed during step 5 or 6 of an ``--overwrite``) is renamed back onto
   its target when the target is missing, and removed otherwise;
 * a pending record left inside a delivered target (killed in step 7) is removed.
+
+Only a process of this host can be asked whether it runs: a staging directory whose
+pending record names another host is treated as its run's leftovers. Deliveries from
+several hosts into one shared directory at the same time are not supported.
 
 So after any crash and the next delivery, every output is complete or absent, no staging
 debris remains, every spend in the ledger has its output and every output its spend (an
@@ -93,17 +99,22 @@ _PENDING = ".pending.json"
 _PLACING = ".placing"
 _OLD_SUFFIX = "-old"
 _STAGING_NAME = re.compile(r"^" + re.escape(STAGING_PREFIX) + r"(?P<target>.+)-(?P<id>[0-9a-f]{32})$")
-#: A file or directory being created or removed carries its process in its name:
-#: ``.<pid>-<host>`` before ``.tmp`` (a temporary file, a probe), ``.new`` (a staging
-#: directory before its pending record is in place) or ``.del`` (a staging directory being
-#: removed, renamed first so that a removal cut short never leaves a staging directory
-#: without its pending record), ``<host>`` being the first 8 hex digits of the SHA-256 of
-#: the host's name (host names may hold ``-`` and ``.``).
+#: A file or directory being created or removed carries its process in its name, after a
+#: random id (a fixed length, whatever the target's name): ``.<pid>-<host>`` before ``.tmp``
+#: (a temporary file, a probe), ``.new`` (a staging directory before its pending record is
+#: in place) or ``.del`` (a staging directory being removed, renamed first so that a
+#: removal cut short never leaves a staging directory without its pending record),
+#: ``<host>`` being the first 8 hex digits of the SHA-256 of the host's name (host names
+#: may hold ``-`` and ``.``).
 _OWNED_NAME = re.compile(r"\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.(?:tmp|new|del)$")
 #: Seconds an entry whose owner cannot be asked (created on another host sharing the
 #: directory, or by a dpggm that did not name its creator) is presumed to belong to a
 #: process that is still creating it.
 RECORDLESS_GRACE = 60.0
+# The names of the entries this process is creating or holding (temporary files, staging
+# directories under their creating and staging names): another thread's recovery asks here
+# about an entry that names this process. Names hold a random id, so they are unique.
+_LIVE_NAMES: set[str] = set()
 
 
 # ------------------------------------------------------------------ names in CSV files
@@ -271,26 +282,31 @@ def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = Fal
     if not overwrite and path.exists():
         raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex}.{_owner_tag()}.tmp"
+    tmp = path.parent / f"{STAGING_PREFIX}{uuid.uuid4().hex}.{_owner_tag()}.tmp"
+    _LIVE_NAMES.add(tmp.name)
     try:
         _write_file(tmp, write, binary=binary)
         os.chmod(tmp, 0o666 & ~current_umask())
         place(tmp, path, overwrite=overwrite)
     finally:
         tmp.unlink(missing_ok=True)
+        _LIVE_NAMES.discard(tmp.name)
     return path
 
 
 def check_writable_dir(directory: Path, *, option: str = "--out") -> None:
     """Refuse a directory where files cannot be created, by creating (and removing) one."""
     probe = Path(directory) / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex}.{_owner_tag()}.tmp"
+    _LIVE_NAMES.add(probe.name)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OWNER_FILE))
     except OSError as exc:
         raise OSError(
             f"cannot write into {directory} ({exc.strerror or exc}); choose another {option}"
         ) from None
-    probe.unlink(missing_ok=True)
+    finally:
+        probe.unlink(missing_ok=True)
+        _LIVE_NAMES.discard(probe.name)
 
 
 def _staging_name(target: Path, output_id: str) -> str:
@@ -308,29 +324,56 @@ def _remove_tree(directory: Path) -> None:
     (``.del``), then removed. A removal cut short leaves a directory the next recovery
     removes, never a staging directory that has lost its pending record and must be left
     alone in case it is being created."""
-    doomed = directory.with_name(f"{directory.name}.{_owner_tag()}.del")
+    doomed = directory.with_name(f"{STAGING_PREFIX}{uuid.uuid4().hex}.{_owner_tag()}.del")
+    _LIVE_NAMES.add(doomed.name)
     try:
-        os.rename(directory, doomed)
-    except FileNotFoundError:
-        return  # removed meanwhile (by another process's recovery, say)
-    except OSError:
-        doomed = directory  # a name too long for the file system, say: remove it in place
-    shutil.rmtree(doomed, ignore_errors=True)
+        try:
+            os.rename(directory, doomed)
+        except FileNotFoundError:
+            return  # removed meanwhile (by another process's recovery, say)
+        except OSError:
+            # Cannot be renamed (a busy mount point, say): removed in place; a kill during
+            # this removal leaves what only ages out.
+            doomed = directory
+        shutil.rmtree(doomed, ignore_errors=True)
+    finally:
+        _LIVE_NAMES.discard(doomed.name)
+        _LIVE_NAMES.discard(directory.name)
+
+
+#: The largest process id a kernel hands out (Linux's ``pid_max`` is at most ``2**22``);
+#: a name with a larger one (or none) was not made by a dpggm process.
+_MAX_PID = 2 ** 31 - 1
+
+
+def _alive(pid: int, name: str) -> bool:
+    """Whether process ``pid`` of this host, which ``name`` says owns an entry, runs.
+    This process answers from the entries it holds: one of its own pid that it does not
+    hold is a former process's (a restarted container reuses its pids)."""
+    if pid == os.getpid():
+        return name in _LIVE_NAMES
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True  # another user's process
+    except (OSError, OverflowError):
+        return False
+    return True
 
 
 def _abandoned(entry: Path, *, grace: float) -> bool:
-    """Whether an entry being created (a temporary file, a probe, a staging directory
-    before its pending record) was left by a process that is gone.
+    """Whether an entry being created or removed (a temporary file, a probe, a staging
+    directory before its pending record or during its removal) was left by a process that
+    is gone.
 
-    The creator named in the entry is asked when it ran on this host; an entry created
-    elsewhere, or without a creator in its name, is presumed abandoned after ``grace``
+    The process named in the entry is asked when it runs on this host; an entry made on
+    another host, or without a process in its name, is presumed abandoned after ``grace``
     seconds."""
     match = _OWNED_NAME.search(entry.name)
     if match is not None and match.group("host") == _owner_tag().split("-")[1]:
         pid = int(match.group("pid"))
-        if pid == os.getpid():
-            return False  # this process's own, being written by another of its threads
-        return not _running({"pid": pid, "host": socket.gethostname()})
+        if 0 < pid <= _MAX_PID:
+            return not _alive(pid, entry.name)
     return _age(entry) >= grace
 
 
@@ -411,14 +454,18 @@ class StagedOutput:
         # record, and only then renamed to its staging name: a staging directory always
         # holds its record, and a process killed before the rename leaves a directory
         # whose creator the next delivery can ask about (rather than wait for it to age).
-        creating = parent / f"{self.staging.name}.{_owner_tag()}.new"
+        creating = parent / f"{STAGING_PREFIX}{self.output_id}.{_owner_tag()}.new"
+        _LIVE_NAMES.update((creating.name, self.staging.name))
         try:
             parent.mkdir(parents=True, exist_ok=True)
             # Owner-only from its creation (the umask can only remove bits), and set again
             # in case the umask removed the owner's own.
             os.mkdir(creating, _OWNER_DIR)
             os.chmod(creating, _OWNER_DIR)
-        except OSError as exc:
+        except BaseException as exc:
+            _LIVE_NAMES.difference_update((creating.name, self.staging.name))
+            if not isinstance(exc, OSError):
+                raise
             raise OSError(
                 f"cannot write into {parent} ({exc.strerror or exc}); choose another --out"
             ) from None
@@ -435,7 +482,10 @@ class StagedOutput:
             os.rename(creating, self.staging)
         except BaseException:
             shutil.rmtree(creating, ignore_errors=True)
+            _LIVE_NAMES.difference_update((creating.name, self.staging.name))
             raise
+        finally:
+            _LIVE_NAMES.discard(creating.name)
         delivery_step("created")
 
     def _write(self, name: str, write: Callable[[Any], None], *, binary: bool = False) -> Path:
@@ -477,8 +527,12 @@ class StagedOutput:
 
         Call it only once the release is charged (when a ledger is involved): the files
         become readable by others here."""
-        _fsync_dir(self.staging)
-        _finish(self.staging, self.pending, report=None)
+        try:
+            _fsync_dir(self.staging)
+            _finish(self.staging, self.pending, report=None)
+        finally:
+            # Delivered, or left for the next delivery (this process's too) to finish.
+            _LIVE_NAMES.discard(self.staging.name)
 
     def discard(self) -> None:
         _remove_tree(self.staging)
@@ -519,7 +573,9 @@ class StagedOutput:
             # An interrupt may arrive after the ledger committed the spend: a paid-for
             # output (or one whose payment cannot be told) stays in staging, with its
             # pending record, for the next delivery to finish or remove by the ledger.
-            if not self._perhaps_paid(ledger, dataset):
+            if self._perhaps_paid(ledger, dataset):
+                _LIVE_NAMES.discard(self.staging.name)
+            else:
                 self.discard()
             raise
         try:
@@ -529,7 +585,12 @@ class StagedOutput:
                                         spend.sequence, self.output_id)
                 _write_receipt(self.staging, record, self.pending)
             self.commit()
-        except OSError as exc:
+        except BaseException as exc:
+            # The staging directory is left to the next delivery, which finishes it when
+            # it was charged (and removes it otherwise).
+            _LIVE_NAMES.discard(self.staging.name)
+            if not isinstance(exc, OSError):
+                raise
             spent = "" if spend is None else (
                 f"; {getattr(guarantee, 'budget', guarantee)} was charged to {dataset!r} "
                 f"(spend #{spend.sequence}) "
@@ -655,9 +716,12 @@ def failed_release(exc: BaseException, guarantee: Any, *, ledger: Any = None,
 
 
 def _read_pending(staging: Path) -> dict[str, Any] | None:
+    """The pending record of a staging directory; ``None`` when it has none (or a damaged
+    one). A record that cannot be read now (too many open files, say) raises ``OSError``:
+    the directory may be a live run's and is left for the next recovery."""
     try:
         value = json.loads((staging / _PENDING).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (FileNotFoundError, NotADirectoryError, ValueError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -772,8 +836,10 @@ def recover_pending(parent: Path, *, report: Callable[[str], None] = print,
     arrived, remove everything else. Staging directories of running processes are left
     alone. Returns the outputs delivered.
 
-    ``grace``: a staging directory without a pending record younger than this many
-    seconds may belong to a process that is creating it, and is left alone.
+    ``grace``: an entry that names no process of this host -- a temporary file or a
+    staging directory being created or removed on another host, or one without a pending
+    record made by an earlier dpggm -- younger than this many seconds may belong to a
+    process that is still making it, and is left alone.
     """
     parent = Path(parent)
     delivered: list[Path] = []
@@ -818,7 +884,7 @@ def recover_pending(parent: Path, *, report: Callable[[str], None] = print,
 def _recover_staging(entry: Path, *, report: Callable[[str], None],
                      grace: float) -> Path | None:
     pending = _read_pending(entry)
-    if pending is not None and _running(pending):
+    if pending is not None and _running(pending, entry.name):
         return None
     receipt = _read_receipt(entry, pending)
     if pending is None:
@@ -877,7 +943,7 @@ def _recover_old(entry: Path, *, report: Callable[[str], None]) -> None:
     arrived, removed otherwise."""
     staging = entry.parent / entry.name[: -len(_OLD_SUFFIX)]
     pending = _read_pending(staging) if staging.is_dir() else None
-    if pending is not None and _running(pending):
+    if pending is not None and _running(pending, staging.name):
         return
     target_name = (pending or {}).get("target") or _parse_staging(entry.name)[0]
     target = entry.parent / str(target_name)
@@ -899,8 +965,11 @@ def _remove_stale_record(entry: Path) -> None:
             return
     except OSError:
         return
-    pending = _read_pending(entry)
-    if pending is None or not pending.get("output_id") or _running(pending):
+    try:
+        pending = _read_pending(entry)
+    except OSError:
+        return
+    if pending is None or not pending.get("output_id") or _running(pending, entry.name):
         return
     record.unlink(missing_ok=True)
 
@@ -912,20 +981,14 @@ def _age(path: Path) -> float:
         return 0.0
 
 
-def _running(pending: dict[str, Any]) -> bool:
-    """Whether the run that owns a staging directory is still alive (on this host)."""
+def _running(pending: dict[str, Any], name: str) -> bool:
+    """Whether the run that owns the staging directory ``name`` is still alive. Only a run
+    on this host can be asked: one on another host counts as gone (see the module
+    documentation)."""
     pid = pending.get("pid")
     if pending.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return 0 < pid <= _MAX_PID and _alive(pid, name)
 
 
 class _LedgerUnreadable(Exception):
