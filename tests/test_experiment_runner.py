@@ -407,3 +407,33 @@ def test_an_interrupt_while_files_are_moved_in_waits_until_all_are_in_place(tmp_
     assert new.keys() == old.keys()
     assert all(new[name] != old[name] for name in ("toy_values.csv", "toy_environment.csv"))
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_a_killed_run_s_staging_is_removed_by_the_next_run(tmp_path):
+    """A run killed while it writes its files leaves its hidden staging directory; the next
+    run into the same directory removes it (its process is gone) and leaves the staging of
+    a run that is still going alone."""
+    import subprocess
+    import sys
+
+    from dpggm.io import _owner_tag
+
+    host = _owner_tag().split("-")[1]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        killed = tmp_path / f".toy.abc123.{gone.pid}-{host}.tmp"
+        killed.mkdir()
+        (killed / "toy_values.csv").write_text("half a file")
+        live = tmp_path / f".toy.def456.{running.pid}-{host}.tmp"
+        live.mkdir()
+        other = tmp_path / f".toy_other.ghi789.{gone.pid}-{host}.tmp"
+        other.mkdir()
+        run(_toy_spec(calls=[]), out=tmp_path)
+        hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+        assert hidden == sorted([live.name, other.name])
+        assert (tmp_path / "toy_values.csv").read_text() != "half a file"
+    finally:
+        running.kill()
+        running.wait()

@@ -72,23 +72,25 @@ The tests replace it to kill the process at each boundary in turn.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
 import socket
+import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "FORMULA_TRIGGERS", "RECEIPT_NAME", "STAGING_PREFIX", "StagedOutput", "check_target",
     "check_ledger_pair", "check_writable_dir", "csv_name", "csv_names_frame", "current_umask", "deliver",
-    "delivery_step", "failed_release", "name_from_csv", "place", "recover_pending",
-    "write_atomic",
+    "delivery_step", "failed_release", "name_from_csv", "owned_scratch_dir", "place",
+    "recover_pending", "write_atomic",
 ]
 
 STAGING_PREFIX = ".dpggm-staging-"
@@ -375,6 +377,29 @@ def _abandoned(entry: Path, *, grace: float) -> bool:
         if 0 < pid <= _MAX_PID:
             return not _alive(pid, entry.name)
     return _age(entry) >= grace
+
+
+@contextlib.contextmanager
+def owned_scratch_dir(directory: Path, *, prefix: str) -> Iterator[Path]:
+    """A hidden owner-only scratch directory in ``directory`` for files about to be moved
+    in (``<prefix><random>.<pid>-<host>.tmp``), removed on leaving the block.
+
+    Scratch directories of ``prefix`` left by processes that are gone (killed, say) are
+    removed first, by the rule :func:`recover_pending` applies to temporary files."""
+    directory = Path(directory)
+    for entry in directory.iterdir():
+        if (entry.name.startswith(prefix) and _OWNED_NAME.search(entry.name)
+                and entry.is_dir() and not entry.is_symlink()
+                and _abandoned(entry, grace=RECORDLESS_GRACE)):
+            shutil.rmtree(entry, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(dir=directory, prefix=prefix,
+                                    suffix=f".{_owner_tag()}.tmp"))
+    _LIVE_NAMES.add(scratch.name)
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        _LIVE_NAMES.discard(scratch.name)
 
 
 def check_target(target: Path, *, overwrite: bool) -> None:

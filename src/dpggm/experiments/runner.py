@@ -23,10 +23,8 @@ import datetime
 import itertools
 import os
 import platform
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -47,7 +45,7 @@ from dpggm.experiments._common import (
     write_csv,
     write_figure,
 )
-from dpggm.io import place
+from dpggm.io import owned_scratch_dir, place
 from dpggm.progress import report as report_progress
 
 __all__ = [
@@ -545,7 +543,8 @@ def write_outputs(
 
     Every file is rendered into a hidden staging directory beside the targets, then moved
     in; without ``overwrite`` a target that appeared meanwhile undoes the files already
-    moved.
+    moved. A staging directory left by a run that was killed is removed by the next one
+    (:func:`dpggm.io.owned_scratch_dir`).
 
     Parameters
     ----------
@@ -561,9 +560,8 @@ def write_outputs(
         Part of the staging directory's name.
     """
     directory = Path(directory)
-    staging = Path(tempfile.mkdtemp(dir=directory, prefix=f".{label}.", suffix=".tmp"))
     placed: list[Path] = []
-    try:
+    with owned_scratch_dir(directory, prefix=f".{label}.") as staging:
         for name, content in files.items():
             if callable(content):
                 content = content()
@@ -585,8 +583,6 @@ def write_outputs(
                         path.unlink(missing_ok=True)
                     raise
                 placed.append(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 #: The message of the KeyboardInterrupt that :func:`write_outputs` raises when the
