@@ -378,6 +378,17 @@ def test_cleanup_leaves_the_staging_of_a_running_process_alone(tmp_path):
     assert not staging.exists()
 
 
+def _killed_staging(script, directory):
+    """Run ``script`` (which SIGKILLs itself) on the target ``directory / "o"``; return the
+    one staging entry it left."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", script, str(directory / "o")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = [p for p in directory.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    return left
+
+
 def test_a_kill_before_the_pending_record_leaves_nothing_for_the_next_delivery(tmp_path):
     """Killed while the staging directory's pending record is written: the next delivery,
     moments later, removes the directory (its creator is gone), rather than leaving it for
@@ -393,11 +404,7 @@ def test_a_kill_before_the_pending_record_leaves_nothing_for_the_next_delivery(t
         "o._write_file = die\n"
         "o.StagedOutput(o.Path(sys.argv[1]))\n"
     )
-    env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "o")], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    left = _killed_staging(script, tmp_path)
     assert left.is_dir() and not (left / ".pending.json").exists()
     recover_pending(tmp_path, report=lambda line: None)
     assert not list(tmp_path.iterdir())
@@ -418,11 +425,7 @@ def test_a_removal_cut_short_leaves_nothing_for_the_next_delivery(tmp_path):
         "shutil.rmtree = cut\n"
         "staged.discard()\n"
     )
-    env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "o")], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    left = _killed_staging(script, tmp_path)
     assert (left / "result.json").exists() and not (left / ".pending.json").exists()
     recover_pending(tmp_path, report=lambda line: None)
     assert not list(tmp_path.iterdir())
