@@ -224,3 +224,28 @@ def test_a_breakdown_inside_the_reconstruction_is_a_numerical_error_naming_it(
     covariance = np.cov(data, rowvar=False)
     with pytest.raises(NumericalError, match=message):
         maxent.max_entropy_completion(covariance, np.ones_like(covariance))
+
+
+def test_a_reconstruction_led_astray_by_its_warm_path_is_solved_again_from_scratch():
+    # Breast cancer not centered, rho = 10, the stream of trial 15 of the reproduction's
+    # variants run: one round's reconstruction, started from the previous round's path,
+    # stopped at an estimated relative error of 2.6e-4 (a ConvergenceWarning); solved from
+    # a cold start it reaches 2.4e-8. The reconstructor now retries cold and keeps the
+    # better solution.
+    import warnings
+
+    from dpggm.exceptions import ConvergenceWarning
+    from dpggm.experiments import pace_ggm
+    from dpggm.experiments._common import repetition_rng
+
+    options = {**pace_ggm._VARIANT_DEFAULTS, **pace_ggm.VARIANTS["not centered"]}
+    records = pace_ggm._breast_cancer_variant(options, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        estimator = PACECovariance(
+            budget=ZCDP(10.0), bounds=Box(1.0),
+            random_state=repetition_rng(0, "variants", "not centered", 10.0, 15),
+        ).fit(records)
+    covariance = estimator.covariance_
+    assert np.all(np.isfinite(covariance))
+    assert np.linalg.eigvalsh(covariance)[0] >= -1e-9 * np.abs(covariance).max()
