@@ -182,22 +182,28 @@ def test_refit_to_a_singular_reconstruction_leaves_no_stale_precision():
     assert est.precision_ is None or not np.any(est.precision_ == 123.0)
 
 
-def test_a_coordinate_step_onto_the_boundary_of_the_cone_does_not_break_the_fit():
-    # Breast cancer as scikit-learn ships it (with the diagnosis, d = 31), not centered, at
-    # rho = 0.001 and the stream of trial 10 of the reproduction's variants run: the
-    # reconstruction's warm start took a coordinate step whose exact line minimum lies on
-    # the boundary of the positive-definite cone to rounding, and numpy.linalg.solve raised
-    # "Singular matrix" out of fit. The start now stops before that step.
+def _fit_variants_trial(rho, trial):
+    """PACE-GGM on breast cancer as scikit-learn ships it (with the diagnosis, d = 31), not
+    centered, with the stream of ``trial`` at ``rho`` of the reproduction's variants run."""
     from dpggm.experiments import pace_ggm
     from dpggm.experiments._common import repetition_rng
 
     options = {**pace_ggm._VARIANT_DEFAULTS, **pace_ggm.VARIANTS["not centered"]}
     records = pace_ggm._breast_cancer_variant(options, None)
     assert records.shape == (569, 31)
-    estimator = PACECovariance(
-        budget=ZCDP(0.001), bounds=Box(1.0),
-        random_state=repetition_rng(0, "variants", "not centered", 0.001, 10),
+    return PACECovariance(
+        budget=ZCDP(rho), bounds=Box(1.0),
+        random_state=repetition_rng(0, "variants", "not centered", rho, trial),
     ).fit(records)
+
+
+def test_a_coordinate_step_onto_the_boundary_of_the_cone_does_not_break_the_fit():
+    # Breast cancer as scikit-learn ships it (with the diagnosis, d = 31), not centered, at
+    # rho = 0.001 and the stream of trial 10 of the reproduction's variants run: the
+    # reconstruction's warm start took a coordinate step whose exact line minimum lies on
+    # the boundary of the positive-definite cone to rounding, and numpy.linalg.solve raised
+    # "Singular matrix" out of fit. The start now stops before that step.
+    estimator = _fit_variants_trial(0.001, 10)
     covariance = estimator.covariance_
     assert np.all(np.isfinite(covariance))
     np.testing.assert_allclose(covariance, covariance.T)
@@ -235,17 +241,10 @@ def test_a_reconstruction_led_astray_by_its_warm_path_is_solved_again_from_scrat
     import warnings
 
     from dpggm.exceptions import ConvergenceWarning
-    from dpggm.experiments import pace_ggm
-    from dpggm.experiments._common import repetition_rng
 
-    options = {**pace_ggm._VARIANT_DEFAULTS, **pace_ggm.VARIANTS["not centered"]}
-    records = pace_ggm._breast_cancer_variant(options, None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        estimator = PACECovariance(
-            budget=ZCDP(10.0), bounds=Box(1.0),
-            random_state=repetition_rng(0, "variants", "not centered", 10.0, 15),
-        ).fit(records)
+        estimator = _fit_variants_trial(10.0, 15)
     covariance = estimator.covariance_
     assert np.all(np.isfinite(covariance))
     assert np.linalg.eigvalsh(covariance)[0] >= -1e-9 * np.abs(covariance).max()
